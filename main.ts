@@ -1,0 +1,3 @@
+import { runCli } from "./src/cli.ts";
+
+if (import.meta.main) Deno.exit(await runCli(Deno.args));

@@ -1,0 +1,179 @@
+/**
+ * argv -> one command. Exit codes: 0 success, 1 the script (or the server) failed, 2 bad usage.
+ * Everything but a command's own output goes to stderr.
+ */
+import { parseArgs } from "node:util";
+import process from "node:process";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { startApp } from "./app.ts";
+import { formatResultText } from "./host/execution_result.ts";
+import { createLogger, type Logger, parseLogLevel } from "./log.ts";
+import { VERSION } from "./version.ts";
+
+const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
+
+Usage:
+  main.ts serve [--config PATH]                     MCP server over stdio
+  main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
+                                                    run one script (FILE "-" reads stdin);
+                                                    exit 0 on success, 1 when it fails
+  main.ts --help | --version
+
+Options:
+  --config PATH      mcp_servers.json to use (default: $CODEMODE_CONFIG, then the project's)
+  --log-level LEVEL  debug, info, warn or error (default info; logs go to stderr)
+`;
+
+class UsageError extends Error {}
+
+export async function runCli(args: string[], out = writeStdout): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "V" },
+        config: { type: "string" },
+        "log-level": { type: "string" },
+        profile: { type: "string" },
+        json: { type: "boolean" },
+        timeout: { type: "string" },
+      },
+    });
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    out(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    out(`${VERSION}\n`);
+    return 0;
+  }
+  let log: Logger;
+  try {
+    log = createLogger(parseLogLevel(values["log-level"]));
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
+  const [command, ...rest] = positionals;
+  try {
+    switch (command) {
+      case "serve":
+        if (rest.length > 0) throw new UsageError(`serve takes no arguments, got "${rest[0]}"`);
+        return await serve(values.config, log);
+      case "run": {
+        if (rest.length !== 1) throw new UsageError("run takes exactly one FILE.py (or -)");
+        const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+        if (timeout !== undefined && !(timeout > 0)) {
+          throw new UsageError(`--timeout must be a positive number of seconds`);
+        }
+        return await runScript(rest[0]!, {
+          config: values.config,
+          profile: values.profile,
+          json: values.json ?? false,
+          timeout,
+          log,
+          out,
+        });
+      }
+      case undefined:
+        throw new UsageError("a command is required");
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(error.message);
+    log.error((error as Error).message);
+    return 1;
+  }
+}
+
+function usageError(message: string): number {
+  Deno.stderr.writeSync(new TextEncoder().encode(`error: ${message}\n\n${USAGE}`));
+  return 2;
+}
+
+function writeStdout(text: string): void {
+  const bytes = new TextEncoder().encode(text);
+  let offset = 0;
+  while (offset < bytes.length) offset += Deno.stdout.writeSync(bytes.subarray(offset));
+}
+
+async function serve(configPath: string | undefined, log: Logger): Promise<number> {
+  const app = await startApp({ configPath, log });
+  const host = app.createHost();
+  const transport = new StdioServerTransport();
+  const closed = Promise.withResolvers<void>();
+  let closing = false;
+  const shutdown = async (why: string) => {
+    if (closing) return;
+    closing = true;
+    log.info(`shutting down (${why})`);
+    await host.close().catch(() => {});
+    await app.close();
+    closed.resolve();
+  };
+  transport.onclose = () => void shutdown("transport closed");
+  process.stdin.on("end", () => void shutdown("stdin closed"));
+  Deno.addSignalListener("SIGINT", () => void shutdown("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void shutdown("SIGTERM"));
+  await host.server.connect(transport);
+  log.info("serving MCP over stdio", {
+    profiles: app.config.settings.allowed_profiles,
+    servers: app.config.servers.map((s) => s.name),
+  });
+  await closed.promise;
+  return 0;
+}
+
+interface RunOptions {
+  config?: string;
+  profile?: string;
+  json: boolean;
+  timeout?: number;
+  log: Logger;
+  out: (text: string) => void;
+}
+
+async function runScript(file: string, options: RunOptions): Promise<number> {
+  let code: string;
+  try {
+    code = file === "-"
+      ? await new Response(Deno.stdin.readable).text()
+      : await Deno.readTextFile(file);
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 0 });
+  if (
+    options.profile !== undefined && !app.config.settings.allowed_profiles.includes(options.profile)
+  ) {
+    throw new UsageError(
+      `unknown profile "${options.profile}" (known: ${
+        app.config.settings.allowed_profiles.join(", ")
+      })`,
+    );
+  }
+  const result = await app.execute({ code, profile: options.profile, timeout_s: options.timeout });
+  if (options.json) {
+    options.out(JSON.stringify(result, null, 2) + "\n");
+  } else {
+    if (result.stdout) options.out(result.stdout);
+    if (result.stderr) Deno.stderr.writeSync(new TextEncoder().encode(result.stderr));
+    if (!result.success) {
+      const text = formatResultText({ ...result, stdout: "", stderr: "" });
+      Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
+    } else if (result.result !== null && result.result !== undefined) {
+      const shown = typeof result.result === "string"
+        ? result.result
+        : JSON.stringify(result.result);
+      options.out(shown + "\n");
+    }
+  }
+  return result.success ? 0 : 1;
+}

@@ -1,0 +1,334 @@
+/**
+ * `mcp_servers.json` + `permissions/*.json` + environment -> one resolved `Config`.
+ *
+ * Everything the rest of the server trusts is checked here once. Errors name the file, the
+ * server or profile, and the field.
+ */
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath as fromFileUrl } from "node:url";
+import { type Profile, resolveProfile } from "./sandbox/profile.ts";
+
+export interface StdioServerConfig {
+  kind: "stdio";
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  description: string;
+}
+
+export interface HttpServerConfig {
+  kind: "http";
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  description: string;
+}
+
+export type ServerConfig = StdioServerConfig | HttpServerConfig;
+
+export interface Settings {
+  /** Booted sandboxes kept ready per profile in use. */
+  pool_size: number;
+  /** Executions that may wait for a sandbox before callers get a "busy" error. */
+  max_waiting: number;
+  default_profile: string;
+  /** Profiles a caller may name in `execute_code`; all loaded profiles when absent. */
+  allowed_profiles: string[];
+  permissions_dir: string;
+  /** Per-call timeout for upstream tools, in seconds. */
+  tool_timeout_s: number;
+}
+
+export interface Config {
+  path: string;
+  servers: ServerConfig[];
+  settings: Settings;
+  profiles: Map<string, Profile>;
+}
+
+/** The project's root folder (where the default mcp_servers.json and permissions/ live). */
+export const PROJECT_ROOT = dirname(dirname(fromFileUrl(import.meta.url)));
+
+export interface LoadConfigOptions {
+  /** Path of mcp_servers.json; default `$CODEMODE_CONFIG`, then the project's own file. */
+  path?: string;
+  env?: (name: string) => string | undefined;
+  /** Real paths sandboxes must never write (runtime files, snapshot cache). */
+  protectedPaths?: string[];
+}
+
+export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
+  const env = options.env ?? ((name: string) => Deno.env.get(name));
+  const path = resolve(
+    options.path ?? env("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json"),
+  );
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (cause) {
+    throw new TypeError(`Cannot read config ${path}: ${(cause as Error).message}`, { cause });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (cause) {
+    throw new TypeError(`Cannot parse config ${path}: ${(cause as Error).message}`, { cause });
+  }
+  const parsed = parseConfigFile(raw, { path, env });
+  const profiles = await loadProfiles(
+    parsed.settings.permissions_dir,
+    options.protectedPaths ?? [],
+  );
+  const settings = parsed.settings;
+  if (!profiles.has(settings.default_profile)) {
+    throw new TypeError(
+      `Cannot load config ${path}: settings.default_profile "${settings.default_profile}" is not in ${settings.permissions_dir}`,
+    );
+  }
+  if (settings.allowed_profiles.length === 0) settings.allowed_profiles = [...profiles.keys()];
+  for (const name of settings.allowed_profiles) {
+    if (!profiles.has(name)) {
+      throw new TypeError(
+        `Cannot load config ${path}: settings.allowed_profiles names unknown "${name}"`,
+      );
+    }
+  }
+  return { path, servers: parsed.servers, settings, profiles };
+}
+
+/** Validates the parsed mcp_servers.json (pure apart from `env`). */
+export function parseConfigFile(
+  raw: unknown,
+  ctx: { path: string; env: (name: string) => string | undefined },
+): { servers: ServerConfig[]; settings: Settings } {
+  const at = (where: string) => `Cannot load config ${ctx.path}: ${where}`;
+  if (!isRecord(raw)) throw new TypeError(at("the file must hold a JSON object"));
+  for (const key of Object.keys(raw)) {
+    if (!["servers", "settings", "$comment"].includes(key)) {
+      throw new TypeError(at(`unknown top-level field "${key}"`));
+    }
+  }
+  const configDir = dirname(ctx.path);
+  const servers: ServerConfig[] = [];
+  const rawServers = raw.servers ?? {};
+  if (!isRecord(rawServers)) throw new TypeError(at(`"servers" must be an object`));
+  for (const [name, entry] of Object.entries(rawServers)) {
+    const server = parseServer(name, entry, {
+      where: (field) => at(`server "${name}", field "${field}"`),
+      expand: (value, field) =>
+        expandVars(value, ctx.env, at(`server "${name}", field "${field}"`)),
+      configDir,
+    });
+    if (server) servers.push(server);
+  }
+  return { servers, settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)) };
+}
+
+const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+function parseServer(
+  name: string,
+  entry: unknown,
+  ctx: {
+    where: (field: string) => string;
+    expand: (value: string, field: string) => string;
+    configDir: string;
+  },
+): ServerConfig | null {
+  if (!SERVER_NAME.test(name)) {
+    throw new TypeError(
+      ctx.where("name").replace(/, field "name"$/, "") +
+        ": the name must start with a letter and hold only letters, digits, _ and - (max 64)",
+    );
+  }
+  if (!isRecord(entry)) throw new TypeError(ctx.where("(entry)") + ": must be an object");
+  const known = ["command", "args", "env", "cwd", "description", "disabled", "url", "headers"];
+  for (const key of Object.keys(entry)) {
+    if (!known.includes(key)) throw new TypeError(ctx.where(key) + ": unknown field");
+  }
+  if (entry.disabled !== undefined && typeof entry.disabled !== "boolean") {
+    throw new TypeError(ctx.where("disabled") + ": must be true or false");
+  }
+  if (entry.disabled === true) return null;
+  const description = optionalString(entry.description, ctx.where("description")) ?? "";
+  const hasCommand = entry.command !== undefined;
+  const hasUrl = entry.url !== undefined;
+  if (hasCommand === hasUrl) {
+    throw new TypeError(
+      ctx.where("command") + ': give exactly one of "command" (stdio) or "url" (HTTP)',
+    );
+  }
+  if (hasUrl) {
+    const url = ctx.expand(requireString(entry.url, ctx.where("url")), "url");
+    try {
+      const parsed = new URL(url);
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
+    } catch {
+      throw new TypeError(ctx.where("url") + `: "${url}" is not an http(s) URL`);
+    }
+    for (const key of ["args", "env", "cwd"]) {
+      if (entry[key] !== undefined) {
+        throw new TypeError(ctx.where(key) + ": only for stdio servers");
+      }
+    }
+    return {
+      kind: "http",
+      name,
+      url,
+      headers: stringMap(
+        entry.headers,
+        ctx.where("headers"),
+        (v, k) => ctx.expand(v, `headers.${k}`),
+      ),
+      description,
+    };
+  }
+  if (entry.headers !== undefined) {
+    throw new TypeError(ctx.where("headers") + ": only for HTTP servers");
+  }
+  const command = ctx.expand(requireString(entry.command, ctx.where("command")), "command");
+  const args = entry.args === undefined ? [] : stringArray(entry.args, ctx.where("args"))
+    .map((a, i) => ctx.expand(a, `args[${i}]`));
+  const env = stringMap(entry.env, ctx.where("env"), (v, k) => ctx.expand(v, `env.${k}`));
+  const cwdRaw = entry.cwd === undefined
+    ? "."
+    : ctx.expand(requireString(entry.cwd, ctx.where("cwd")), "cwd");
+  const cwd = isAbsolute(cwdRaw) ? cwdRaw : resolve(ctx.configDir, cwdRaw);
+  return { kind: "stdio", name, command, args, env, cwd, description };
+}
+
+function parseSettings(raw: unknown, configDir: string, where: (f: string) => string): Settings {
+  const settings: Settings = {
+    pool_size: 2,
+    max_waiting: 64,
+    default_profile: "default",
+    allowed_profiles: [],
+    permissions_dir: join(PROJECT_ROOT, "permissions"),
+    tool_timeout_s: 60,
+  };
+  if (raw === undefined) return settings;
+  if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
+  for (const [key, value] of Object.entries(raw)) {
+    switch (key) {
+      case "pool_size":
+      case "max_waiting":
+        if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 64) {
+          throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
+        }
+        settings[key] = value as number;
+        break;
+      case "tool_timeout_s":
+        if (typeof value !== "number" || !(value > 0)) {
+          throw new TypeError(where(key) + ": must be a positive number");
+        }
+        settings.tool_timeout_s = value;
+        break;
+      case "default_profile":
+        settings.default_profile = requireString(value, where(key));
+        break;
+      case "allowed_profiles":
+        settings.allowed_profiles = stringArray(value, where(key));
+        break;
+      case "permissions_dir": {
+        const dir = requireString(value, where(key));
+        settings.permissions_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
+        break;
+      }
+      default:
+        throw new TypeError(where(key) + ": unknown setting");
+    }
+  }
+  return settings;
+}
+
+/** Loads every `*.json` profile in `dir`. */
+export async function loadProfiles(
+  dir: string,
+  protectedPaths: string[],
+): Promise<Map<string, Profile>> {
+  const profiles = new Map<string, Profile>();
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(dir));
+  } catch (cause) {
+    throw new TypeError(`Cannot read permission profiles in ${dir}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    if (!entry.isFile || !entry.name.endsWith(".json")) continue;
+    const name = entry.name.slice(0, -".json".length);
+    const file = join(dir, entry.name);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await Deno.readTextFile(file));
+    } catch (cause) {
+      throw new TypeError(`Cannot load profile ${file}: ${(cause as Error).message}`, { cause });
+    }
+    profiles.set(
+      name,
+      resolveProfile(name, raw, {
+        baseDir: dir,
+        realPath: (p) => Deno.realPathSync(p),
+        protectedPaths,
+      }),
+    );
+  }
+  return profiles;
+}
+
+/** Replaces `${NAME}` with the host environment's value; a missing variable is an error. */
+export function expandVars(
+  value: string,
+  env: (name: string) => string | undefined,
+  where: string,
+): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+    const found = env(name);
+    if (found === undefined) {
+      throw new TypeError(`${where}: environment variable ${name} is not set`);
+    }
+    return found;
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function requireString(value: unknown, where: string): string {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError(`${where}: must be a non-empty string`);
+  }
+  return value;
+}
+
+function optionalString(value: unknown, where: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string") throw new TypeError(`${where}: must be a string`);
+  return value;
+}
+
+function stringArray(value: unknown, where: string): string[] {
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) {
+    throw new TypeError(`${where}: must be an array of strings`);
+  }
+  return value as string[];
+}
+
+function stringMap(
+  value: unknown,
+  where: string,
+  map: (value: string, key: string) => string,
+): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isRecord(value)) throw new TypeError(`${where}: must be an object of strings`);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v !== "string") throw new TypeError(`${where}.${k}: must be a string`);
+    out[k] = map(v, k);
+  }
+  return out;
+}

@@ -1,0 +1,33 @@
+/**
+ * The `execute_code` description an agent reads: what the sandbox can and cannot do, and a
+ * compact index of the upstream tools it can call.
+ */
+import type { Profile } from "../sandbox/profile.ts";
+
+export function describeExecuteCode(profile: Profile, toolIndex: string): string {
+  const l = profile.limits;
+  const lines = [
+    "Run Python 3 (Pyodide, CPython compiled to WebAssembly) in a fresh, isolated sandbox process.",
+    "Call many MCP tools from one script instead of one tool call at a time.",
+    "",
+    "Usage: print() what you want to see; the value of the last expression is returned as `result`.",
+    "Top-level `await` works. Call tools as functions: `from mcp_tools import <server>` then",
+    "`<server>.<tool>(arg=...)` (blocks until it answers) or `await <server>.<tool>_async(...)`",
+    "(combine with asyncio.gather). A failed tool raises mcp_tools.ToolError naming server and tool;",
+    "a call the policy refuses raises ToolDenied. Use search_tools / get_tool_docs for signatures.",
+    "",
+    "The sandbox: Python standard library only (no pip); no network" +
+    (profile.net.length ? ` except ${profile.net.join(", ")}` : "") +
+    "; no host files" +
+    (profile.folders.length
+      ? ` except ${profile.folders.map((f) => `${f.mount} (${f.mode})`).join(", ")}`
+      : "") +
+    "; no environment variables; no subprocesses. Nothing persists between calls: every call",
+    "starts from a clean interpreter.",
+    `Limits (profile "${profile.name}"): ${l.timeout_s} s timeout (timeout_s up to ${l.max_timeout_s}),`,
+    `${l.memory_mb} MB memory, ${l.output_bytes} bytes per output stream, ${l.tool_calls} tool calls,`,
+    `${l.code_chars} characters / ${l.code_lines} lines of code.`,
+  ];
+  if (toolIndex) lines.push("", "Available tools (module.function):", toolIndex);
+  return lines.join("\n");
+}

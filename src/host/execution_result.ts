@@ -1,0 +1,70 @@
+/**
+ * What one `execute_code` returns, and its readable text form.
+ */
+
+export type ErrorType =
+  | string // a Python exception class name: SyntaxError, ZeroDivisionError, ToolError, ...
+  | "TIMEOUT"
+  | "MEMORY_LIMIT"
+  | "OUTPUT_LIMIT"
+  | "POLICY_VIOLATION"
+  | "TOOL_DENIED"
+  | "CANCELLED"
+  | "SANDBOX_CRASHED"
+  | "BUSY";
+
+export interface Diagnostics {
+  error_type: ErrorType;
+  message: string;
+  /** Python traceback without Pyodide-internal frames (absent for host-side limits). */
+  traceback?: string;
+  /** Line of the script where the error was raised (syntax errors: where parsing failed). */
+  lineno?: number | null;
+  /** Messages the sandbox sent that broke the protocol and were ignored. */
+  protocol_violations?: number;
+}
+
+export interface ToolCallRecord {
+  server: string;
+  tool: string;
+  /** allowed and answered, failed upstream, or denied by policy. */
+  outcome: "ok" | "error" | "denied";
+  duration_ms: number;
+  error?: string;
+}
+
+export interface ExecutionResult {
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  /** The value of the script's last expression: JSON as is, otherwise its repr. */
+  result: unknown;
+  duration_ms: number;
+  profile: string;
+  tool_calls: { count: number; calls: ToolCallRecord[] };
+  diagnostics: Diagnostics | null;
+}
+
+/** The text block shown next to the structured result. */
+export function formatResultText(r: ExecutionResult): string {
+  const parts: string[] = [];
+  parts.push(r.success ? `OK (${r.duration_ms} ms)` : `FAILED (${r.duration_ms} ms)`);
+  if (r.stdout) parts.push(`--- stdout ---\n${r.stdout.replace(/\n$/, "")}`);
+  if (r.stderr) parts.push(`--- stderr ---\n${r.stderr.replace(/\n$/, "")}`);
+  if (r.result !== null && r.result !== undefined) {
+    const shown = typeof r.result === "string" ? r.result : JSON.stringify(r.result, null, 2);
+    parts.push(`--- result ---\n${shown}`);
+  }
+  if (r.tool_calls.count > 0) {
+    const lines = r.tool_calls.calls.map((c) =>
+      `${c.server}.${c.tool}: ${c.outcome} (${c.duration_ms} ms)${c.error ? ` ${c.error}` : ""}`
+    );
+    parts.push(`--- tool calls (${r.tool_calls.count}) ---\n${lines.join("\n")}`);
+  }
+  if (r.diagnostics) {
+    const d = r.diagnostics;
+    const where = d.lineno ? ` (line ${d.lineno})` : "";
+    parts.push(`--- error: ${d.error_type}${where} ---\n${d.traceback || d.message}`);
+  }
+  return parts.join("\n");
+}

@@ -1,0 +1,200 @@
+/**
+ * Runs one script: checks the request against the profile, takes a fresh sandbox from the pool,
+ * answers the sandbox's tool calls under host-side policy, and turns what happened into an
+ * `ExecutionResult`. Every decision about a sandbox's requests is made here, never inside it.
+ */
+import type { Logger } from "../log.ts";
+import { checkCodeSize } from "../policy/code_size.ts";
+import { decideToolCall } from "../policy/tool_policy.ts";
+import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
+import type { RawOutcome } from "../sandbox/launcher.ts";
+import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
+import type { Profile } from "../sandbox/profile.ts";
+import type { Diagnostics, ExecutionResult, ToolCallRecord } from "./execution_result.ts";
+
+/** The upstream tools as scripts see them. */
+export interface ToolBridge {
+  /** Python packages installed in every sandbox before the script runs (`mcp_tools`). */
+  packages(): Record<string, Record<string, string>>;
+  /** Performs an allowed call. Never throws: failures come back as `{ error }`. */
+  call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply>;
+}
+
+/** A bridge with no upstream servers. */
+export const noTools: ToolBridge = {
+  packages: () => ({ mcp_tools: {} }),
+  call: (server, tool) =>
+    Promise.resolve({ error: { kind: "unavailable", message: `no server ${server} for ${tool}` } }),
+};
+
+export interface ExecuteRequest {
+  code: string;
+  timeout_s?: number;
+  profile?: string;
+}
+
+export interface ExecuteOptions {
+  signal?: AbortSignal;
+  onOutput?: (stream: "stdout" | "stderr", text: string) => void;
+}
+
+export interface ExecutorDeps {
+  pool: SandboxPool;
+  /** Looks up a profile a caller may use; undefined when unknown or not allowed. */
+  profile: (name: string) => Profile | undefined;
+  defaultProfile: string;
+  tools: ToolBridge;
+  log: Logger;
+}
+
+export type Executor = (
+  request: ExecuteRequest,
+  options?: ExecuteOptions,
+) => Promise<ExecutionResult>;
+
+export function createExecutor(deps: ExecutorDeps): Executor {
+  return async (request, options = {}) => {
+    const started = performance.now();
+    const profileName = request.profile ?? deps.defaultProfile;
+    const profile = deps.profile(profileName);
+    const fail = (diagnostics: Diagnostics) =>
+      failedBeforeRun(profileName, diagnostics, performance.now() - started);
+    if (profile === undefined) {
+      return fail({
+        error_type: "POLICY_VIOLATION",
+        message: `Profile "${profileName}" does not exist or may not be used by callers`,
+      });
+    }
+    const tooBig = checkCodeSize(request.code, profile.limits);
+    if (tooBig) return fail({ error_type: "POLICY_VIOLATION", message: tooBig });
+    const timeoutS = request.timeout_s ?? profile.limits.timeout_s;
+    if (!(timeoutS > 0) || timeoutS > profile.limits.max_timeout_s) {
+      return fail({
+        error_type: "POLICY_VIOLATION",
+        message: `timeout_s must be above 0 and at most ${profile.limits.max_timeout_s}`,
+      });
+    }
+
+    let sandbox;
+    try {
+      sandbox = await deps.pool.acquire(profile, options.signal);
+    } catch (error) {
+      const busy = error instanceof PoolBusyError;
+      return fail({ error_type: busy ? "BUSY" : "SANDBOX_CRASHED", message: String(error) });
+    }
+
+    const calls: ToolCallRecord[] = [];
+    const callTool = async (params: CallToolParams): Promise<ToolReply> => {
+      const decision = decideToolCall(params.server, params.tool, {
+        allowed_tools: profile.allowed_tools,
+        tool_calls: profile.limits.tool_calls,
+      }, calls.length);
+      const record: ToolCallRecord = {
+        server: params.server.slice(0, 200),
+        tool: params.tool.slice(0, 200),
+        outcome: "denied",
+        duration_ms: 0,
+      };
+      calls.push(record);
+      if (!decision.allowed) {
+        record.error = decision.reason;
+        return { error: { kind: "denied", message: `denied: ${decision.reason}` } };
+      }
+      const t0 = performance.now();
+      const reply = await deps.tools.call(params.server, params.tool, params.arguments);
+      record.duration_ms = round(performance.now() - t0);
+      record.outcome = "error" in reply ? "error" : "ok";
+      if ("error" in reply) record.error = reply.error.message.slice(0, 500);
+      return reply;
+    };
+
+    await using running = sandbox;
+    const outcome = await running.execute({
+      code: request.code,
+      packages: deps.tools.packages(),
+      timeoutMs: timeoutS * 1000,
+      memoryBytes: profile.limits.memory_mb * 1024 * 1024,
+      outputBytes: profile.limits.output_bytes,
+    }, { callTool, signal: options.signal, onOutput: options.onOutput });
+    const result = toResult(outcome, profile, calls, performance.now() - started);
+    deps.log.debug("execution finished", {
+      profile: profile.name,
+      success: result.success,
+      error_type: result.diagnostics?.error_type,
+      ms: result.duration_ms,
+    });
+    return result;
+  };
+}
+
+function toResult(
+  outcome: RawOutcome,
+  profile: Profile,
+  calls: ToolCallRecord[],
+  elapsedMs: number,
+): ExecutionResult {
+  const limit = profile.limits.output_bytes;
+  const base = {
+    stdout: outcome.stdout,
+    stderr: outcome.stderr,
+    duration_ms: round(elapsedMs),
+    profile: profile.name,
+    tool_calls: { count: calls.length, calls },
+  };
+  const violations = outcome.violations.length > 0
+    ? { protocol_violations: outcome.violations.length }
+    : {};
+  if (outcome.stop) {
+    return {
+      ...base,
+      success: false,
+      result: null,
+      diagnostics: {
+        error_type: outcome.stop.reason,
+        message: outcome.stop.message,
+        ...violations,
+      },
+    };
+  }
+  const reply = outcome.reply!;
+  if (reply.ok) {
+    return { ...base, success: true, result: capResult(reply.result, limit), diagnostics: null };
+  }
+  const denied = reply.error.error_type === "ToolDenied";
+  return {
+    ...base,
+    success: false,
+    result: null,
+    diagnostics: {
+      error_type: denied ? "TOOL_DENIED" : reply.error.error_type,
+      message: reply.error.message.slice(0, limit),
+      traceback: reply.error.traceback.slice(0, limit),
+      lineno: reply.error.lineno,
+      ...violations,
+    },
+  };
+}
+
+/** The sandbox promises a capped result; the host does not take its word for it. */
+function capResult(value: unknown, limit: number): unknown {
+  const text = JSON.stringify(value) ?? "null";
+  if (text.length <= limit) return value;
+  return `${text.slice(0, limit)}... [result truncated: ${text.length} chars, limit ${limit}]`;
+}
+
+function failedBeforeRun(profile: string, diagnostics: Diagnostics, ms: number): ExecutionResult {
+  return {
+    success: false,
+    stdout: "",
+    stderr: "",
+    result: null,
+    duration_ms: round(ms),
+    profile,
+    tool_calls: { count: 0, calls: [] },
+    diagnostics,
+  };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

@@ -1,0 +1,38 @@
+/**
+ * The MCP server the client talks to. `createHost` wires the tools to their dependencies and
+ * returns the server with a `close` that tears everything down.
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { VERSION } from "../version.ts";
+import type { Executor } from "./executor.ts";
+import { registerExecuteCodeTool } from "./tools/execute_code.ts";
+
+export interface HostDeps {
+  execute: Executor;
+  describeExecuteCode: () => string;
+  profiles: string[];
+  defaultProfile: string;
+}
+
+export interface Host {
+  server: McpServer;
+  close(): Promise<void>;
+}
+
+export function createHost(deps: HostDeps): Host {
+  const server = new McpServer(
+    { name: "mcp-code-mode", version: VERSION },
+    {
+      capabilities: { logging: {} },
+      instructions:
+        "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
+    },
+  );
+  registerExecuteCodeTool(server, {
+    execute: deps.execute,
+    description: deps.describeExecuteCode,
+    profiles: deps.profiles,
+    defaultProfile: deps.defaultProfile,
+  });
+  return { server, close: () => server.close() };
+}

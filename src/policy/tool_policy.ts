@@ -1,0 +1,43 @@
+/**
+ * Which upstream tools a script may call: the profile's `allowed_tools` globs over
+ * `server.tool` names. `*` matches any run of characters (dots included); nothing else is
+ * special. Decided on the host for every call.
+ */
+
+/** Whether `server.tool` matches one of `globs`. */
+export function isToolAllowed(server: string, tool: string, globs: readonly string[]): boolean {
+  const name = `${server}.${tool}`;
+  return globs.some((glob) => globToRegExp(glob).test(name));
+}
+
+export function globToRegExp(glob: string): RegExp {
+  const body = glob.split("*").map(escapeRegExp).join(".*");
+  return new RegExp(`^${body}$`);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+}
+
+export type ToolDecision =
+  | { allowed: true }
+  | { allowed: false; reason: string };
+
+/** The host's decision on one tool call of an execution. */
+export function decideToolCall(
+  server: string,
+  tool: string,
+  policy: { allowed_tools: readonly string[]; tool_calls: number },
+  callsSoFar: number,
+): ToolDecision {
+  if (callsSoFar >= policy.tool_calls) {
+    return {
+      allowed: false,
+      reason: `the limit of ${policy.tool_calls} tool calls per execution was reached`,
+    };
+  }
+  if (!isToolAllowed(server, tool, policy.allowed_tools)) {
+    return { allowed: false, reason: `the profile does not allow ${server}.${tool}` };
+  }
+  return { allowed: true };
+}

@@ -1,0 +1,159 @@
+/**
+ * Newline-delimited JSON-RPC 2.0 in both directions over a byte stream pair.
+ *
+ * Used by the host (whose peer, the sandbox, is hostile) and by the sandbox worker. Every
+ * incoming line is parsed and its shape checked; a reply is accepted only for an id this side
+ * is waiting on; anything else is reported through `onViolation` and otherwise ignored.
+ */
+import { readLines } from "./lines.ts";
+
+export type JsonRpcId = number | string;
+
+export interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export class RemoteError extends Error {
+  constructor(readonly error: RpcError) {
+    super(error.message);
+    this.name = "RemoteError";
+  }
+}
+
+export const RPC_INVALID_REQUEST = -32600;
+export const RPC_METHOD_NOT_FOUND = -32601;
+export const RPC_INVALID_PARAMS = -32602;
+export const RPC_INTERNAL_ERROR = -32603;
+
+export interface ChannelHandlers {
+  /** Handles a request; its value is the reply's result, a thrown `RemoteError` its error. */
+  onRequest(method: string, params: unknown, id: JsonRpcId): Promise<unknown>;
+  onNotification(method: string, params: unknown): void;
+  /** A message broke the protocol (bad JSON, bad shape, a reply to nothing, an overlong line). */
+  onViolation(reason: string): void;
+}
+
+export interface ChannelOptions {
+  readable: ReadableStream<Uint8Array>;
+  /** Writes one complete line (the newline included). */
+  write: (line: string) => void | Promise<void>;
+  maxLineBytes: number;
+  handlers: ChannelHandlers;
+}
+
+export class JsonRpcChannel {
+  readonly #write: (line: string) => void | Promise<void>;
+  readonly #handlers: ChannelHandlers;
+  readonly #pending = new Map<JsonRpcId, PromiseWithResolvers<unknown>>();
+  #nextId = 1;
+  #closed = false;
+  /** Resolves when the incoming stream ends; pending requests are then rejected. */
+  readonly done: Promise<void>;
+
+  constructor(options: ChannelOptions) {
+    this.#write = options.write;
+    this.#handlers = options.handlers;
+    this.done = readLines(options.readable, options.maxLineBytes, {
+      line: (text) => this.#receive(text),
+      overlong: (bytes) =>
+        this.#handlers.onViolation(`line longer than ${options.maxLineBytes} bytes (${bytes}+)`),
+    }).catch(() => {}).finally(() => this.#close());
+  }
+
+  /** Sends a request and resolves with the peer's result (rejects with `RemoteError`). */
+  async request(method: string, params: unknown): Promise<unknown> {
+    if (this.#closed) throw new Error(`Cannot send "${method}": the channel is closed`);
+    const id = this.#nextId++;
+    const waiter = Promise.withResolvers<unknown>();
+    this.#pending.set(id, waiter);
+    try {
+      await this.#send({ jsonrpc: "2.0", id, method, params });
+    } catch (cause) {
+      this.#pending.delete(id);
+      throw new Error(`Cannot send "${method}": the peer is gone`, { cause });
+    }
+    return await waiter.promise;
+  }
+
+  async notify(method: string, params: unknown): Promise<void> {
+    if (this.#closed) return;
+    await this.#send({ jsonrpc: "2.0", method, params });
+  }
+
+  #send(message: unknown): void | Promise<void> {
+    return this.#write(JSON.stringify(message) + "\n");
+  }
+
+  #close(): void {
+    this.#closed = true;
+    for (const waiter of this.#pending.values()) {
+      waiter.reject(new Error("Cannot finish request: the peer closed the channel"));
+    }
+    this.#pending.clear();
+  }
+
+  #receive(text: string): void {
+    if (text.trim() === "") return;
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      this.#handlers.onViolation("a line that is not JSON");
+      return;
+    }
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      this.#handlers.onViolation("a message that is not a JSON object");
+      return;
+    }
+    const m = message as Record<string, unknown>;
+    if (m.jsonrpc !== "2.0") {
+      this.#handlers.onViolation('a message without jsonrpc "2.0"');
+      return;
+    }
+    const hasId = typeof m.id === "number" || typeof m.id === "string";
+    if (typeof m.method === "string") {
+      if (hasId) this.#answer(m.id as JsonRpcId, m.method, m.params);
+      else if (m.id === undefined) this.#handlers.onNotification(m.method, m.params);
+      else this.#handlers.onViolation("a request with an invalid id");
+      return;
+    }
+    if (!hasId) {
+      this.#handlers.onViolation("a reply without a valid id");
+      return;
+    }
+    const waiter = this.#pending.get(m.id as JsonRpcId);
+    if (waiter === undefined) {
+      this.#handlers.onViolation(`a reply to id ${JSON.stringify(m.id)}, which is not pending`);
+      return;
+    }
+    this.#pending.delete(m.id as JsonRpcId);
+    if ("result" in m && !("error" in m)) {
+      waiter.resolve(m.result);
+    } else if (isRpcError(m.error) && !("result" in m)) {
+      waiter.reject(new RemoteError(m.error));
+    } else {
+      waiter.reject(new Error("Cannot read reply: it has neither a result nor a valid error"));
+      this.#handlers.onViolation("a reply with neither a result nor a valid error");
+    }
+  }
+
+  #answer(id: JsonRpcId, method: string, params: unknown): void {
+    this.#handlers.onRequest(method, params, id).then(
+      (result) => this.#send({ jsonrpc: "2.0", id, result: result ?? null }),
+      (error) => {
+        const rpcError: RpcError = error instanceof RemoteError
+          ? error.error
+          : { code: RPC_INTERNAL_ERROR, message: String(error?.message ?? error) };
+        return this.#send({ jsonrpc: "2.0", id, error: rpcError });
+      },
+    ).catch(() => {/* the peer is gone; nothing to tell it */});
+  }
+}
+
+function isRpcError(value: unknown): value is RpcError {
+  if (typeof value !== "object" || value === null) return false;
+  const e = value as Record<string, unknown>;
+  return typeof e.code === "number" && typeof e.message === "string";
+}

@@ -1,0 +1,54 @@
+/**
+ * The messages between the host and one sandbox process (newline-delimited JSON-RPC 2.0).
+ *
+ *   sandbox -> host  notification "ready"       once Pyodide has booted
+ *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (exactly once)
+ *   sandbox -> host  notification "output"      OutputParams, while a script runs
+ *   sandbox -> host  request      "call_tool"   CallToolParams -> ToolReply, while a script runs
+ *
+ * The host checks every field of everything it receives: the sandbox runs untrusted code.
+ */
+
+export const METHOD_READY = "ready";
+export const METHOD_EXECUTE = "execute";
+export const METHOD_OUTPUT = "output";
+export const METHOD_CALL_TOOL = "call_tool";
+
+export interface ExecuteParams {
+  code: string;
+  /** Python packages to install before the run: package name -> { module name -> source }. */
+  packages: Record<string, Record<string, string>>;
+  /** Cap on the JSON size of `result`. */
+  result_bytes: number;
+}
+
+export interface ScriptError {
+  error_type: string;
+  message: string;
+  traceback: string;
+  lineno: number | null;
+}
+
+export type ExecuteReply =
+  | { ok: true; result: unknown }
+  | { ok: false; error: ScriptError };
+
+export type OutputStream = "stdout" | "stderr";
+
+export interface OutputParams {
+  stream: OutputStream;
+  text: string;
+}
+
+export interface CallToolParams {
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+/** What Python receives for a tool call: the MCP result, or an error with its cause. */
+export type ToolReply =
+  | { result: Record<string, unknown> }
+  | { error: { kind: ToolErrorKind; message: string } };
+
+export type ToolErrorKind = "tool_error" | "denied" | "timeout" | "unavailable" | "invalid";

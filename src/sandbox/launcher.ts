@@ -1,0 +1,348 @@
+/**
+ * One sandbox process: spawned with its profile's flags, booted from the snapshot, used for
+ * exactly one execution, then killed. The host enforces every limit here, from outside the
+ * process: wall-clock timeout, resident memory, output size, protocol abuse, cancellation.
+ */
+import {
+  JsonRpcChannel,
+  RemoteError,
+  RPC_INVALID_PARAMS,
+  RPC_METHOD_NOT_FOUND,
+} from "../rpc/channel.ts";
+import {
+  type CallToolParams,
+  type ExecuteReply,
+  METHOD_CALL_TOOL,
+  METHOD_EXECUTE,
+  METHOD_OUTPUT,
+  METHOD_READY,
+  type OutputStream,
+  type ScriptError,
+  type ToolReply,
+} from "../rpc/sandbox_protocol.ts";
+import type { Logger } from "../log.ts";
+import { OutputBuffer } from "./output_buffer.ts";
+import { type Profile, toDenoFlags } from "./profile.ts";
+import { readResidentBytes } from "./memory.ts";
+import type { SandboxRuntime } from "./runtime.ts";
+import { childEnv } from "./snapshot.ts";
+
+/** Why the host stopped a sandbox before it finished on its own. */
+export type StopReason =
+  | "TIMEOUT"
+  | "MEMORY_LIMIT"
+  | "OUTPUT_LIMIT"
+  | "POLICY_VIOLATION"
+  | "CANCELLED"
+  | "SANDBOX_CRASHED";
+
+export interface ExecutionRequest {
+  code: string;
+  packages: Record<string, Record<string, string>>;
+  timeoutMs: number;
+  memoryBytes: number;
+  outputBytes: number;
+}
+
+export interface ExecutionHooks {
+  /** Decides and performs a tool call the script asked for. Never throws. */
+  callTool(params: CallToolParams): Promise<ToolReply>;
+  /** Live output, as it arrives (already capped). */
+  onOutput?(stream: OutputStream, text: string): void;
+  signal?: AbortSignal;
+}
+
+export interface RawOutcome {
+  /** The script's own answer, when it gave one before the process stopped. */
+  reply: ExecuteReply | null;
+  stop: { reason: StopReason; message: string } | null;
+  stdout: string;
+  stderr: string;
+  /** Protocol violations the host ignored. */
+  violations: string[];
+  durationMs: number;
+}
+
+export interface LaunchOptions {
+  runtime: SandboxRuntime;
+  snapshotPath: string;
+  profile: Profile;
+  log: Logger;
+  /** How long boot may take before the sandbox is given up. */
+  bootTimeoutMs?: number;
+}
+
+const MAX_LINE_BYTES = 8 * 1024 * 1024;
+const MAX_VIOLATIONS = 100;
+const MEMORY_POLL_MS = 20;
+const STDERR_TAIL_BYTES = 4096;
+
+/** The argv of a sandbox process: `deno run`, the profile's flags, the worker. */
+export function sandboxArgs(runtime: SandboxRuntime, snapshotPath: string, profile: Profile) {
+  const readPaths = [...runtime.pyodideAssets, snapshotPath];
+  const mounts = profile.folders.map(({ host, mount }) => ({ host, mount }));
+  return [
+    "run",
+    "--no-config",
+    "--cached-only",
+    "--no-remote",
+    "--no-npm",
+    ...toDenoFlags(profile, { readPaths }),
+    runtime.workerPath,
+    "serve",
+    runtime.pyodideModuleUrl,
+    snapshotPath,
+    JSON.stringify(mounts),
+  ];
+}
+
+export class Sandbox implements AsyncDisposable {
+  readonly profile: Profile;
+  /** Resolves once Pyodide has booted; rejects when the process dies or boot takes too long. */
+  readonly ready: Promise<void>;
+  readonly #process: Deno.ChildProcess;
+  readonly #channel: JsonRpcChannel;
+  readonly #log: Logger;
+  readonly #exited: Promise<Deno.CommandStatus>;
+  #stderrTail = "";
+  #hooks: ExecutionHooks | null = null;
+  #stop: { reason: StopReason; message: string } | null = null;
+  #stopped = Promise.withResolvers<void>();
+  #stdout: OutputBuffer | null = null;
+  #stderr: OutputBuffer | null = null;
+  #violations: string[] = [];
+  #used = false;
+
+  constructor(options: LaunchOptions) {
+    this.profile = options.profile;
+    this.#log = options.log;
+    this.#process = new Deno.Command(options.runtime.denoPath, {
+      args: sandboxArgs(options.runtime, options.snapshotPath, options.profile),
+      clearEnv: true,
+      env: childEnv(),
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    this.#exited = this.#process.status;
+    void this.#drainStderr(this.#process.stderr);
+
+    const writer = this.#process.stdin.getWriter();
+    const booted = Promise.withResolvers<void>();
+    this.#channel = new JsonRpcChannel({
+      readable: this.#process.stdout,
+      write: (line) => writer.write(new TextEncoder().encode(line)),
+      maxLineBytes: MAX_LINE_BYTES,
+      handlers: {
+        onRequest: (method, params) => this.#onRequest(method, params),
+        onNotification: (method, params) => {
+          if (method === METHOD_READY) booted.resolve();
+          else if (method === METHOD_OUTPUT) this.#onOutput(params);
+          else this.#violation(`an unknown notification "${method.slice(0, 64)}"`);
+        },
+        onViolation: (reason) => this.#violation(reason),
+      },
+    });
+    const bootTimeoutMs = options.bootTimeoutMs ?? 60_000;
+    let bootTimer: ReturnType<typeof setTimeout> | undefined;
+    this.ready = Promise.race([
+      booted.promise,
+      this.#exited.then(() => {
+        throw new Error(`Cannot boot sandbox: the process exited\n${this.#stderrTail}`);
+      }),
+      new Promise<never>((_, reject) => {
+        bootTimer = setTimeout(
+          () => reject(new Error(`Cannot boot sandbox: no ready signal in ${bootTimeoutMs} ms`)),
+          bootTimeoutMs,
+        );
+      }),
+    ]).finally(() => clearTimeout(bootTimer));
+    this.ready.catch(() => this.kill());
+  }
+
+  get pid(): number {
+    return this.#process.pid;
+  }
+
+  /** Runs one script. A sandbox runs one script only; it is killed when this settles. */
+  async execute(request: ExecutionRequest, hooks: ExecutionHooks): Promise<RawOutcome> {
+    if (this.#used) throw new Error("Cannot execute: this sandbox has already run a script");
+    this.#used = true;
+    await this.ready;
+    const started = performance.now();
+    this.#hooks = hooks;
+    this.#stdout = new OutputBuffer("stdout", request.outputBytes);
+    this.#stderr = new OutputBuffer("stderr", request.outputBytes);
+
+    const timer = setTimeout(
+      () =>
+        this.#halt("TIMEOUT", `Execution exceeded the time limit of ${request.timeoutMs / 1000} s`),
+      request.timeoutMs,
+    );
+    const memoryWatch = setInterval(() => this.#checkMemory(request.memoryBytes), MEMORY_POLL_MS);
+    const onAbort = () => this.#halt("CANCELLED", "Execution was cancelled by the client");
+    hooks.signal?.addEventListener("abort", onAbort, { once: true });
+    if (hooks.signal?.aborted) onAbort();
+
+    let reply: ExecuteReply | null = null;
+    try {
+      const answer = this.#channel.request(METHOD_EXECUTE, {
+        code: request.code,
+        packages: request.packages,
+        result_bytes: request.outputBytes,
+      });
+      const outcome = await Promise.race([
+        answer.then((value) => ({ value }), (error) => ({ error })),
+        this.#stopped.promise.then(() => null),
+      ]);
+      if (outcome && "value" in outcome) reply = parseExecuteReply(outcome.value);
+      if (outcome && "error" in outcome && !this.#stop) {
+        // The channel closed: the process died without answering.
+        await this.#exited;
+        this.#halt("SANDBOX_CRASHED", crashMessage(this.#stderrTail));
+      }
+      if (reply === null && !this.#stop) {
+        this.#halt("POLICY_VIOLATION", "The sandbox sent a malformed execution result");
+      }
+    } finally {
+      clearTimeout(timer);
+      clearInterval(memoryWatch);
+      hooks.signal?.removeEventListener("abort", onAbort);
+      this.kill();
+    }
+    return {
+      reply: this.#stop ? null : reply,
+      stop: this.#stop,
+      stdout: this.#stdout.text(),
+      stderr: this.#stderr.text(),
+      violations: this.#violations,
+      durationMs: performance.now() - started,
+    };
+  }
+
+  /** Kills the process (idempotent). */
+  kill(): void {
+    try {
+      this.#process.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.kill();
+    await this.#exited.catch(() => {});
+    await this.#channel.done;
+  }
+
+  /** Resolves when the process has exited. */
+  get exited(): Promise<Deno.CommandStatus> {
+    return this.#exited;
+  }
+
+  #halt(reason: StopReason, message: string): void {
+    if (this.#stop) return;
+    this.#stop = { reason, message };
+    this.kill();
+    this.#stopped.resolve();
+  }
+
+  #checkMemory(limitBytes: number): void {
+    const resident = readResidentBytes(this.#process.pid);
+    if (resident !== null && resident > limitBytes) {
+      const mb = (n: number) => Math.round(n / (1024 * 1024));
+      this.#halt(
+        "MEMORY_LIMIT",
+        `Sandbox memory ${mb(resident)} MB exceeded the limit of ${mb(limitBytes)} MB`,
+      );
+    }
+  }
+
+  #onOutput(params: unknown): void {
+    const p = params as { stream?: unknown; text?: unknown } | null;
+    const buffer = p?.stream === "stdout"
+      ? this.#stdout
+      : p?.stream === "stderr"
+      ? this.#stderr
+      : null;
+    if (buffer === null || typeof p?.text !== "string") {
+      this.#violation("an output notification outside an execution or with a bad shape");
+      return;
+    }
+    const accepted = buffer.append(p.text);
+    if (accepted.length > 0) this.#hooks?.onOutput?.(buffer.stream, accepted);
+    if (buffer.overflowed) {
+      this.#halt(
+        "OUTPUT_LIMIT",
+        `Output on ${buffer.stream} exceeded the limit of ${buffer.limit} bytes`,
+      );
+    }
+  }
+
+  async #onRequest(method: string, params: unknown): Promise<unknown> {
+    if (method !== METHOD_CALL_TOOL || this.#hooks === null || this.#stop) {
+      this.#violation(`an unexpected request "${method.slice(0, 64)}"`);
+      throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: "Method not found" });
+    }
+    const call = parseCallToolParams(params);
+    if (call === null) {
+      this.#violation("a call_tool request with a bad shape");
+      throw new RemoteError({ code: RPC_INVALID_PARAMS, message: "Invalid call_tool params" });
+    }
+    return await this.#hooks.callTool(call);
+  }
+
+  #violation(reason: string): void {
+    this.#violations.push(reason);
+    this.#log.debug("sandbox protocol violation", { pid: this.#process.pid, reason });
+    if (reason.startsWith("line longer")) {
+      this.#halt("POLICY_VIOLATION", `The sandbox wrote a protocol ${reason}`);
+    } else if (this.#violations.length > MAX_VIOLATIONS) {
+      this.#halt(
+        "POLICY_VIOLATION",
+        `The sandbox broke the protocol more than ${MAX_VIOLATIONS} times`,
+      );
+    }
+  }
+
+  async #drainStderr(stream: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of stream) {
+        this.#stderrTail = (this.#stderrTail + decoder.decode(chunk, { stream: true }))
+          .slice(-STDERR_TAIL_BYTES);
+      }
+    } catch {
+      // the process is gone
+    }
+  }
+}
+
+function crashMessage(stderrTail: string): string {
+  const tail = stderrTail.trim().split("\n").slice(-5).join("\n");
+  return `The sandbox process died before finishing${tail ? `: ${tail}` : ""}`;
+}
+
+function parseCallToolParams(params: unknown): CallToolParams | null {
+  if (typeof params !== "object" || params === null) return null;
+  const p = params as Record<string, unknown>;
+  const args = p.arguments;
+  if (typeof p.server !== "string" || typeof p.tool !== "string") return null;
+  if (typeof args !== "object" || args === null || Array.isArray(args)) return null;
+  return { server: p.server, tool: p.tool, arguments: args as Record<string, unknown> };
+}
+
+function parseExecuteReply(value: unknown): ExecuteReply | null {
+  if (typeof value !== "object" || value === null) return null;
+  const v = value as Record<string, unknown>;
+  if (v.ok === true) return { ok: true, result: v.result ?? null };
+  if (v.ok !== false || typeof v.error !== "object" || v.error === null) return null;
+  const e = v.error as Record<string, unknown>;
+  const error: ScriptError = {
+    error_type: typeof e.error_type === "string" ? e.error_type.slice(0, 200) : "Error",
+    message: typeof e.message === "string" ? e.message : "",
+    traceback: typeof e.traceback === "string" ? e.traceback : "",
+    lineno: typeof e.lineno === "number" ? e.lineno : null,
+  };
+  return { ok: false, error };
+}

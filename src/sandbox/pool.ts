@@ -1,0 +1,184 @@
+/**
+ * Pre-booted, single-use sandboxes, one warm set per profile. `acquire` hands out a booted
+ * sandbox (it is never returned: the caller runs one script and kills it) and starts booting a
+ * replacement in the background. When none is ready, callers queue, up to a bound.
+ */
+import type { Logger } from "../log.ts";
+import { Sandbox } from "./launcher.ts";
+import type { Profile } from "./profile.ts";
+
+export interface PoolOptions {
+  /** Booted sandboxes kept ready per profile in use. */
+  warm: number;
+  /** Sandboxes booting at once, all profiles together (boot is CPU-bound). */
+  maxBooting: number;
+  /** Callers that may wait for a sandbox; one more is refused. */
+  maxWaiting: number;
+  /** Starts a sandbox process for a profile (injected so tests and the CLI can vary it). */
+  launch: (profile: Profile) => Sandbox;
+  log: Logger;
+}
+
+export class PoolBusyError extends Error {
+  constructor(waiting: number) {
+    super(`Cannot run now: ${waiting} executions are already waiting for a sandbox`);
+    this.name = "PoolBusyError";
+  }
+}
+
+interface Waiter {
+  profile: Profile;
+  resolve(sandbox: Sandbox): void;
+  reject(error: Error): void;
+}
+
+export class SandboxPool implements AsyncDisposable {
+  readonly #options: PoolOptions;
+  readonly #ready = new Map<string, Sandbox[]>();
+  readonly #profiles = new Map<string, Profile>();
+  readonly #booting = new Map<string, number>();
+  readonly #live = new Set<Sandbox>();
+  #waiters: Waiter[] = [];
+  #closed = false;
+  #failures = 0;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: PoolOptions) {
+    this.#options = options;
+  }
+
+  /** Starts keeping `profile` warm. */
+  warmUp(profile: Profile): void {
+    this.#profiles.set(profile.name, profile);
+    this.#refill();
+  }
+
+  /** Number of booted sandboxes waiting for work, per profile. */
+  readyCount(profileName: string): number {
+    return this.#ready.get(profileName)?.length ?? 0;
+  }
+
+  /** Resolves when `profileName` has `count` ready sandboxes (for benchmarks and tests). */
+  async whenReady(profileName: string, count = this.#options.warm): Promise<void> {
+    while (this.readyCount(profileName) < count && !this.#closed) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** A booted sandbox for `profile`, for one execution. The caller must dispose of it. */
+  acquire(profile: Profile, signal?: AbortSignal): Promise<Sandbox> {
+    if (this.#closed) return Promise.reject(new Error("Cannot run: the server is shutting down"));
+    this.#profiles.set(profile.name, profile);
+    const sandbox = this.#ready.get(profile.name)?.shift();
+    if (sandbox) {
+      this.#refill();
+      return Promise.resolve(sandbox);
+    }
+    if (this.#waiters.length >= this.#options.maxWaiting) {
+      return Promise.reject(new PoolBusyError(this.#waiters.length));
+    }
+    const waiting = Promise.withResolvers<Sandbox>();
+    const waiter: Waiter = { profile, resolve: waiting.resolve, reject: waiting.reject };
+    this.#waiters.push(waiter);
+    signal?.addEventListener("abort", () => {
+      this.#waiters = this.#waiters.filter((w) => w !== waiter);
+      waiter.reject(new Error("Cannot run: cancelled while waiting for a sandbox"));
+    }, { once: true });
+    this.#refill();
+    return waiting.promise;
+  }
+
+  #wanted(name: string): number {
+    const waiting = this.#waiters.filter((w) => w.profile.name === name).length;
+    const ready = this.#ready.get(name)?.length ?? 0;
+    const booting = this.#booting.get(name) ?? 0;
+    return this.#options.warm + waiting - ready - booting;
+  }
+
+  #totalBooting(): number {
+    let total = 0;
+    for (const n of this.#booting.values()) total += n;
+    return total;
+  }
+
+  #refill(): void {
+    if (this.#closed) return;
+    // Serve waiters' profiles first, then keep every known profile warm.
+    const order = [
+      ...new Set([...this.#waiters.map((w) => w.profile.name), ...this.#profiles.keys()]),
+    ];
+    for (const name of order) {
+      while (this.#wanted(name) > 0 && this.#totalBooting() < this.#options.maxBooting) {
+        this.#boot(this.#profiles.get(name)!);
+      }
+    }
+  }
+
+  #boot(profile: Profile): void {
+    this.#booting.set(profile.name, (this.#booting.get(profile.name) ?? 0) + 1);
+    const sandbox = this.#options.launch(profile);
+    this.#live.add(sandbox);
+    void sandbox.exited.finally(() => {
+      this.#live.delete(sandbox);
+      const list = this.#ready.get(profile.name);
+      if (list?.includes(sandbox)) this.#ready.set(profile.name, list.filter((s) => s !== sandbox));
+    });
+    sandbox.ready.then(
+      () => {
+        this.#failures = 0;
+        this.#booted(profile, sandbox);
+      },
+      (error: Error) => {
+        this.#failures++;
+        this.#options.log.error("sandbox failed to boot", { error: error.message });
+        const waiter = this.#waiters.find((w) => w.profile.name === profile.name);
+        if (waiter) {
+          this.#waiters = this.#waiters.filter((w) => w !== waiter);
+          waiter.reject(error);
+        }
+      },
+    ).finally(() => {
+      this.#booting.set(profile.name, (this.#booting.get(profile.name) ?? 1) - 1);
+      // Back off after repeated boot failures instead of spinning.
+      if (this.#failures === 0) return this.#refill();
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = setTimeout(
+        () => this.#refill(),
+        Math.min(5000, 100 * 2 ** this.#failures),
+      );
+    });
+  }
+
+  #booted(profile: Profile, sandbox: Sandbox): void {
+    if (this.#closed) {
+      sandbox.kill();
+      return;
+    }
+    const waiter = this.#waiters.find((w) => w.profile.name === profile.name);
+    if (waiter) {
+      this.#waiters = this.#waiters.filter((w) => w !== waiter);
+      waiter.resolve(sandbox);
+      return;
+    }
+    const list = this.#ready.get(profile.name) ?? [];
+    list.push(sandbox);
+    this.#ready.set(profile.name, list);
+  }
+
+  /** Kills every sandbox, booting, ready or running, and waits for them to exit. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retryTimer);
+    for (const waiter of this.#waiters) {
+      waiter.reject(new Error("Cannot run: the server is shutting down"));
+    }
+    this.#waiters = [];
+    const all = [...this.#live];
+    this.#ready.clear();
+    await Promise.all(all.map((s) => s[Symbol.asyncDispose]()));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}

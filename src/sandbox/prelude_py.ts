@@ -1,0 +1,217 @@
+/**
+ * The Python side of the sandbox runtime, baked into the Pyodide memory snapshot.
+ *
+ * It defines the module `_codemode`: running a script with top-level `await`, turning its last
+ * expression into a JSON-safe value, formatting errors without Pyodide-internal frames, and the
+ * bridge that tool modules (`mcp_tools.<server>`) call. It must not touch `js` at import time:
+ * a snapshot cannot hold references to JavaScript objects.
+ *
+ * Changing this text changes the snapshot key, so the snapshot is rebuilt on next start.
+ */
+export const PRELUDE_PY = String.raw`
+import ast, asyncio, builtins, json, linecache, sys, traceback, types
+
+SCRIPT = "<script>"
+_HIDDEN_PREFIXES = ("/lib/python", "<codemode", "/lib/pyodide")
+
+
+class ToolError(Exception):
+    """An upstream MCP tool failed. Carries the server, the tool and the upstream message."""
+
+    def __init__(self, server, tool, message, kind="tool_error"):
+        super().__init__(f"{server}.{tool}: {message}")
+        self.server = server
+        self.tool = tool
+        self.message = message
+        self.kind = kind
+
+
+class ToolDenied(ToolError):
+    """The host's policy refused this tool call."""
+
+
+class ToolTimeout(ToolError):
+    """The upstream tool did not answer within the per-call timeout."""
+
+
+class UpstreamUnavailable(ToolError):
+    """The upstream MCP server is not connected (crashed, reconnecting, or failed to start)."""
+
+
+_ERROR_CLASSES = {
+    "denied": ToolDenied,
+    "timeout": ToolTimeout,
+    "unavailable": UpstreamUnavailable,
+}
+
+
+class Image:
+    """An image returned by a tool: base64 'data' and its 'mime_type'."""
+
+    def __init__(self, data, mime_type):
+        self.data = data
+        self.mime_type = mime_type
+
+    def __repr__(self):
+        return f"Image(mime_type={self.mime_type!r}, {len(self.data)} base64 chars)"
+
+
+class Resource:
+    """An embedded resource returned by a tool: its uri, mime type, and text or base64 blob."""
+
+    def __init__(self, uri, mime_type=None, text=None, blob=None):
+        self.uri = uri
+        self.mime_type = mime_type
+        self.text = text
+        self.blob = blob
+
+    def __repr__(self):
+        return f"Resource(uri={self.uri!r}, mime_type={self.mime_type!r})"
+
+
+def _text_value(text):
+    """Text content that is a JSON object or array comes back parsed; any other text as str."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text
+
+
+def _content_value(item):
+    kind = item.get("type")
+    if kind == "text":
+        return _text_value(item.get("text", ""))
+    if kind in ("image", "audio"):
+        return Image(item.get("data", ""), item.get("mimeType", ""))
+    if kind == "resource":
+        res = item.get("resource", {})
+        return Resource(res.get("uri"), res.get("mimeType"), res.get("text"), res.get("blob"))
+    if kind == "resource_link":
+        return Resource(item.get("uri"), item.get("mimeType"))
+    return item
+
+
+def to_python_value(result):
+    """An MCP CallToolResult as a Python value (the documented rule, see the README)."""
+    if result.get("structuredContent") is not None:
+        return result["structuredContent"]
+    values = [_content_value(item) for item in result.get("content", [])]
+    if len(values) == 0:
+        return None
+    if len(values) == 1:
+        return values[0]
+    if all(isinstance(v, str) for v in values):
+        return "\n".join(values)
+    return values
+
+
+def _host():
+    import _codemode_host
+    return _codemode_host
+
+
+def _decode_reply(server, tool, reply_json):
+    reply = json.loads(reply_json)
+    if "error" in reply:
+        err = reply["error"]
+        cls = _ERROR_CLASSES.get(err.get("kind"), ToolError)
+        raise cls(server, tool, err.get("message", "failed"), err.get("kind", "tool_error"))
+    return to_python_value(reply["result"])
+
+
+def call_tool(server, tool, arguments):
+    """Calls an upstream tool and blocks until it answers."""
+    from pyodide.ffi import run_sync
+    reply_json = run_sync(_host().call_tool(server, tool, json.dumps(arguments)))
+    return _decode_reply(server, tool, reply_json)
+
+
+async def call_tool_async(server, tool, arguments):
+    """Calls an upstream tool; await it (several can run at once with asyncio.gather)."""
+    reply_json = await _host().call_tool(server, tool, json.dumps(arguments))
+    return _decode_reply(server, tool, reply_json)
+
+
+def install_modules(package, sources):
+    """Creates package 'package' with one submodule per entry of 'sources' (name -> Python source)."""
+    pkg = types.ModuleType(package)
+    pkg.__path__ = []
+    pkg.__all__ = sorted(sources)
+    sys.modules[package] = pkg
+    for name, source in sources.items():
+        mod = types.ModuleType(f"{package}.{name}")
+        filename = f"<codemode:{package}.{name}>"
+        exec(compile(source, filename, "exec"), mod.__dict__)
+        sys.modules[f"{package}.{name}"] = mod
+        setattr(pkg, name, mod)
+
+
+def _frame_visible(frame):
+    return not frame.filename.startswith(_HIDDEN_PREFIXES)
+
+
+def _error_type(exc):
+    return type(exc).__name__
+
+
+def describe_error(exc):
+    """Error type, message, traceback without internal frames, and line number."""
+    te = traceback.TracebackException.from_exception(exc)
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
+    lineno = None
+    if isinstance(exc, SyntaxError) and exc.filename == SCRIPT:
+        lineno = exc.lineno
+    else:
+        for frame in te.stack:
+            if frame.filename == SCRIPT:
+                lineno = frame.lineno
+    return {
+        "error_type": _error_type(exc),
+        "message": str(exc),
+        "traceback": "".join(te.format()),
+        "lineno": lineno,
+    }
+
+
+def json_safe(value, limit):
+    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr."""
+    if value is None:
+        return None
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is not None and len(text) <= limit:
+        return value
+    shown = repr(value)
+    if len(shown) > limit:
+        shown = shown[:limit] + f"... [result truncated: {len(shown)} chars, limit {limit}]"
+    return shown
+
+
+async def run(code, result_limit):
+    """Runs a script; returns a JSON string {ok, result} or {ok: false, error}."""
+    from pyodide.code import eval_code_async
+    linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
+    scope = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        value = await eval_code_async(code, scope, filename=SCRIPT)
+        outcome = {"ok": True, "result": json_safe(value, result_limit)}
+    except SystemExit as exc:
+        if exc.code in (None, 0):
+            outcome = {"ok": True, "result": None}
+        else:
+            outcome = {"ok": False, "error": describe_error(exc)}
+    except BaseException as exc:
+        outcome = {"ok": False, "error": describe_error(exc)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        return json.dumps(outcome)
+    except (TypeError, ValueError):
+        outcome["result"] = repr(outcome.get("result"))
+        return json.dumps(outcome)
+`;

@@ -1,0 +1,194 @@
+/**
+ * Permission profiles: what one sandbox may touch, and the limits it runs under.
+ *
+ * A profile file (`permissions/<name>.json`) is loose input. `resolveProfile` turns it, once,
+ * into a `Profile` whose paths are real paths and whose limits are all set. `toDenoFlags` turns
+ * a `Profile` into the Deno permission flags of the sandbox process: a pure function, so the
+ * whole security boundary can be read and table-tested in one place.
+ */
+
+export interface Limits {
+  /** Default wall-clock limit of one execution, in seconds. */
+  timeout_s: number;
+  /** The largest `timeout_s` a caller may ask for. */
+  max_timeout_s: number;
+  /** Ceiling on the resident memory of the whole sandbox process, in MiB. */
+  memory_mb: number;
+  /** Cap per output stream (stdout, stderr) and on the size of `result`, in bytes. */
+  output_bytes: number;
+  /** Upstream tool calls allowed in one execution. */
+  tool_calls: number;
+  /** Largest accepted `code`, in characters and in lines. */
+  code_chars: number;
+  code_lines: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+  timeout_s: 30,
+  max_timeout_s: 300,
+  memory_mb: 512,
+  output_bytes: 64 * 1024,
+  tool_calls: 200,
+  code_chars: 8_000,
+  code_lines: 400,
+});
+
+/** A host folder the sandbox may use. */
+export interface Folder {
+  /** Real path on the host. */
+  host: string;
+  /** Where Python sees it (an absolute path inside the sandbox's filesystem). */
+  mount: string;
+  mode: "ro" | "rw";
+}
+
+export interface Profile {
+  name: string;
+  description: string;
+  folders: Folder[];
+  /** Hosts (`name` or `name:port`) the sandbox may connect to. */
+  net: string[];
+  /** Upstream tools the sandbox may call, as `server.tool` globs. */
+  allowed_tools: string[];
+  limits: Limits;
+}
+
+/** The files the runtime itself must read to boot: Pyodide's assets and the snapshot. */
+export interface RuntimeFiles {
+  readPaths: string[];
+}
+
+/**
+ * The Deno permission flags of a sandbox process. Grants reading the runtime's own files, the
+ * profile's folders (writing only the `rw` ones) and the profile's hosts; never environment,
+ * subprocesses, FFI or system information.
+ */
+export function toDenoFlags(profile: Profile, runtime: RuntimeFiles): string[] {
+  const read = unique([...runtime.readPaths, ...profile.folders.map((f) => f.host)]);
+  const write = unique(profile.folders.filter((f) => f.mode === "rw").map((f) => f.host));
+  const flags = ["--no-prompt", `--allow-read=${read.join(",")}`];
+  if (write.length > 0) flags.push(`--allow-write=${write.join(",")}`);
+  if (profile.net.length > 0) flags.push(`--allow-net=${unique(profile.net).join(",")}`);
+  flags.push(`--v8-flags=--max-old-space-size=${profile.limits.memory_mb}`);
+  return flags;
+}
+
+function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}
+
+export interface ResolveContext {
+  /** Folder that relative host paths in the profile are resolved against. */
+  baseDir: string;
+  /** Resolves a path to its real path (follows symlinks); throws when it does not exist. */
+  realPath: (path: string) => string;
+  /** Real paths the sandbox must never be able to write (runtime files, snapshot cache). */
+  protectedPaths: string[];
+}
+
+/**
+ * Validates a parsed profile file and resolves it into a `Profile`.
+ * Throws `TypeError` naming the profile and the field at the first problem.
+ */
+export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext): Profile {
+  const where = (field: string) => `profile "${name}", field "${field}"`;
+  if (!isRecord(raw)) throw new TypeError(`Cannot load profile "${name}": not a JSON object`);
+  const known = new Set(["description", "folders", "net", "allowed_tools", "limits", "$comment"]);
+  for (const key of Object.keys(raw)) {
+    if (!known.has(key)) throw new TypeError(`Cannot load ${where(key)}: unknown field`);
+  }
+  const description = optionalString(raw.description, where("description")) ?? "";
+  const folders = arrayOf(
+    raw.folders,
+    where("folders"),
+    (item, i) => resolveFolder(item, `${where("folders")}[${i}]`, ctx),
+  );
+  const net = arrayOf(raw.net, where("net"), (item, i) => {
+    const host = requireString(item, `${where("net")}[${i}]`);
+    if (!/^[A-Za-z0-9.\-\[\]:]+$/.test(host)) {
+      throw new TypeError(`Cannot load ${where("net")}[${i}]: "${host}" is not a host[:port]`);
+    }
+    return host;
+  });
+  const allowed_tools = raw.allowed_tools === undefined
+    ? ["*"]
+    : arrayOf(raw.allowed_tools, where("allowed_tools"), (item, i) =>
+      requireString(item, `${where("allowed_tools")}[${i}]`));
+  const limits = resolveLimits(raw.limits, where("limits"));
+  return { name, description, folders, net, allowed_tools, limits };
+}
+
+function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folder {
+  if (!isRecord(item)) throw new TypeError(`Cannot load ${where}: not an object`);
+  const hostRaw = requireString(item.host, `${where}.host`);
+  const mount = requireString(item.mount, `${where}.mount`);
+  const mode = item.mode ?? "ro";
+  if (mode !== "ro" && mode !== "rw") {
+    throw new TypeError(`Cannot load ${where}.mode: must be "ro" or "rw"`);
+  }
+  if (!mount.startsWith("/") || mount.split("/").includes("..")) {
+    throw new TypeError(`Cannot load ${where}.mount: "${mount}" must be absolute without ".."`);
+  }
+  const joined = hostRaw.startsWith("/") ? hostRaw : `${ctx.baseDir}/${hostRaw}`;
+  let host: string;
+  try {
+    host = ctx.realPath(joined);
+  } catch (cause) {
+    throw new TypeError(`Cannot load ${where}.host: "${hostRaw}" does not exist`, { cause });
+  }
+  if (host.includes(",")) {
+    throw new TypeError(`Cannot load ${where}.host: "${host}" contains a comma`);
+  }
+  if (host === "/") throw new TypeError(`Cannot load ${where}.host: the root folder is refused`);
+  for (const guarded of ctx.protectedPaths) {
+    if (mode === "rw" && (isInside(guarded, host) || isInside(host, guarded))) {
+      throw new TypeError(
+        `Cannot load ${where}.host: "${host}" overlaps the runtime's own files (${guarded})`,
+      );
+    }
+  }
+  return { host, mount, mode };
+}
+
+/** Whether `path` is `folder` or lies below it. */
+export function isInside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith("/") ? folder : folder + "/");
+}
+
+function resolveLimits(raw: unknown, where: string): Limits {
+  if (raw === undefined) return { ...DEFAULT_LIMITS };
+  if (!isRecord(raw)) throw new TypeError(`Cannot load ${where}: not an object`);
+  const limits: Limits = { ...DEFAULT_LIMITS };
+  for (const [key, value] of Object.entries(raw)) {
+    if (!(key in DEFAULT_LIMITS)) throw new TypeError(`Cannot load ${where}.${key}: unknown limit`);
+    if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+      throw new TypeError(`Cannot load ${where}.${key}: must be a positive number`);
+    }
+    limits[key as keyof Limits] = value;
+  }
+  if (limits.timeout_s > limits.max_timeout_s) {
+    throw new TypeError(`Cannot load ${where}.timeout_s: larger than max_timeout_s`);
+  }
+  return limits;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function requireString(value: unknown, where: string): string {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError(`Cannot load ${where}: must be a non-empty string`);
+  }
+  return value;
+}
+
+function optionalString(value: unknown, where: string): string | undefined {
+  return value === undefined ? undefined : requireString(value, where);
+}
+
+function arrayOf<T>(value: unknown, where: string, each: (item: unknown, i: number) => T): T[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new TypeError(`Cannot load ${where}: must be an array`);
+  return value.map(each);
+}

@@ -1,0 +1,59 @@
+/**
+ * Where the sandbox runtime's files are: the worker program, Pyodide's package folder, and the
+ * cache folder that holds the memory snapshot.
+ */
+import { fileURLToPath as fromFileUrl } from "node:url";
+import { dirname, join } from "node:path";
+import { version as pyodideVersion } from "pyodide";
+import { PYODIDE_VERSION } from "../version.ts";
+
+export interface SandboxRuntime {
+  /** The Deno executable that runs sandboxes. */
+  denoPath: string;
+  /** The worker program (a file URL or path) the sandbox process runs. */
+  workerPath: string;
+  /** `pyodide.mjs` as a file URL, imported by the worker. */
+  pyodideModuleUrl: string;
+  /** Pyodide's package folder (real path). */
+  pyodideDir: string;
+  /** The files of that folder a booting sandbox must read. */
+  pyodideAssets: string[];
+  /** Folder for the snapshot (created on demand). */
+  cacheDir: string;
+}
+
+/** Files Pyodide reads at boot (besides the snapshot). */
+const PYODIDE_ASSETS = ["pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
+
+/**
+ * Finds the runtime's files. `cacheDir` defaults to `$CODEMODE_CACHE_DIR`, then
+ * `$XDG_CACHE_HOME/mcp-code-mode`, then `~/.cache/mcp-code-mode`.
+ */
+export function locateRuntime(cacheDir?: string): SandboxRuntime {
+  if (pyodideVersion !== PYODIDE_VERSION) {
+    throw new Error(
+      `Cannot use Pyodide ${pyodideVersion}: the sandbox is built for ${PYODIDE_VERSION}`,
+    );
+  }
+  const pyodideModuleUrl = import.meta.resolve("pyodide");
+  if (!pyodideModuleUrl.startsWith("file:")) {
+    throw new Error(`Cannot locate Pyodide ${PYODIDE_VERSION}: resolved to ${pyodideModuleUrl}`);
+  }
+  const pyodideDir = Deno.realPathSync(dirname(fromFileUrl(pyodideModuleUrl)));
+  return {
+    denoPath: Deno.execPath(),
+    workerPath: fromFileUrl(new URL("./worker.ts", import.meta.url)),
+    pyodideModuleUrl,
+    pyodideDir,
+    pyodideAssets: PYODIDE_ASSETS.map((name) => join(pyodideDir, name)),
+    cacheDir: cacheDir ?? defaultCacheDir(),
+  };
+}
+
+export function defaultCacheDir(): string {
+  const explicit = Deno.env.get("CODEMODE_CACHE_DIR");
+  if (explicit) return explicit;
+  const xdg = Deno.env.get("XDG_CACHE_HOME");
+  const home = Deno.env.get("HOME") ?? Deno.cwd();
+  return join(xdg ?? join(home, ".cache"), "mcp-code-mode");
+}

@@ -1,0 +1,196 @@
+/**
+ * The program inside a sandbox process. Runs with only the permissions its profile grants.
+ *
+ *   worker.ts build-snapshot <pyodide module URL> <output path>
+ *     Boots Pyodide cold, loads the Python prelude, writes a memory snapshot, exits.
+ *   worker.ts serve <pyodide module URL> <snapshot path> <mounts JSON>
+ *     Boots from the snapshot, says "ready", runs exactly one "execute" request, exits.
+ *
+ * Once user code runs, nothing here is trusted by the host: Python can reach every object in
+ * this process through `import js`. The host treats this side as hostile.
+ */
+import { JsonRpcChannel, RemoteError, RPC_METHOD_NOT_FOUND } from "../rpc/channel.ts";
+import {
+  type CallToolParams,
+  type ExecuteParams,
+  type ExecuteReply,
+  METHOD_CALL_TOOL,
+  METHOD_EXECUTE,
+  METHOD_OUTPUT,
+  METHOD_READY,
+  type OutputStream,
+} from "../rpc/sandbox_protocol.ts";
+import { PRELUDE_PY } from "./prelude_py.ts";
+import { SNAPSHOT_HEADER_BYTES } from "./snapshot_format.ts";
+
+// Pyodide's private loader options (stable for the exact version pinned in deno.json).
+interface LoaderOptions {
+  _makeSnapshot?: boolean;
+  _loadSnapshot?: Uint8Array;
+  stdout?: (text: string) => void;
+  stderr?: (text: string) => void;
+}
+interface PyProxyLike {
+  (...args: unknown[]): unknown;
+  destroy(): void;
+}
+interface PyodideLike {
+  runPython(code: string): unknown;
+  runPythonAsync(code: string): Promise<unknown>;
+  pyimport(name: string): Record<string, PyProxyLike>;
+  registerJsModule(name: string, module: object): void;
+  setStdout(options: { write: (bytes: Uint8Array) => number }): void;
+  setStderr(options: { write: (bytes: Uint8Array) => number }): void;
+  mountNodeFS(emscriptenPath: string, hostPath: string): void;
+  FS: { mkdirTree(path: string): void };
+  makeMemorySnapshot(): Uint8Array;
+}
+type LoadPyodide = (options: LoaderOptions) => Promise<PyodideLike>;
+
+const encoder = new TextEncoder();
+const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+function writeLineSync(line: string): void {
+  let bytes = encoder.encode(line);
+  while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+}
+
+function logToStderr(text: string): void {
+  Deno.stderr.writeSync(encoder.encode(text + "\n"));
+}
+
+async function importLoader(moduleUrl: string): Promise<LoadPyodide> {
+  const mod = await import(moduleUrl);
+  return mod.loadPyodide as LoadPyodide;
+}
+
+async function buildSnapshot(moduleUrl: string, outPath: string): Promise<void> {
+  const loadPyodide = await importLoader(moduleUrl);
+  const pyodide = await loadPyodide({
+    _makeSnapshot: true,
+    stdout: logToStderr,
+    stderr: logToStderr,
+  });
+  pyodide.runPython(
+    "import sys, types\n" +
+      "_m = types.ModuleType('_codemode')\n" +
+      "sys.modules['_codemode'] = _m\n",
+  );
+  const install = pyodide.runPython(
+    "def _install(src):\n" +
+      "    import sys\n" +
+      "    exec(compile(src, '<codemode>', 'exec'), sys.modules['_codemode'].__dict__)\n" +
+      "_install",
+  ) as PyProxyLike;
+  install(PRELUDE_PY);
+  install.destroy();
+  pyodide.runPython("del _install; del _m; import _codemode");
+  await Deno.writeFile(outPath, pyodide.makeMemorySnapshot());
+}
+
+/** A stream writer for Python's stdout/stderr that forwards text to the host as it comes. */
+function outputWriter(channel: JsonRpcChannel, stream: OutputStream) {
+  const decoder = new TextDecoder();
+  return {
+    write(bytes: Uint8Array): number {
+      const text = decoder.decode(bytes, { stream: true });
+      if (text.length > 0) void channel.notify(METHOD_OUTPUT, { stream, text });
+      return bytes.length;
+    },
+  };
+}
+
+async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string): Promise<void> {
+  const loadPyodide = await importLoader(moduleUrl);
+  const snapshotFile = await Deno.readFile(snapshotPath);
+  const pyodide = await loadPyodide({
+    _loadSnapshot: snapshotFile.subarray(SNAPSHOT_HEADER_BYTES),
+    stdout: logToStderr,
+    stderr: logToStderr,
+  });
+  const mounts = JSON.parse(mountsJson) as { host: string; mount: string }[];
+  for (const { host, mount } of mounts) {
+    pyodide.FS.mkdirTree(mount);
+    pyodide.mountNodeFS(mount, host);
+  }
+
+  let executed = false;
+  const finished = Promise.withResolvers<void>();
+  const channel: JsonRpcChannel = new JsonRpcChannel({
+    readable: Deno.stdin.readable,
+    write: writeLineSync,
+    maxLineBytes: MAX_LINE_BYTES,
+    handlers: {
+      async onRequest(method, params) {
+        if (method !== METHOD_EXECUTE || executed) {
+          throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
+        }
+        executed = true;
+        try {
+          return await execute(pyodide, channel, params as ExecuteParams);
+        } finally {
+          finished.resolve();
+        }
+      },
+      onNotification() {},
+      onViolation(reason) {
+        logToStderr(`sandbox: ignored ${reason}`);
+      },
+    },
+  });
+  pyodide.setStdout(outputWriter(channel, "stdout"));
+  pyodide.setStderr(outputWriter(channel, "stderr"));
+  await channel.notify(METHOD_READY, {});
+  await Promise.race([finished.promise, channel.done]);
+}
+
+async function execute(
+  pyodide: PyodideLike,
+  channel: JsonRpcChannel,
+  params: ExecuteParams,
+): Promise<ExecuteReply> {
+  pyodide.registerJsModule("_codemode_host", {
+    call_tool: async (server: string, tool: string, argumentsJson: string): Promise<string> => {
+      const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
+      return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
+    },
+  });
+  const codemode = pyodide.pyimport("_codemode");
+  for (const [name, modules] of Object.entries(params.packages)) {
+    installPackage(pyodide, name, modules);
+  }
+  const replyJson = await (codemode.run!(params.code, params.result_bytes) as Promise<string>);
+  return JSON.parse(replyJson) as ExecuteReply;
+}
+
+function installPackage(pyodide: PyodideLike, name: string, modules: Record<string, string>) {
+  const install = pyodide.runPython(
+    "import json, _codemode\n" +
+      "lambda name, sources: _codemode.install_modules(name, json.loads(sources))",
+  ) as PyProxyLike;
+  install(name, JSON.stringify(modules));
+  install.destroy();
+}
+
+async function main(args: string[]): Promise<number> {
+  const [mode, moduleUrl, path, mountsJson] = args;
+  if (mode === "build-snapshot" && moduleUrl && path) {
+    await buildSnapshot(moduleUrl, path);
+    return 0;
+  }
+  if (mode === "serve" && moduleUrl && path) {
+    await serve(moduleUrl, path, mountsJson ?? "[]");
+    return 0;
+  }
+  logToStderr("usage: worker.ts build-snapshot|serve <pyodide module URL> <path> [mounts]");
+  return 2;
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main(Deno.args));
+  } catch (error) {
+    logToStderr(`sandbox: ${error instanceof Error ? error.stack : String(error)}`);
+    Deno.exit(70);
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Test helpers: start the real server over stdio with the SDK's client, and run the CLI.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { fileURLToPath as fromFileUrl } from "node:url";
+import type { ExecutionResult } from "../src/host/execution_result.ts";
+
+export const ROOT = fromFileUrl(new URL("..", import.meta.url));
+export const MAIN = fromFileUrl(new URL("../main.ts", import.meta.url));
+
+/** The environment a child server needs (the SDK passes only a few defaults otherwise). */
+export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME", "CODEMODE_CACHE_DIR"]) {
+    const value = Deno.env.get(name);
+    if (value !== undefined) env[name] = value;
+  }
+  return { ...env, NO_COLOR: "1", ...extra };
+}
+
+export interface TestServer extends AsyncDisposable {
+  client: Client;
+  execute(args: { code: string; timeout_s?: number; profile?: string }): Promise<
+    ExecutionResult & {
+      isError: boolean;
+      text: string;
+    }
+  >;
+  stderr(): string;
+}
+
+/** Starts `main.ts serve` as a real child process and connects an MCP client to it. */
+export async function startServer(
+  options: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<TestServer> {
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: ["run", "--no-prompt", "--allow-all", MAIN, "serve", ...(options.args ?? [])],
+    env: childEnv(options.env),
+    stderr: "pipe",
+    cwd: ROOT,
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Uint8Array) => {
+    stderr += new TextDecoder().decode(chunk);
+  });
+  const client = new Client({ name: "test", version: "0" });
+  await client.connect(transport);
+  return {
+    client,
+    async execute(args) {
+      const reply = await client.callTool({ name: "execute_code", arguments: args }, undefined, {
+        timeout: 120_000,
+      });
+      const content = reply.content as { type: string; text: string }[];
+      return {
+        ...(reply.structuredContent as unknown as ExecutionResult),
+        isError: reply.isError === true,
+        text: content[0]?.text ?? "",
+      };
+    },
+    stderr: () => stderr,
+    async [Symbol.asyncDispose]() {
+      await client.close();
+    },
+  };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runCli(args: string[], stdin?: string): Promise<CliResult> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "--allow-all", MAIN, ...args],
+    env: childEnv(),
+    clearEnv: true,
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+    cwd: ROOT,
+  }).spawn();
+  if (stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(stdin));
+    await writer.close();
+  }
+  const out = await child.output();
+  const decoder = new TextDecoder();
+  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
+/** Lists the PIDs of processes whose parent is `ppid` (Linux /proc). */
+export function childPids(ppid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === ppid) pids.push(Number(entry.name));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}
