@@ -28,7 +28,11 @@ export interface TestServer extends AsyncDisposable {
     }
   >;
   stderr(): string;
+  /** PID of the server process. */
+  pid: number;
 }
+
+export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Starts `main.ts serve` as a real child process and connects an MCP client to it. */
 export async function startServer(
@@ -61,6 +65,7 @@ export async function startServer(
       };
     },
     stderr: () => stderr,
+    pid: transport.pid!,
     async [Symbol.asyncDispose]() {
       await client.close();
     },

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { startServer } from "./_helpers.ts";
+import { delay } from "./_helpers.ts";
+import { childPids, startServer } from "./_helpers.ts";
 
 Deno.test("execute_code runs Python and returns stdout, stderr and the last expression", async () => {
   await using server = await startServer();
@@ -14,3 +15,114 @@ Deno.test("execute_code runs Python and returns stdout, stderr and the last expr
   assert.equal(r.diagnostics, null);
   assert.match(r.text, /hello/);
 });
+
+Deno.test("execute_code reports errors with type, traceback and line number", async (t) => {
+  await using server = await startServer();
+  await t.step("a syntax error names its line", async () => {
+    const r = await server.execute({ code: "x = 1\ny = (\nprint(x)" });
+    assert.equal(r.isError, true);
+    assert.equal(r.diagnostics?.error_type, "SyntaxError");
+    assert.equal(typeof r.diagnostics?.lineno, "number");
+  });
+  await t.step("a runtime error has a traceback without Pyodide internals", async () => {
+    const r = await server.execute({ code: "def f():\n    return 1 / 0\n\nf()" });
+    assert.equal(r.diagnostics?.error_type, "ZeroDivisionError");
+    assert.equal(r.diagnostics?.lineno, 2);
+    assert.match(r.diagnostics!.traceback!, /File "<script>", line 4/);
+    assert.doesNotMatch(r.diagnostics!.traceback!, /_pyodide|\/lib\/python/);
+  });
+  await t.step("top-level await works", async () => {
+    const r = await server.execute({ code: "import asyncio\nawait asyncio.sleep(0.01)\n'done'" });
+    assert.equal(r.result, "done", r.text);
+  });
+  await t.step("a value that is not JSON comes back as its repr", async () => {
+    const r = await server.execute({ code: "{1, 2}" });
+    assert.equal(r.result, "{1, 2}");
+  });
+  await t.step("sys.exit(0) is a success, sys.exit(3) a failure", async () => {
+    assert.equal((await server.execute({ code: "import sys\nsys.exit(0)" })).success, true);
+    const r = await server.execute({ code: "import sys\nsys.exit(3)" });
+    assert.equal(r.diagnostics?.error_type, "SystemExit");
+  });
+});
+
+Deno.test("execute_code enforces the code-size and profile policy before running", async (t) => {
+  await using server = await startServer();
+  await t.step("too many characters", async () => {
+    const r = await server.execute({ code: "#" + "x".repeat(9000) });
+    assert.equal(r.diagnostics?.error_type, "POLICY_VIOLATION");
+    assert.match(r.diagnostics!.message, /limit is 8000/);
+  });
+  await t.step("too many lines", async () => {
+    const r = await server.execute({ code: "pass\n".repeat(500) });
+    assert.equal(r.diagnostics?.error_type, "POLICY_VIOLATION");
+    assert.match(r.diagnostics!.message, /limit is 400/);
+  });
+  await t.step("a timeout above the profile's maximum", async () => {
+    const r = await server.execute({ code: "1", timeout_s: 10_000 });
+    assert.equal(r.diagnostics?.error_type, "POLICY_VIOLATION");
+  });
+  await t.step("bad arguments are a clear protocol-level error, not a crash", async () => {
+    const reply = await server.client.callTool({
+      name: "execute_code",
+      arguments: { code: 42, profile: "no-such-profile" },
+    });
+    assert.equal(reply.isError, true);
+    const text = (reply.content as { text: string }[])[0]!.text;
+    assert.match(text, /code/);
+    assert.equal((await server.execute({ code: "1 + 1" })).result, 2);
+  });
+});
+
+Deno.test("a timed-out run is killed and the next run works normally", async () => {
+  await using server = await startServer();
+  const stuck = await server.execute({
+    code: "import time\nwhile True:\n    time.sleep(0.1)",
+    timeout_s: 1,
+  });
+  assert.equal(stuck.diagnostics?.error_type, "TIMEOUT");
+  const next = await server.execute({ code: "'alive'" });
+  assert.equal(next.result, "alive");
+});
+
+Deno.test("cancelling a call kills its sandbox; shutdown leaves no child processes", async () => {
+  await using server = await startServer();
+  await server.execute({ code: "1" });
+  const serverPid = server.pid;
+  const sandboxes = async (n: number) => {
+    for (let i = 0; i < 600 && childPids(serverPid).length < n; i++) await delay(50);
+    return childPids(serverPid);
+  };
+  const before = await sandboxes(2);
+  assert.equal(before.length, 2);
+  const controller = new AbortController();
+  const call = server.client.callTool(
+    { name: "execute_code", arguments: { code: "while True:\n    pass", timeout_s: 120 } },
+    undefined,
+    { signal: controller.signal },
+  );
+  await delay(1000);
+  controller.abort();
+  await assert.rejects(call);
+  // The busy sandbox is one of `before`; it must die long before its 120 s timeout.
+  let gone: number[] = [];
+  for (let i = 0; i < 400 && gone.length === 0; i++) {
+    await delay(50);
+    const now = childPids(serverPid);
+    gone = before.filter((pid) => !now.includes(pid));
+  }
+  assert.equal(gone.length, 1, "the cancelled sandbox was not killed");
+  const live = await sandboxes(2);
+  await server.client.close();
+  for (let i = 0; i < 200 && live.some(isAlive); i++) await delay(50);
+  assert.deepEqual(live.filter(isAlive), [], "sandboxes outlived the server");
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return !/\) Z /.test(stat);
+  } catch {
+    return false;
+  }
+}

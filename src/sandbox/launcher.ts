@@ -197,9 +197,13 @@ export class Sandbox implements AsyncDisposable {
       ]);
       if (outcome && "value" in outcome) reply = parseExecuteReply(outcome.value);
       if (outcome && "error" in outcome && !this.#stop) {
-        // The channel closed: the process died without answering.
-        await this.#exited;
-        this.#halt("SANDBOX_CRASHED", crashMessage(this.#stderrTail));
+        if (outcome.error instanceof RemoteError) {
+          this.#halt("SANDBOX_CRASHED", `The sandbox runtime failed: ${outcome.error.message}`);
+        } else {
+          // The channel closed: the process died without answering.
+          await this.#exited;
+          this.#halt("SANDBOX_CRASHED", crashMessage(this.#stderrTail));
+        }
       }
       if (reply === null && !this.#stop) {
         this.#halt("POLICY_VIOLATION", "The sandbox sent a malformed execution result");
@@ -318,9 +322,16 @@ export class Sandbox implements AsyncDisposable {
   }
 }
 
-function crashMessage(stderrTail: string): string {
-  const tail = stderrTail.trim().split("\n").slice(-5).join("\n");
-  return `The sandbox process died before finishing${tail ? `: ${tail}` : ""}`;
+/** A short, readable reason from what a dying sandbox wrote to stderr. */
+export function crashMessage(stderrTail: string): string {
+  if (/call stack|stack overflow/i.test(stderrTail)) {
+    return "The sandbox process died: stack overflow (recursion too deep)";
+  }
+  const lines = stderrTail.split("\n").map((l) => l.trim()).filter((l) =>
+    l && !l.startsWith("at ")
+  );
+  const reason = lines.find((l) => /error|fatal|abort/i.test(l)) ?? lines.at(-1);
+  return `The sandbox process died before finishing${reason ? `: ${reason.slice(0, 500)}` : ""}`;
 }
 
 function parseCallToolParams(params: unknown): CallToolParams | null {

@@ -12,6 +12,9 @@ export const PRELUDE_PY = String.raw`
 import ast, asyncio, builtins, json, linecache, sys, traceback, types
 
 SCRIPT = "<script>"
+# Bound now, so a script that monkey-patches json cannot break the runtime's own replies.
+_dumps = json.dumps
+_loads = json.loads
 _HIDDEN_PREFIXES = ("/lib/python", "<codemode", "/lib/pyodide")
 
 
@@ -74,7 +77,7 @@ def _text_value(text):
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            return json.loads(stripped)
+            return _loads(stripped)
         except ValueError:
             pass
     return text
@@ -114,7 +117,7 @@ def _host():
 
 
 def _decode_reply(server, tool, reply_json):
-    reply = json.loads(reply_json)
+    reply = _loads(reply_json)
     if "error" in reply:
         err = reply["error"]
         cls = _ERROR_CLASSES.get(err.get("kind"), ToolError)
@@ -125,13 +128,13 @@ def _decode_reply(server, tool, reply_json):
 def call_tool(server, tool, arguments):
     """Calls an upstream tool and blocks until it answers."""
     from pyodide.ffi import run_sync
-    reply_json = run_sync(_host().call_tool(server, tool, json.dumps(arguments)))
+    reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
     return _decode_reply(server, tool, reply_json)
 
 
 async def call_tool_async(server, tool, arguments):
     """Calls an upstream tool; await it (several can run at once with asyncio.gather)."""
-    reply_json = await _host().call_tool(server, tool, json.dumps(arguments))
+    reply_json = await _host().call_tool(server, tool, _dumps(arguments))
     return _decode_reply(server, tool, reply_json)
 
 
@@ -159,7 +162,7 @@ def _error_type(exc):
 
 def describe_error(exc):
     """Error type, message, traceback without internal frames, and line number."""
-    te = traceback.TracebackException.from_exception(exc)
+    te = traceback.TracebackException.from_exception(exc, limit=-40)
     te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
     lineno = None
     if isinstance(exc, SyntaxError) and exc.filename == SCRIPT:
@@ -181,7 +184,7 @@ def json_safe(value, limit):
     if value is None:
         return None
     try:
-        text = json.dumps(value, allow_nan=False)
+        text = _dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         text = None
     if text is not None and len(text) <= limit:
@@ -210,8 +213,8 @@ async def run(code, result_limit):
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        return json.dumps(outcome)
+        return _dumps(outcome)
     except (TypeError, ValueError):
         outcome["result"] = repr(outcome.get("result"))
-        return json.dumps(outcome)
+        return _dumps(outcome)
 `;

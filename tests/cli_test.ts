@@ -1,0 +1,49 @@
+import assert from "node:assert/strict";
+import { runCli } from "./_helpers.ts";
+import { VERSION } from "../src/version.ts";
+
+Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
+  const dir = await Deno.makeTempDir();
+  const ok = `${dir}/ok.py`;
+  const bad = `${dir}/bad.py`;
+  await Deno.writeTextFile(ok, "print('smoke ok')\n");
+  await Deno.writeTextFile(bad, "print('before')\nraise ValueError('broken')\n");
+  await t.step("a passing script exits 0 and prints its output on stdout", async () => {
+    const r = await runCli(["run", ok]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "smoke ok\n");
+  });
+  await t.step("a failing script exits 1 and explains on stderr", async () => {
+    const r = await runCli(["run", bad]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, "before\n");
+    assert.match(r.stderr, /ValueError: broken/);
+  });
+  await t.step("--json prints the whole result", async () => {
+    const r = await runCli(["run", bad, "--json"]);
+    assert.equal(r.code, 1);
+    const result = JSON.parse(r.stdout);
+    assert.equal(result.success, false);
+    assert.equal(result.diagnostics.error_type, "ValueError");
+  });
+  await t.step("the script can come from stdin", async () => {
+    const r = await runCli(["run", "-"], "6 * 7\n");
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "42\n");
+  });
+  await t.step("bad usage exits 2", async () => {
+    assert.equal((await runCli(["run"])).code, 2);
+    assert.equal((await runCli(["frobnicate"])).code, 2);
+    assert.equal((await runCli(["run", ok, "--bogus"])).code, 2);
+    assert.equal((await runCli(["run", `${dir}/missing.py`])).code, 2);
+    assert.equal((await runCli(["run", ok, "--profile", "nope"])).code, 2);
+  });
+  await t.step("--help and --version print to stdout", async () => {
+    const help = await runCli(["--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /Usage:/);
+    const version = await runCli(["--version"]);
+    assert.equal(version.stdout.trim(), VERSION);
+  });
+  await Deno.remove(dir, { recursive: true });
+});

@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { silentLogger } from "../src/log.ts";
+import { Sandbox } from "../src/sandbox/launcher.ts";
+import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
+import { locateRuntime } from "../src/sandbox/runtime.ts";
+import { ensureSnapshot, isSnapshotIntact } from "../src/sandbox/snapshot.ts";
+
+Deno.test("the snapshot is built on first use, and a corrupt one is detected and rebuilt", async () => {
+  const cacheDir = await Deno.makeTempDir();
+  const runtime = locateRuntime(cacheDir);
+  const path = await ensureSnapshot(runtime, silentLogger);
+  assert.equal(await isSnapshotIntact(path), true);
+
+  const file = await Deno.open(path, { write: true });
+  await file.seek(4096, Deno.SeekMode.Start);
+  await file.write(new Uint8Array(64).fill(0xff));
+  file.close();
+  assert.equal(await isSnapshotIntact(path), false, "corruption went unnoticed");
+
+  const rebuilt = await ensureSnapshot(runtime, silentLogger);
+  assert.equal(rebuilt, path);
+  assert.equal(await isSnapshotIntact(path), true);
+
+  await using sandbox = new Sandbox({
+    runtime,
+    snapshotPath: rebuilt,
+    log: silentLogger,
+    profile: {
+      name: "t",
+      description: "",
+      folders: [],
+      net: [],
+      allowed_tools: [],
+      limits: { ...DEFAULT_LIMITS },
+    },
+  });
+  const outcome = await sandbox.execute({
+    code: "import _codemode\n'prelude' if hasattr(_codemode, 'run') else 'missing'",
+    packages: {},
+    timeoutMs: 30_000,
+    memoryBytes: 512 * 1024 * 1024,
+    outputBytes: 65536,
+  }, { callTool: () => Promise.resolve({ error: { kind: "invalid", message: "none" } }) });
+  assert.deepEqual(outcome.reply, { ok: true, result: "prelude" });
+  await Deno.remove(cacheDir, { recursive: true });
+});
