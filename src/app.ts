@@ -4,19 +4,24 @@
  */
 import { type Config, loadConfig } from "./config.ts";
 import { describeExecuteCode } from "./host/description.ts";
-import { createExecutor, type Executor, noTools } from "./host/executor.ts";
+import { createExecutor, type Executor } from "./host/executor.ts";
+import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import { createHost, type Host } from "./host/server.ts";
 import type { Logger } from "./log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
 import { ensureSnapshot } from "./sandbox/snapshot.ts";
+import { UpstreamPool } from "./upstream/pool.ts";
+import { defaultTransportFactory, type TransportFactory } from "./upstream/transport.ts";
 
 export interface AppOptions {
   configPath?: string;
   log: Logger;
-  /** Override the pool size from the config (the one-shot `run` command uses 0 or 1). */
+  /** Override the pool size from the config (the one-shot `run` command uses 0). */
   poolSize?: number;
+  /** How upstream servers are reached (tests may inject their own). */
+  transports?: TransportFactory;
 }
 
 export interface App extends AsyncDisposable {
@@ -24,6 +29,8 @@ export interface App extends AsyncDisposable {
   runtime: SandboxRuntime;
   pool: SandboxPool;
   execute: Executor;
+  upstream: UpstreamPool;
+  tools: UpstreamToolBridge;
   createHost(): Host;
   close(): Promise<void>;
 }
@@ -35,7 +42,15 @@ export async function startApp(options: AppOptions): Promise<App> {
     path: options.configPath,
     protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
   });
-  const snapshotPath = await ensureSnapshot(runtime, log);
+  const upstream = new UpstreamPool({
+    servers: config.servers,
+    transports: options.transports ?? defaultTransportFactory,
+    log,
+    callTimeoutMs: config.settings.tool_timeout_s * 1000,
+    onChange: () => tools.refresh(),
+  });
+  const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream);
+  const [snapshotPath] = await Promise.all([ensureSnapshot(runtime, log), upstream.start()]);
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
     maxBooting: 2,
@@ -46,7 +61,6 @@ export async function startApp(options: AppOptions): Promise<App> {
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;
   pool.warmUp(defaultProfile);
   const allowed = new Set(config.settings.allowed_profiles);
-  const tools = noTools;
   const execute = createExecutor({
     pool,
     profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
@@ -55,17 +69,21 @@ export async function startApp(options: AppOptions): Promise<App> {
     log,
   });
   const close = async () => {
-    await pool.close();
+    await Promise.all([pool.close(), upstream.close()]);
   };
   return {
     config,
     runtime,
     pool,
     execute,
+    upstream,
+    tools,
     createHost: () =>
       createHost({
         execute,
-        describeExecuteCode: () => describeExecuteCode(defaultProfile, ""),
+        describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.catalog.index()),
+        catalog: () => tools.catalog,
+        onCatalogChange: (listener) => tools.onChange(listener),
         profiles: config.settings.allowed_profiles,
         defaultProfile: defaultProfile.name,
       }),

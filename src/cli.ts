@@ -17,6 +17,8 @@ Usage:
   main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
                                                     exit 0 on success, 1 when it fails
+  main.ts tools [--index] [--config PATH]           print the Python stubs of the configured
+                                                    servers' tools (or just the compact index)
   main.ts --help | --version
 
 Options:
@@ -40,6 +42,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         profile: { type: "string" },
         json: { type: "boolean" },
         timeout: { type: "string" },
+        index: { type: "boolean" },
       },
     });
   } catch (error) {
@@ -81,6 +84,9 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           out,
         });
       }
+      case "tools":
+        if (rest.length > 0) throw new UsageError(`tools takes no arguments, got "${rest[0]}"`);
+        return await printTools(values.config, values.index ?? false, log, out);
       case undefined:
         throw new UsageError("a command is required");
       default:
@@ -176,4 +182,24 @@ async function runScript(file: string, options: RunOptions): Promise<number> {
     }
   }
   return result.success ? 0 : 1;
+}
+
+async function printTools(
+  configPath: string | undefined,
+  indexOnly: boolean,
+  log: Logger,
+  out: (text: string) => void,
+): Promise<number> {
+  await using app = await startApp({ configPath, log, poolSize: 0 });
+  const catalog = app.tools.catalog;
+  if (indexOnly) {
+    out(catalog.index() + "\n");
+  } else {
+    for (const entry of catalog.servers) {
+      out(`# ===== mcp_tools.${entry.moduleName} =====\n`);
+      if (entry.error) out(`# unavailable: ${entry.error}\n`);
+      out(entry.stub + "\n");
+    }
+  }
+  return catalog.servers.some((s) => s.error) ? 1 : 0;
 }

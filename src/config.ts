@@ -111,14 +111,15 @@ export function parseConfigFile(
     }
   }
   const configDir = dirname(ctx.path);
+  // ${CONFIG_DIR} is the folder of the config file, so entries can name absolute paths portably.
+  const env = (name: string) => (name === "CONFIG_DIR" ? configDir : ctx.env(name));
   const servers: ServerConfig[] = [];
   const rawServers = raw.servers ?? {};
   if (!isRecord(rawServers)) throw new TypeError(at(`"servers" must be an object`));
   for (const [name, entry] of Object.entries(rawServers)) {
     const server = parseServer(name, entry, {
       where: (field) => at(`server "${name}", field "${field}"`),
-      expand: (value, field) =>
-        expandVars(value, ctx.env, at(`server "${name}", field "${field}"`)),
+      expand: (value, field) => expandVars(value, env, at(`server "${name}", field "${field}"`)),
       configDir,
     });
     if (server) servers.push(server);

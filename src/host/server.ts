@@ -6,10 +6,15 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { VERSION } from "../version.ts";
 import type { Executor } from "./executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
+import { registerToolDiscovery } from "./tools/tool_discovery.ts";
+import type { Catalog } from "../catalog/catalog.ts";
 
 export interface HostDeps {
   execute: Executor;
   describeExecuteCode: () => string;
+  catalog: () => Catalog;
+  /** Subscribes to catalog changes (the execute_code description carries the index). */
+  onCatalogChange: (listener: () => void) => void;
   profiles: string[];
   defaultProfile: string;
 }
@@ -28,11 +33,24 @@ export function createHost(deps: HostDeps): Host {
         "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
     },
   );
-  registerExecuteCodeTool(server, {
+  const executeCode = registerExecuteCodeTool(server, {
     execute: deps.execute,
     description: deps.describeExecuteCode,
     profiles: deps.profiles,
     defaultProfile: deps.defaultProfile,
   });
-  return { server, close: () => server.close() };
+  registerToolDiscovery(server, deps.catalog);
+  let open = true;
+  deps.onCatalogChange(() => {
+    if (!open) return;
+    executeCode.update({ description: deps.describeExecuteCode() });
+    if (server.isConnected()) server.sendResourceListChanged();
+  });
+  return {
+    server,
+    close: () => {
+      open = false;
+      return server.close();
+    },
+  };
 }

@@ -41,6 +41,9 @@ class UpstreamUnavailable(ToolError):
     """The upstream MCP server is not connected (crashed, reconnecting, or failed to start)."""
 
 
+for _cls in (ToolError, ToolDenied, ToolTimeout, UpstreamUnavailable):
+    _cls.__module__ = "mcp_tools"
+
 _ERROR_CLASSES = {
     "denied": ToolDenied,
     "timeout": ToolTimeout,
@@ -70,6 +73,9 @@ class Resource:
 
     def __repr__(self):
         return f"Resource(uri={self.uri!r}, mime_type={self.mime_type!r})"
+
+
+Image.__module__ = Resource.__module__ = "mcp_tools"
 
 
 def _text_value(text):
@@ -142,9 +148,13 @@ def install_modules(package, sources):
     """Creates package 'package' with one submodule per entry of 'sources' (name -> Python source)."""
     pkg = types.ModuleType(package)
     pkg.__path__ = []
-    pkg.__all__ = sorted(sources)
+    pkg.__all__ = sorted(n for n in sources if n != "__init__")
     sys.modules[package] = pkg
+    if "__init__" in sources:
+        exec(compile(sources["__init__"], f"<codemode:{package}>", "exec"), pkg.__dict__)
     for name, source in sources.items():
+        if name == "__init__":
+            continue
         mod = types.ModuleType(f"{package}.{name}")
         filename = f"<codemode:{package}.{name}>"
         exec(compile(source, filename, "exec"), mod.__dict__)

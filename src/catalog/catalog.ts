@@ -1,0 +1,139 @@
+/**
+ * The tool catalog: every upstream server's tools as Python modules, stubs, a compact index for
+ * the `execute_code` description, and search. Built from a snapshot of the upstream tools; the
+ * host rebuilds it when a server's tool list changes.
+ */
+import { assignIdentifiers } from "./identifiers.ts";
+import {
+  firstSentence,
+  type FunctionSpec,
+  functionSpecs,
+  renderModule,
+  renderModuleStub,
+  renderStub,
+  type ToolInfo,
+} from "./python_stubs.ts";
+
+export interface ServerTools {
+  server: string;
+  description: string;
+  tools: ToolInfo[];
+  /** Why the server has no tools, when it failed to connect. */
+  error?: string;
+}
+
+export interface ServerEntry {
+  server: string;
+  moduleName: string;
+  description: string;
+  specs: FunctionSpec[];
+  /** The module the sandbox runs. */
+  source: string;
+  /** The module as an agent reads it. */
+  stub: string;
+  error?: string;
+}
+
+/** Package-level names of `mcp_tools` (the exception classes and result types). */
+const PACKAGE_INIT =
+  "from _codemode import ToolError, ToolDenied, ToolTimeout, UpstreamUnavailable, Image, Resource\n";
+const PACKAGE_RESERVED = [
+  "ToolError",
+  "ToolDenied",
+  "ToolTimeout",
+  "UpstreamUnavailable",
+  "Image",
+  "Resource",
+];
+
+export class Catalog {
+  readonly servers: ServerEntry[];
+  readonly #byServer: Map<string, ServerEntry>;
+
+  constructor(servers: readonly ServerTools[]) {
+    const modules = assignIdentifiers(servers.map((s) => s.server), { reserved: PACKAGE_RESERVED });
+    this.servers = servers.map((s) => {
+      const moduleName = modules.get(s.server)!;
+      const specs = functionSpecs(s.tools);
+      return {
+        server: s.server,
+        moduleName,
+        description: s.description,
+        specs,
+        source: renderModule(s.description, specs),
+        stub: renderModuleStub(moduleName, s.description, specs),
+        error: s.error,
+      };
+    });
+    this.#byServer = new Map(this.servers.map((e) => [e.server, e]));
+  }
+
+  /** `{ mcp_tools: { __init__, <module>: source } }` for the sandbox. */
+  packages(): Record<string, Record<string, string>> {
+    const modules: Record<string, string> = { __init__: PACKAGE_INIT };
+    for (const entry of this.servers) modules[entry.moduleName] = entry.source;
+    return { mcp_tools: modules };
+  }
+
+  hasTool(server: string, tool: string): boolean {
+    return this.#byServer.get(server)?.specs.some((s) => s.tool === tool) ?? false;
+  }
+
+  server(name: string): ServerEntry | undefined {
+    return this.#byServer.get(name) ?? this.servers.find((e) => e.moduleName === name);
+  }
+
+  /** One line per server and tool: what an agent needs to know what exists. */
+  index(): string {
+    const lines: string[] = [];
+    for (const entry of this.servers) {
+      const about = entry.description ? ` (${firstSentence(entry.description, 100)})` : "";
+      if (entry.error) {
+        lines.push(`${entry.moduleName}: unavailable: ${entry.error}`);
+        continue;
+      }
+      lines.push(`${entry.moduleName}${about}:`);
+      for (const spec of entry.specs) {
+        lines.push(`  ${spec.pyName}: ${firstSentence(spec.description, 70)}`);
+      }
+    }
+    return lines.join("\n");
+  }
+
+  /** Stubs of the tools that best match `query` (words matched in names and descriptions). */
+  search(query: string, limit = 8): { name: string; stub: string; score: number }[] {
+    const terms = query.toLowerCase().split(/[^a-z0-9]+/).filter((t) => t.length > 1);
+    const hits: { name: string; stub: string; score: number }[] = [];
+    for (const entry of this.servers) {
+      for (const spec of entry.specs) {
+        const name = `${spec.tool} ${spec.pyName}`.toLowerCase();
+        const doc = spec.doc.toLowerCase();
+        let score = 0;
+        for (const term of terms) {
+          if (name.includes(term)) score += 3;
+          if (entry.server.toLowerCase().includes(term)) score += 2;
+          if (doc.includes(term)) score += 1;
+        }
+        if (terms.length === 0) score = 1;
+        if (score > 0) {
+          hits.push({ name: `${entry.moduleName}.${spec.pyName}`, stub: renderStub(spec), score });
+        }
+      }
+    }
+    return hits.sort((a, b) => b.score - a.score || a.name.localeCompare(b.name)).slice(0, limit);
+  }
+
+  /** Full stubs for `module.function` names, or whole modules for bare server names. */
+  docs(names: readonly string[]): { name: string; stub: string | null }[] {
+    return names.map((name) => {
+      const [moduleName, fn] = name.split(".", 2) as [string, string | undefined];
+      const entry = this.server(moduleName);
+      if (!entry) return { name, stub: null };
+      if (fn === undefined) return { name, stub: entry.stub };
+      const spec = entry.specs.find((s) =>
+        s.pyName === fn || s.pyName + "_async" === fn || s.tool === fn
+      );
+      return { name, stub: spec ? renderStub(spec) : null };
+    });
+  }
+}

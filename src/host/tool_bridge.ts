@@ -1,0 +1,51 @@
+/**
+ * The upstream tools as scripts see them: the current catalog (rebuilt when upstream tool lists
+ * change) and the gate every call passes through before it reaches an upstream session.
+ */
+import { Catalog } from "../catalog/catalog.ts";
+import type { ToolReply } from "../rpc/sandbox_protocol.ts";
+import type { UpstreamPool } from "../upstream/pool.ts";
+import type { ToolBridge } from "./executor.ts";
+
+export class UpstreamToolBridge implements ToolBridge {
+  #catalog: Catalog;
+  readonly #upstream: UpstreamPool;
+  readonly #listeners = new Set<(catalog: Catalog) => void>();
+
+  constructor(upstream: UpstreamPool) {
+    this.#upstream = upstream;
+    this.#catalog = new Catalog(upstream.snapshot());
+  }
+
+  get catalog(): Catalog {
+    return this.#catalog;
+  }
+
+  /** Rebuilds the catalog from the upstream sessions and tells the listeners. */
+  refresh(): void {
+    this.#catalog = new Catalog(this.#upstream.snapshot());
+    for (const listener of this.#listeners) listener(this.#catalog);
+  }
+
+  onChange(listener: (catalog: Catalog) => void): void {
+    this.#listeners.add(listener);
+  }
+
+  packages(): Record<string, Record<string, string>> {
+    return this.#catalog.packages();
+  }
+
+  call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply> {
+    if (!this.#catalog.hasTool(server, tool)) {
+      const state = this.#upstream.state(server);
+      if (state !== undefined && state !== "connected") {
+        return this.#upstream.call(server, tool, args); // reports the outage clearly
+      }
+      const message = state === undefined
+        ? `no server named "${server}"`
+        : `server "${server}" has no tool "${tool}"`;
+      return Promise.resolve({ error: { kind: "invalid", message } });
+    }
+    return this.#upstream.call(server, tool, args);
+  }
+}

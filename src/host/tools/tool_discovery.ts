@@ -1,0 +1,71 @@
+/**
+ * Cheap tool discovery for agents: `search_tools` (matching stubs), `get_tool_docs` (full
+ * stubs), and one MCP resource per server holding its stub file.
+ */
+import { type McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import type { Catalog } from "../../catalog/catalog.ts";
+
+export function registerToolDiscovery(server: McpServer, catalog: () => Catalog): void {
+  server.registerTool("search_tools", {
+    title: "Search the Python tool stubs",
+    description:
+      "Find upstream tools callable from execute_code. Returns the Python stubs (signature and docstring) of the best matches for the query words.",
+    inputSchema: {
+      query: z.string().max(1000).describe("Words to look for in tool names and descriptions."),
+      limit: z.number().int().min(1).max(50).optional().describe("Most results (default 8)."),
+    },
+    annotations: { readOnlyHint: true },
+  }, (args: { query: string; limit?: number }) => {
+    const hits = catalog().search(args.query, args.limit ?? 8);
+    const text = hits.length === 0
+      ? `No tool matches "${args.query}". The index is in the execute_code description.`
+      : hits.map((h) => `# ${h.name}\n${h.stub}`).join("\n");
+    return {
+      content: [{ type: "text" as const, text }],
+      structuredContent: { matches: hits.map((h) => ({ name: h.name, stub: h.stub })) },
+    };
+  });
+
+  server.registerTool("get_tool_docs", {
+    title: "Get Python stubs of tools",
+    description:
+      "Full Python stubs for tools named 'module.function' (e.g. filesystem.read_file), or of a whole module when given just its name.",
+    inputSchema: {
+      names: z.array(z.string().max(200)).min(1).max(50),
+    },
+    annotations: { readOnlyHint: true },
+  }, (args: { names: string[] }) => {
+    const docs = catalog().docs(args.names);
+    const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
+    const text = docs.map((d) =>
+      d.stub === null ? `# ${d.name}: not found` : `# ${d.name}\n${d.stub}`
+    )
+      .join("\n");
+    return {
+      content: [{ type: "text" as const, text }],
+      structuredContent: { docs },
+      isError: missing.length === docs.length,
+    };
+  });
+
+  server.registerResource(
+    "tool-stubs",
+    new ResourceTemplate("codemode://stubs/{module}.pyi", {
+      list: () => ({
+        resources: catalog().servers.map((s) => ({
+          uri: `codemode://stubs/${s.moduleName}.pyi`,
+          name: `mcp_tools.${s.moduleName}`,
+          description: s.description || `Python stubs of the ${s.server} server's tools`,
+          mimeType: "text/x-python",
+        })),
+      }),
+    }),
+    { title: "Python stubs of an upstream server", mimeType: "text/x-python" },
+    (uri: URL, variables: Record<string, string | string[]>) => {
+      const entry = catalog().server(String(variables.module));
+      if (!entry) throw new Error(`Cannot read ${uri.href}: no such module`);
+      return { contents: [{ uri: uri.href, mimeType: "text/x-python", text: entry.stub }] };
+    },
+  );
+}

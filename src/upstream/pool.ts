@@ -1,0 +1,260 @@
+/**
+ * One long-lived MCP client session per configured upstream server.
+ *
+ * All servers connect in parallel at start; one that fails is reported and retried with backoff
+ * without holding up the others. A session that drops is reconnected the same way; calls during
+ * the outage fail at once with a clear error. `tools/list_changed` refreshes that server's tools.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { ServerConfig } from "../config.ts";
+import type { ServerTools } from "../catalog/catalog.ts";
+import type { ToolInfo } from "../catalog/python_stubs.ts";
+import type { Logger } from "../log.ts";
+import type { ToolReply } from "../rpc/sandbox_protocol.ts";
+import { VERSION } from "../version.ts";
+import type { TransportFactory } from "./transport.ts";
+
+export type UpstreamState = "connecting" | "connected" | "reconnecting" | "closed";
+
+export interface UpstreamOptions {
+  servers: readonly ServerConfig[];
+  transports: TransportFactory;
+  log: Logger;
+  /** Per-call timeout. */
+  callTimeoutMs: number;
+  /** How long connecting (initialize + tools/list) may take. */
+  connectTimeoutMs?: number;
+  /** Called whenever any server's tools change (connect, reconnect, list_changed, failure). */
+  onChange?: () => void;
+  /** Largest tool result passed on to a sandbox, as JSON characters. */
+  maxResultChars?: number;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+class UpstreamConnection {
+  state: UpstreamState = "connecting";
+  tools: ToolInfo[] = [];
+  lastError: string | undefined;
+  #client: Client | null = null;
+  #attempt = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stderrTail = "";
+
+  constructor(readonly config: ServerConfig, readonly options: UpstreamOptions) {}
+
+  async connect(): Promise<void> {
+    if (this.state === "closed") return;
+    const { log } = this.options;
+    const { transport, onStderr } = this.options.transports(this.config);
+    onStderr?.((text) => {
+      this.#stderrTail = (this.#stderrTail + text).slice(-2000);
+    });
+    const client = new Client({ name: "mcp-code-mode", version: VERSION }, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      void this.#refreshTools(client).catch((error) =>
+        log.warn("cannot refresh tools", { server: this.config.name, error: String(error) })
+      );
+    });
+    let connected = false;
+    client.onclose = () => {
+      if (!connected || this.#client !== client) return;
+      this.#client = null;
+      this.#dropped("the session closed");
+    };
+    try {
+      const timeout = this.options.connectTimeoutMs ?? 30_000;
+      await client.connect(transport, { timeout });
+      await this.#refreshTools(client);
+      if (this.#isClosed()) {
+        await client.close();
+        return;
+      }
+      connected = true;
+      this.#client = client;
+      this.#attempt = 0;
+      this.state = "connected";
+      this.lastError = undefined;
+      log.info("upstream server connected", { server: this.config.name, tools: this.tools.length });
+      this.options.onChange?.();
+    } catch (error) {
+      await client.close().catch(() => {});
+      const stderr = this.#stderrTail.trim().split("\n").slice(-3).join(" | ");
+      this.lastError = `${errorText(error)}${stderr ? ` (stderr: ${stderr.slice(0, 500)})` : ""}`;
+      log.error("cannot connect upstream server", {
+        server: this.config.name,
+        error: this.lastError,
+      });
+      this.#scheduleReconnect();
+    }
+  }
+
+  #dropped(reason: string): void {
+    if (this.state === "closed") return;
+    const stderr = this.#stderrTail.trim().split("\n").slice(-2).join(" | ");
+    this.lastError = `${reason}${stderr ? ` (stderr: ${stderr.slice(0, 300)})` : ""}`;
+    this.options.log.warn("upstream server disconnected; reconnecting", {
+      server: this.config.name,
+      reason: this.lastError,
+    });
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.state === "closed") return;
+    this.state = "reconnecting";
+    this.options.onChange?.();
+    const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.#attempt++);
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.connect(), delay);
+  }
+
+  async #refreshTools(client: Client): Promise<void> {
+    const tools: ToolInfo[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const result = await client.listTools(cursor ? { cursor } : {});
+      for (const tool of result.tools) {
+        tools.push({
+          server: this.config.name,
+          name: tool.name,
+          description: tool.description,
+          inputSchema: tool.inputSchema as Record<string, unknown>,
+          outputSchema: tool.outputSchema as Record<string, unknown> | undefined,
+        });
+      }
+      cursor = result.nextCursor;
+      if (!cursor) break;
+    }
+    const changed = JSON.stringify(tools) !== JSON.stringify(this.tools);
+    this.tools = tools;
+    if (changed && this.state === "connected") this.options.onChange?.();
+  }
+
+  #isClosed(): boolean {
+    return this.state === "closed";
+  }
+
+  async call(tool: string, args: Record<string, unknown>): Promise<ToolReply> {
+    const client = this.#client;
+    if (this.state !== "connected" || client === null) {
+      const why = this.lastError ? `: ${this.lastError}` : "";
+      return unavailable(`server "${this.config.name}" is not connected (${this.state})${why}`);
+    }
+    let result: CallToolResult;
+    try {
+      result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout: this.options.callTimeoutMs,
+      }) as CallToolResult;
+    } catch (error) {
+      const code = error instanceof McpError ? (error as { code: number }).code : undefined;
+      if (code === ErrorCode.RequestTimeout) {
+        const seconds = this.options.callTimeoutMs / 1000;
+        return {
+          error: { kind: "timeout", message: `no answer within the ${seconds} s per-call timeout` },
+        };
+      }
+      if (code === ErrorCode.ConnectionClosed) {
+        return unavailable(`server "${this.config.name}" went away during the call`);
+      }
+      return { error: { kind: "tool_error", message: errorText(error) } };
+    }
+    if (result.isError) {
+      return {
+        error: { kind: "tool_error", message: contentText(result) || "the tool reported an error" },
+      };
+    }
+    const max = this.options.maxResultChars ?? 8 * 1024 * 1024;
+    const size = JSON.stringify(result).length;
+    if (size > max) {
+      return {
+        error: {
+          kind: "tool_error",
+          message: `result of ${size} characters exceeds the ${max} limit`,
+        },
+      };
+    }
+    return { result: result as unknown as Record<string, unknown> };
+  }
+
+  async close(): Promise<void> {
+    this.state = "closed";
+    clearTimeout(this.#timer);
+    const client = this.#client;
+    this.#client = null;
+    await client?.close().catch(() => {});
+  }
+}
+
+export class UpstreamPool implements AsyncDisposable {
+  readonly #connections: Map<string, UpstreamConnection>;
+
+  constructor(options: UpstreamOptions) {
+    this.#connections = new Map(
+      options.servers.map((server) => [server.name, new UpstreamConnection(server, options)]),
+    );
+  }
+
+  /** Connects every server in parallel; resolves when each has connected or failed once. */
+  async start(): Promise<void> {
+    await Promise.all([...this.#connections.values()].map((c) => c.connect()));
+  }
+
+  /**
+   * Every server with its tools and, when it is not connected, why. A server that dropped keeps
+   * its last known tools, so scripts still import them and get a clear error when calling.
+   */
+  snapshot(): ServerTools[] {
+    return [...this.#connections.values()].map((c) => ({
+      server: c.config.name,
+      description: c.config.description,
+      tools: c.tools,
+      error: c.state === "connected" ? undefined : c.lastError ?? c.state,
+    }));
+  }
+
+  state(server: string): UpstreamState | undefined {
+    return this.#connections.get(server)?.state;
+  }
+
+  /** Calls a tool. Never throws: failures come back as `{ error }`. */
+  call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply> {
+    const connection = this.#connections.get(server);
+    if (!connection) {
+      return Promise.resolve({
+        error: { kind: "invalid", message: `no server named "${server}"` },
+      });
+    }
+    return connection.call(tool, args);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#connections.values()].map((c) => c.close()));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function unavailable(message: string): ToolReply {
+  return { error: { kind: "unavailable", message } };
+}
+
+function contentText(result: CallToolResult): string {
+  const content = (result.content ?? []) as { type: string; text?: string }[];
+  return content
+    .map((c) => (c.type === "text" ? c.text : `[${c.type}]`))
+    .join("\n")
+    .slice(0, 4000);
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

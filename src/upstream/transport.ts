@@ -1,0 +1,50 @@
+/**
+ * Creates the MCP client transport for one configured upstream server.
+ */
+import {
+  getDefaultEnvironment,
+  StdioClientTransport,
+} from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { ServerConfig } from "../config.ts";
+
+export type TransportFactory = (server: ServerConfig) => {
+  transport: Transport;
+  /** Lines the server writes to stderr (stdio servers only). */
+  onStderr?: (listener: (text: string) => void) => void;
+};
+
+/**
+ * The real transports. `deno` as a command means the Deno running this server. A stdio child
+ * gets the SDK's minimal default environment, `DENO_DIR` when set, and its configured `env`.
+ */
+export const defaultTransportFactory: TransportFactory = (server) => {
+  if (server.kind === "http") {
+    return {
+      transport: new StreamableHTTPClientTransport(new URL(server.url), {
+        requestInit: { headers: server.headers },
+      }),
+    };
+  }
+  const env: Record<string, string> = { ...getDefaultEnvironment() };
+  const denoDir = Deno.env.get("DENO_DIR");
+  if (denoDir) env.DENO_DIR = denoDir;
+  Object.assign(env, server.env);
+  const transport = new StdioClientTransport({
+    command: server.command === "deno" ? Deno.execPath() : server.command,
+    args: server.args,
+    env,
+    cwd: server.cwd,
+    stderr: "pipe",
+  });
+  return {
+    transport,
+    onStderr: (listener) => {
+      transport.stderr?.on(
+        "data",
+        (chunk: Uint8Array) => listener(new TextDecoder().decode(chunk)),
+      );
+    },
+  };
+};

@@ -1,0 +1,262 @@
+/**
+ * Scripts calling real upstream MCP servers (filesystem, memory, everything) through the host.
+ */
+import assert from "node:assert/strict";
+import { childPids, delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
+
+async function startWithServers(): Promise<TestServer & { fsDir: string }> {
+  const fsDir = Deno.realPathSync(await Deno.makeTempDir());
+  const memoryDir = await Deno.makeTempDir();
+  await Deno.writeTextFile(`${fsDir}/notes.txt`, "first line\nsecond line\n");
+  await Deno.writeTextFile(`${fsDir}/data.json`, '{"items": [1, 2, 3]}');
+  const server = await startServer({
+    args: ["--config", `${ROOT}tests/fixtures/servers.json`],
+    env: { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir },
+  });
+  return {
+    ...server,
+    fsDir,
+    async [Symbol.asyncDispose]() {
+      await server[Symbol.asyncDispose]();
+      await Deno.remove(fsDir, { recursive: true });
+      await Deno.remove(memoryDir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("scripts call real upstream servers as Python functions", async (t) => {
+  await using server = await startWithServers();
+
+  await t.step("filesystem: read and list files", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import filesystem",
+        `text = filesystem.read_text_file(path=${JSON.stringify(server.fsDir + "/notes.txt")})`,
+        `listing = filesystem.list_directory(path=${JSON.stringify(server.fsDir)})`,
+        "print(listing['content'])",
+        "text['content'].splitlines()",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.deepEqual(r.result, ["first line", "second line"]);
+    assert.match(r.stdout, /\[FILE\] notes\.txt/);
+    assert.equal(r.tool_calls.count, 2);
+    assert.deepEqual(r.tool_calls.calls.map((c) => [c.server, c.tool, c.outcome]), [
+      ["filesystem", "read_text_file", "ok"],
+      ["filesystem", "list_directory", "ok"],
+    ]);
+  });
+
+  await t.step("memory: create entities, then read them back", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import memory",
+        "memory.create_entities(entities=[{'name': 'Ada', 'entityType': 'person', 'observations': ['wrote the first program']}])",
+        "memory.create_relations(relations=[{'from': 'Ada', 'to': 'Ada', 'relationType': 'admires'}])",
+        "graph = memory.read_graph()",
+        "[e['name'] for e in graph['entities']], graph['relations'][0]['relationType']",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.deepEqual(r.result, [["Ada"], "admires"]);
+  });
+
+  await t.step("everything: text, structured content, images, names with dashes", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import everything, Image",
+        "echo = everything.echo(message='hi there')",
+        "total = everything.get_sum(a=2, b=3)",
+        "weather = everything.get_structured_content(location='Chicago')",
+        "image = everything.get_tiny_image()",
+        "images = [v for v in (image if isinstance(image, list) else [image]) if isinstance(v, Image)]",
+        "{'echo': echo, 'sum': total, 'weather_keys': sorted(weather), 'image': images[0].mime_type}",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    const result = r.result as Record<string, unknown>;
+    assert.match(String(result.echo), /hi there/);
+    assert.match(String(result.sum), /5/);
+    assert.deepEqual(result.weather_keys, ["conditions", "humidity", "temperature"]);
+    assert.equal(result.image, "image/png");
+  });
+
+  await t.step("a tool that returns an error raises ToolError naming server and tool", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import filesystem, ToolError",
+        "try:",
+        "    filesystem.read_text_file(path='/etc/passwd')",
+        "except ToolError as e:",
+        "    print(type(e).__name__, e.server, e.tool)",
+        "    print(e.message)",
+        "filesystem.read_text_file(path='/etc/passwd')",
+      ].join("\n"),
+    });
+    assert.equal(r.success, false);
+    assert.match(r.stdout, /^ToolError filesystem read_text_file\n/);
+    assert.match(r.stdout, /outside allowed directories/);
+    assert.equal(r.diagnostics?.error_type, "ToolError");
+    assert.match(r.diagnostics!.message, /filesystem\.read_text_file/);
+    assert.equal(r.tool_calls.calls[0]!.outcome, "error");
+  });
+
+  await t.step("calls run in parallel with asyncio.gather", async () => {
+    const r = await server.execute({
+      code: [
+        "import asyncio",
+        "from mcp_tools import everything",
+        "results = await asyncio.gather(*[everything.echo_async(message=f'm{i}') for i in range(10)])",
+        "[str(x) for x in results]",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    const results = r.result as string[];
+    assert.equal(results.length, 10);
+    results.forEach((x, i) => assert.match(x, new RegExp(`m${i}\\b`)));
+    assert.equal(r.tool_calls.count, 10);
+  });
+
+  await t.step("a slow tool hits the per-call timeout", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import everything, ToolTimeout",
+        "try:",
+        "    everything.trigger_long_running_operation(duration=10, steps=2)",
+        "except ToolTimeout as e:",
+        "    print('timed out:', e)",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.match(
+      r.stdout,
+      /timed out: everything\.trigger-long-running-operation: no answer within the 3 s/,
+    );
+  });
+
+  await t.step("unknown tools and servers are refused by the host", async () => {
+    const r = await server.execute({
+      code: [
+        "import _codemode",
+        "out = []",
+        "for server, tool in [('everything', 'no-such-tool'), ('nope', 'echo')]:",
+        "    try:",
+        "        _codemode.call_tool(server, tool, {})",
+        "    except Exception as e:",
+        "        out.append(str(e))",
+        "out",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.deepEqual(r.result, [
+      'everything.no-such-tool: server "everything" has no tool "no-such-tool"',
+      'nope.echo: no server named "nope"',
+    ]);
+  });
+});
+
+Deno.test("an upstream server killed mid-run gives a clear error, then reconnects", async () => {
+  await using server = await startWithServers();
+  const memoryPid = async () => {
+    for (let i = 0; i < 200; i++) {
+      const pid = childPids(server.pid).find((p) => {
+        try {
+          return Deno.readTextFileSync(`/proc/${p}/cmdline`).includes("server-memory");
+        } catch {
+          return false;
+        }
+      });
+      if (pid) return pid;
+      await delay(50);
+    }
+    throw new Error("no memory server process found");
+  };
+  const victim = await memoryPid();
+  const run = server.execute({
+    code: [
+      "import asyncio",
+      "from mcp_tools import memory, ToolError",
+      "for i in range(200):",
+      "    try:",
+      "        memory.read_graph()",
+      "    except ToolError as e:",
+      "        print(type(e).__name__, '|', e)",
+      "        break",
+      "    await asyncio.sleep(0.05)",
+    ].join("\n"),
+    timeout_s: 60,
+  });
+  await delay(1500);
+  Deno.kill(victim, "SIGKILL");
+  const r = await run;
+  assert.equal(r.success, true, r.text);
+  assert.match(
+    r.stdout,
+    /^(UpstreamUnavailable|ToolError) \| memory\.read_graph: .*(not connected|went away|closed)/,
+  );
+
+  let after;
+  for (let i = 0; i < 60; i++) {
+    after = await server.execute({ code: "from mcp_tools import memory\nmemory.read_graph()" });
+    if (after.success) break;
+    await delay(250);
+  }
+  assert.equal(after?.success, true, after?.text);
+  assert.notEqual(await memoryPid(), victim);
+});
+
+Deno.test("agents discover tools through search_tools, get_tool_docs and stub resources", async (t) => {
+  await using server = await startWithServers();
+  const tools = await server.client.listTools();
+  const executeCode = (tools.tools as { name: string; description?: string }[])
+    .find((tool) => tool.name === "execute_code")!;
+
+  await t.step("the execute_code description carries a compact index", () => {
+    assert.match(executeCode.description!, /filesystem \(Files in a temporary test folder\.\):/);
+    assert.match(executeCode.description!, /\n  read_text_file: /);
+    assert.match(executeCode.description!, /\n  get_structured_content: /);
+  });
+
+  await t.step("search_tools returns the matching stubs", async () => {
+    const reply = await server.client.callTool({
+      name: "search_tools",
+      arguments: { query: "knowledge graph entities" },
+    });
+    const matches =
+      (reply.structuredContent as { matches: { name: string; stub: string }[] }).matches;
+    assert.ok(matches.length > 0);
+    assert.ok(
+      matches.every((m) => m.name.startsWith("memory.")),
+      JSON.stringify(matches.map((m) => m.name)),
+    );
+    assert.match(matches[0]!.stub, /^def \w+\(/);
+  });
+
+  await t.step("get_tool_docs returns the exact signature the sandbox runs", async () => {
+    const reply = await server.client.callTool({
+      name: "get_tool_docs",
+      arguments: { names: ["everything.get_sum", "nope.nothing"] },
+    });
+    const docs =
+      (reply.structuredContent as { docs: { name: string; stub: string | null }[] }).docs;
+    assert.match(docs[0]!.stub!, /^def get_sum\(a: float, b: float\) -> Any:/);
+    assert.equal(docs[1]!.stub, null);
+    const introspect = await server.execute({
+      code:
+        "import inspect\nfrom mcp_tools import everything\nstr(inspect.signature(everything.get_sum))",
+    });
+    assert.equal(introspect.result, "(a: float, b: float) -> Any");
+  });
+
+  await t.step("each server's stub file is a resource", async () => {
+    const list = await server.client.listResources();
+    const uris = (list.resources as { uri: string }[]).map((r) => r.uri).sort();
+    assert.deepEqual(uris, [
+      "codemode://stubs/everything.pyi",
+      "codemode://stubs/filesystem.pyi",
+      "codemode://stubs/memory.pyi",
+    ]);
+    const read = await server.client.readResource({ uri: "codemode://stubs/memory.pyi" });
+    assert.match((read.contents[0] as { text: string }).text, /def read_graph\(\) -> Any:/);
+  });
+});
