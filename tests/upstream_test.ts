@@ -213,8 +213,8 @@ Deno.test("agents discover tools through search_tools, get_tool_docs and stub re
 
   await t.step("the execute_code description carries a compact index", () => {
     assert.match(executeCode.description!, /filesystem \(Files in a temporary test folder\.\):/);
-    assert.match(executeCode.description!, /\n  read_text_file: /);
-    assert.match(executeCode.description!, /\n  get_structured_content: /);
+    assert.match(executeCode.description!, /\n {2}read_text_file: /);
+    assert.match(executeCode.description!, /\n {2}get_structured_content: /);
   });
 
   await t.step("search_tools returns the matching stubs", async () => {

@@ -3,7 +3,7 @@
  * spec both the stub an agent reads and the module code the sandbox runs are rendered, so what
  * the agent reads is exactly what it can call.
  */
-import { assignIdentifiers, toIdentifier } from "./identifiers.ts";
+import { assignIdentifiers } from "./identifiers.ts";
 
 export interface ToolInfo {
   server: string;
