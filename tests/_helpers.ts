@@ -113,3 +113,14 @@ export function childPids(ppid: number): number[] {
   }
   return pids;
 }
+
+/** PIDs of the sandbox processes of server `ppid` (children running the sandbox worker). */
+export function sandboxPids(ppid: number): number[] {
+  return childPids(ppid).filter((pid) => {
+    try {
+      return Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes("worker.ts");
+    } catch {
+      return false;
+    }
+  });
+}

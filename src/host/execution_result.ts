@@ -20,8 +20,6 @@ export interface Diagnostics {
   traceback?: string;
   /** Line of the script where the error was raised (syntax errors: where parsing failed). */
   lineno?: number | null;
-  /** Messages the sandbox sent that broke the protocol and were ignored. */
-  protocol_violations?: number;
 }
 
 export interface ToolCallRecord {
@@ -42,6 +40,8 @@ export interface ExecutionResult {
   duration_ms: number;
   profile: string;
   tool_calls: { count: number; calls: ToolCallRecord[] };
+  /** Messages the sandbox sent that broke the protocol and were ignored (0 normally). */
+  protocol_violations: number;
   diagnostics: Diagnostics | null;
 }
 

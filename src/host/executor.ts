@@ -140,10 +140,8 @@ function toResult(
     duration_ms: round(elapsedMs),
     profile: profile.name,
     tool_calls: { count: calls.length, calls },
+    protocol_violations: outcome.violations.length,
   };
-  const violations = outcome.violations.length > 0
-    ? { protocol_violations: outcome.violations.length }
-    : {};
   if (outcome.stop) {
     return {
       ...base,
@@ -152,7 +150,6 @@ function toResult(
       diagnostics: {
         error_type: outcome.stop.reason,
         message: outcome.stop.message,
-        ...violations,
       },
     };
   }
@@ -170,7 +167,6 @@ function toResult(
       message: reply.error.message.slice(0, limit),
       traceback: reply.error.traceback.slice(0, limit),
       lineno: reply.error.lineno,
-      ...violations,
     },
   };
 }
@@ -191,6 +187,7 @@ function failedBeforeRun(profile: string, diagnostics: Diagnostics, ms: number):
     duration_ms: round(ms),
     profile,
     tool_calls: { count: 0, calls: [] },
+    protocol_violations: 0,
     diagnostics,
   };
 }

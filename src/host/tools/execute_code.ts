@@ -30,12 +30,12 @@ export const executionResultShape = {
   duration_ms: z.number(),
   profile: z.string(),
   tool_calls: z.object({ count: z.number(), calls: z.array(toolCallRecord) }),
+  protocol_violations: z.number(),
   diagnostics: z.object({
     error_type: z.string(),
     message: z.string(),
     traceback: z.string().optional(),
     lineno: z.number().nullable().optional(),
-    protocol_violations: z.number().optional(),
   }).nullable(),
 };
 

@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { Catalog } from "../src/catalog/catalog.ts";
+import { assignIdentifiers, toIdentifier } from "../src/catalog/identifiers.ts";
+import {
+  functionSpecs,
+  pythonType,
+  renderModule,
+  renderStub,
+} from "../src/catalog/python_stubs.ts";
+
+Deno.test("toIdentifier() turns MCP names into valid Python identifiers", async (t) => {
+  const table: [string, string][] = [
+    ["read_file", "read_file"],
+    ["get-sum", "get_sum"],
+    ["files.read", "files_read"],
+    ["2fa-code", "_2fa_code"],
+    ["class", "class_"],
+    ["from", "from_"],
+    ["a--b", "a_b"],
+    ["", "tool"],
+    ["ünïcode", "_n_code"],
+  ];
+  for (const [name, expected] of table) {
+    await t.step(`${JSON.stringify(name)} -> ${expected}`, () => {
+      const id = toIdentifier(name);
+      assert.equal(id, expected);
+      assert.match(id, /^[A-Za-z_][A-Za-z0-9_]*$/);
+    });
+  }
+});
+
+Deno.test("assignIdentifiers() never gives two names the same identifier", () => {
+  const ids = assignIdentifiers(["get-sum", "get_sum", "get.sum", "echo", "echo_async"], {
+    withAsync: true,
+  });
+  assert.equal(ids.get("get_sum"), "get_sum");
+  assert.equal(ids.get("echo"), "echo");
+  const all = [...ids.values()].flatMap((id) => [id, `${id}_async`]);
+  assert.equal(new Set(all).size, all.length, JSON.stringify([...ids]));
+});
+
+Deno.test("functionSpecs() renders signatures from JSON Schema", () => {
+  const [spec] = functionSpecs([{
+    server: "files",
+    name: "search-files",
+    description: 'Find files. Says """quoted""" and a \\ backslash.',
+    inputSchema: {
+      type: "object",
+      properties: {
+        pattern: { type: "string", description: "Glob" },
+        "max-results": { type: "integer", default: 10 },
+        from: { type: "string" },
+        kind: { enum: ["file", "dir"] },
+        tags: { type: "array", items: { type: "string" } },
+      },
+      required: ["pattern"],
+    },
+  }]);
+  const stub = renderStub(spec!);
+  assert.match(
+    stub,
+    /^def search_files\(pattern: str, \*, max_results: int \| None = None, from_: str \| None = None, kind: Literal\["file", "dir"\] \| None = None, tags: list\[str\] \| None = None\) -> Any:/,
+  );
+  assert.match(stub, /max_results \(optional, default 10, sent as "max-results"\)/);
+  const module = renderModule("Files", [spec!]);
+  assert.ok(module.includes(stub.split("\n")[0]!), "the module runs the signature the stub shows");
+  assert.match(module, /"max-results": max_results/);
+  assert.match(module, /async def search_files_async\(/);
+  assert.ok(!/[^\\]"""quoted/.test(module), "triple quotes in descriptions are escaped");
+});
+
+Deno.test("pythonType() maps JSON Schema types", () => {
+  assert.equal(pythonType({ type: "number" }), "float");
+  assert.equal(pythonType({ type: ["string", "null"] }), "str | None");
+  assert.equal(pythonType({ anyOf: [{ type: "integer" }, { type: "string" }] }), "int | str");
+  assert.equal(pythonType({ type: "object" }), "dict");
+  assert.equal(pythonType({}), "Any");
+});
+
+Deno.test("Catalog keeps module names unique and reports unavailable servers", () => {
+  const catalog = new Catalog([
+    { server: "my-server", description: "One.", tools: [] },
+    { server: "my_server", description: "Two.", tools: [] },
+    { server: "broken", description: "", tools: [], error: "spawn failed" },
+  ]);
+  const names = catalog.servers.map((s) => s.moduleName);
+  assert.equal(new Set(names).size, 3);
+  assert.match(catalog.index(), /broken: unavailable: spawn failed/);
+  assert.deepEqual(
+    Object.keys(catalog.packages().mcp_tools!).sort(),
+    ["__init__", ...names].sort(),
+  );
+});
