@@ -55,7 +55,14 @@ export async function startApp(options: AppOptions): Promise<App> {
     warm: options.poolSize ?? config.settings.pool_size,
     maxBooting: 2,
     maxWaiting: config.settings.max_waiting,
-    launch: (profile) => new Sandbox({ runtime, snapshotPath, profile, log }),
+    launch: (profile) =>
+      new Sandbox({
+        runtime,
+        snapshotPath,
+        profile,
+        log,
+        prepare: () => ({ version: tools.version, packages: tools.packages() }),
+      }),
     log,
   });
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;

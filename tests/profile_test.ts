@@ -3,6 +3,7 @@ import {
   DEFAULT_LIMITS,
   type Profile,
   resolveProfile,
+  SANDBOX_V8_TUNING,
   toDenoFlags,
 } from "../src/sandbox/profile.ts";
 
@@ -28,7 +29,7 @@ Deno.test("toDenoFlags() maps a profile to exactly the permissions it grants", a
       expected: [
         "--no-prompt",
         "--allow-read=/opt/pyodide/pyodide.asm.wasm,/cache/snapshot.bin",
-        "--v8-flags=--max-old-space-size=512",
+        `--v8-flags=--max-old-space-size=512,${SANDBOX_V8_TUNING}`,
       ],
     },
     {
@@ -37,7 +38,7 @@ Deno.test("toDenoFlags() maps a profile to exactly the permissions it grants", a
       expected: [
         "--no-prompt",
         "--allow-read=/opt/pyodide/pyodide.asm.wasm,/cache/snapshot.bin,/srv/data",
-        "--v8-flags=--max-old-space-size=512",
+        `--v8-flags=--max-old-space-size=512,${SANDBOX_V8_TUNING}`,
       ],
     },
     {
@@ -47,7 +48,7 @@ Deno.test("toDenoFlags() maps a profile to exactly the permissions it grants", a
         "--no-prompt",
         "--allow-read=/opt/pyodide/pyodide.asm.wasm,/cache/snapshot.bin,/srv/ws",
         "--allow-write=/srv/ws",
-        "--v8-flags=--max-old-space-size=512",
+        `--v8-flags=--max-old-space-size=512,${SANDBOX_V8_TUNING}`,
       ],
     },
     {
@@ -57,7 +58,7 @@ Deno.test("toDenoFlags() maps a profile to exactly the permissions it grants", a
         "--no-prompt",
         "--allow-read=/opt/pyodide/pyodide.asm.wasm,/cache/snapshot.bin",
         "--allow-net=example.org,api.test:8443",
-        "--v8-flags=--max-old-space-size=512",
+        `--v8-flags=--max-old-space-size=512,${SANDBOX_V8_TUNING}`,
       ],
     },
     {
@@ -66,7 +67,7 @@ Deno.test("toDenoFlags() maps a profile to exactly the permissions it grants", a
       expected: [
         "--no-prompt",
         "--allow-read=/opt/pyodide/pyodide.asm.wasm,/cache/snapshot.bin",
-        "--v8-flags=--max-old-space-size=256",
+        `--v8-flags=--max-old-space-size=256,${SANDBOX_V8_TUNING}`,
       ],
     },
   ];

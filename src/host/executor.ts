@@ -6,7 +6,7 @@
 import type { Logger } from "../log.ts";
 import { checkCodeSize } from "../policy/code_size.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
-import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
+import type { CallToolParams, Packages, ToolReply } from "../rpc/sandbox_protocol.ts";
 import type { RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
@@ -15,7 +15,9 @@ import type { Diagnostics, ExecutionResult, ToolCallRecord } from "./execution_r
 /** The upstream tools as scripts see them. */
 export interface ToolBridge {
   /** Python packages installed in every sandbox before the script runs (`mcp_tools`). */
-  packages(): Record<string, Record<string, string>>;
+  packages(): Packages;
+  /** Changes whenever `packages()` does. */
+  readonly version: number;
   /** Performs an allowed call. Never throws: failures come back as `{ error }`. */
   call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply>;
 }
@@ -23,6 +25,7 @@ export interface ToolBridge {
 /** A bridge with no upstream servers. */
 export const noTools: ToolBridge = {
   packages: () => ({ mcp_tools: {} }),
+  version: 0,
   call: (server, tool) =>
     Promise.resolve({ error: { kind: "unavailable", message: `no server ${server} for ${tool}` } }),
 };
@@ -108,14 +111,21 @@ export function createExecutor(deps: ExecutorDeps): Executor {
       return reply;
     };
 
-    await using running = sandbox;
-    const outcome = await running.execute({
-      code: request.code,
-      packages: deps.tools.packages(),
-      timeoutMs: timeoutS * 1000,
-      memoryBytes: profile.limits.memory_mb * 1024 * 1024,
-      outputBytes: profile.limits.output_bytes,
-    }, { callTool, signal: options.signal, onOutput: options.onOutput });
+    let outcome;
+    try {
+      outcome = await sandbox.execute({
+        code: request.code,
+        packages: sandbox.preparedVersion === deps.tools.version
+          ? undefined
+          : deps.tools.packages(),
+        timeoutMs: timeoutS * 1000,
+        memoryBytes: profile.limits.memory_mb * 1024 * 1024,
+        outputBytes: profile.limits.output_bytes,
+      }, { callTool, signal: options.signal, onOutput: options.onOutput });
+    } finally {
+      // Killed at once; reaping the process need not delay the answer (the pool tracks it).
+      void sandbox[Symbol.asyncDispose]();
+    }
     const result = toResult(outcome, profile, calls, performance.now() - started);
     deps.log.debug("execution finished", {
       profile: profile.name,

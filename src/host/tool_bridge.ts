@@ -9,6 +9,7 @@ import type { ToolBridge } from "./executor.ts";
 
 export class UpstreamToolBridge implements ToolBridge {
   #catalog: Catalog;
+  #version = 0;
   readonly #upstream: UpstreamPool;
   readonly #listeners = new Set<(catalog: Catalog) => void>();
 
@@ -24,11 +25,16 @@ export class UpstreamToolBridge implements ToolBridge {
   /** Rebuilds the catalog from the upstream sessions and tells the listeners. */
   refresh(): void {
     this.#catalog = new Catalog(this.#upstream.snapshot());
+    this.#version++;
     for (const listener of this.#listeners) listener(this.#catalog);
   }
 
   onChange(listener: (catalog: Catalog) => void): void {
     this.#listeners.add(listener);
+  }
+
+  get version(): number {
+    return this.#version;
   }
 
   packages(): Record<string, Record<string, string>> {

@@ -2,6 +2,7 @@
  * The messages between the host and one sandbox process (newline-delimited JSON-RPC 2.0).
  *
  *   sandbox -> host  notification "ready"       once Pyodide has booted
+ *   host -> sandbox  request      "prepare"     PrepareParams -> {} (while idle in the pool)
  *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (exactly once)
  *   sandbox -> host  notification "output"      OutputParams, while a script runs
  *   sandbox -> host  request      "call_tool"   CallToolParams -> ToolReply, while a script runs
@@ -10,14 +11,23 @@
  */
 
 export const METHOD_READY = "ready";
+export const METHOD_PREPARE = "prepare";
 export const METHOD_EXECUTE = "execute";
 export const METHOD_OUTPUT = "output";
 export const METHOD_CALL_TOOL = "call_tool";
 
+/** Python packages: package name -> { module name -> source }. */
+export type Packages = Record<string, Record<string, string>>;
+
+export interface PrepareParams {
+  /** Installed ahead of the script, while the sandbox waits in the pool. */
+  packages: Packages;
+}
+
 export interface ExecuteParams {
   code: string;
-  /** Python packages to install before the run: package name -> { module name -> source }. */
-  packages: Record<string, Record<string, string>>;
+  /** Packages to (re)install before the run, when they changed since "prepare". */
+  packages?: Packages;
   /** Cap on the JSON size of `result`. */
   result_bytes: number;
 }

@@ -15,8 +15,10 @@ import {
   METHOD_CALL_TOOL,
   METHOD_EXECUTE,
   METHOD_OUTPUT,
+  METHOD_PREPARE,
   METHOD_READY,
   type OutputStream,
+  type Packages,
   type ScriptError,
   type ToolReply,
 } from "../rpc/sandbox_protocol.ts";
@@ -38,7 +40,8 @@ export type StopReason =
 
 export interface ExecutionRequest {
   code: string;
-  packages: Record<string, Record<string, string>>;
+  /** Packages to install first; omit when the ones from `prepare` are current. */
+  packages?: Packages;
   timeoutMs: number;
   memoryBytes: number;
   outputBytes: number;
@@ -70,6 +73,8 @@ export interface LaunchOptions {
   log: Logger;
   /** How long boot may take before the sandbox is given up. */
   bootTimeoutMs?: number;
+  /** Packages to install right after boot (part of being ready), with their version. */
+  prepare?: () => { version: number; packages: Packages };
 }
 
 const MAX_LINE_BYTES = 8 * 1024 * 1024;
@@ -112,6 +117,8 @@ export class Sandbox implements AsyncDisposable {
   #stderr: OutputBuffer | null = null;
   #violations: string[] = [];
   #used = false;
+  /** Version of the packages installed by `prepare` (-1: none). */
+  preparedVersion = -1;
 
   constructor(options: LaunchOptions) {
     this.profile = options.profile;
@@ -145,8 +152,14 @@ export class Sandbox implements AsyncDisposable {
     });
     const bootTimeoutMs = options.bootTimeoutMs ?? 60_000;
     let bootTimer: ReturnType<typeof setTimeout> | undefined;
+    const prepared = booted.promise.then(async () => {
+      if (!options.prepare) return;
+      const { version, packages } = options.prepare();
+      await this.#channel.request(METHOD_PREPARE, { packages });
+      this.preparedVersion = version;
+    });
     this.ready = Promise.race([
-      booted.promise,
+      prepared,
       this.#exited.then(() => {
         throw new Error(`Cannot boot sandbox: the process exited\n${this.#stderrTail}`);
       }),

@@ -71,7 +71,8 @@ export class SandboxPool implements AsyncDisposable {
     this.#profiles.set(profile.name, profile);
     const sandbox = this.#ready.get(profile.name)?.shift();
     if (sandbox) {
-      this.#refill();
+      // Spawning blocks the event loop for about a millisecond: do it after the hand-off.
+      setTimeout(() => this.#refill(), 0);
       return Promise.resolve(sandbox);
     }
     if (this.#waiters.length >= this.#options.maxWaiting) {
@@ -129,6 +130,7 @@ export class SandboxPool implements AsyncDisposable {
         this.#booted(profile, sandbox);
       },
       (error: Error) => {
+        if (this.#closed) return;
         this.#failures++;
         this.#options.log.error("sandbox failed to boot", { error: error.message });
         const waiter = this.#waiters.find((w) => w.profile.name === profile.name);

@@ -9,7 +9,11 @@
  * Changing this text changes the snapshot key, so the snapshot is rebuilt on next start.
  */
 export const PRELUDE_PY = String.raw`
-import ast, asyncio, builtins, json, linecache, sys, traceback, types
+import ast, asyncio, builtins, importlib, importlib.abc, importlib.util, json, linecache, sys
+import traceback, types
+from pyodide.code import CodeRunner
+import inspect
+from pyodide.ffi import run_sync
 
 SCRIPT = "<script>"
 # Bound now, so a script that monkey-patches json cannot break the runtime's own replies.
@@ -133,7 +137,6 @@ def _decode_reply(server, tool, reply_json):
 
 def call_tool(server, tool, arguments):
     """Calls an upstream tool and blocks until it answers."""
-    from pyodide.ffi import run_sync
     reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
     return _decode_reply(server, tool, reply_json)
 
@@ -144,8 +147,40 @@ async def call_tool_async(server, tool, arguments):
     return _decode_reply(server, tool, reply_json)
 
 
+class _SourceLoader(importlib.abc.Loader):
+    """Loads a generated module from its source text when it is first imported."""
+
+    def __init__(self, source, filename):
+        self.source = source
+        self.filename = filename
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(self.source, self.filename, "exec"), module.__dict__)
+
+
+class _GeneratedModules(importlib.abc.MetaPathFinder):
+    """Finds the submodules of packages installed by install_modules, compiling them lazily."""
+
+    def __init__(self):
+        self.sources = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        source = self.sources.get(fullname)
+        if source is None:
+            return None
+        loader = _SourceLoader(source, f"<codemode:{fullname}>")
+        return importlib.util.spec_from_loader(fullname, loader)
+
+
+_generated = _GeneratedModules()
+sys.meta_path.insert(0, _generated)
+
+
 def install_modules(package, sources):
-    """Creates package 'package' with one submodule per entry of 'sources' (name -> Python source)."""
+    """Creates package 'package' whose submodules (name -> Python source) compile on first import."""
     pkg = types.ModuleType(package)
     pkg.__path__ = []
     pkg.__all__ = sorted(n for n in sources if n != "__init__")
@@ -153,13 +188,60 @@ def install_modules(package, sources):
     if "__init__" in sources:
         exec(compile(sources["__init__"], f"<codemode:{package}>", "exec"), pkg.__dict__)
     for name, source in sources.items():
-        if name == "__init__":
-            continue
-        mod = types.ModuleType(f"{package}.{name}")
-        filename = f"<codemode:{package}.{name}>"
-        exec(compile(source, filename, "exec"), mod.__dict__)
-        sys.modules[f"{package}.{name}"] = mod
-        setattr(pkg, name, mod)
+        if name != "__init__":
+            _generated.sources[f"{package}.{name}"] = source
+
+    def __getattr__(name):
+        if f"{package}.{name}" in _generated.sources:
+            return importlib.import_module(f"{package}.{name}")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    pkg.__getattr__ = __getattr__
+
+
+def prepare(request_json):
+    """Installs packages ahead of the script (while the sandbox waits in the pool)."""
+    for package, sources in _loads(request_json)["packages"].items():
+        install_modules(package, sources)
+
+
+def execute(request_json):
+    """The sandbox's one job: install changed packages, run the code, answer in JSON."""
+    request = _loads(request_json)
+    for package, sources in (request.get("packages") or {}).items():
+        install_modules(package, sources)
+    return run(request["code"], request["result_bytes"])
+
+
+_WARM_MODULE = """
+from typing import Any, Literal
+import _codemode as _cm
+
+def f(a: str, *, b: int | None = None) -> Any:
+    \"\"\"A function shaped like a generated tool stub.\"\"\"
+    return {k: v for k, v in {"a": a, "b": b}.items() if v is not None}
+
+async def f_async(a: str) -> Any:
+    return f(a)
+"""
+
+
+def warm_up():
+    """Runs the execution path once so a booted sandbox answers its first script quickly
+    (WebAssembly functions are compiled on first use). Leaves nothing behind."""
+    install_modules("_codemode_warm", {"__init__": "x = 1", "m": _WARM_MODULE})
+    run(
+        "from _codemode_warm import m\nimport asyncio\nawait asyncio.sleep(0)\n"
+        "print('warm')\n[m.f('x', b=2), await m.f_async('y'), {1, 2}, 2.5, None]",
+        1000,
+    )
+    run("x = [1, 2.5, None, 'text']\nprint(x)\nx", 1000)
+    run("def g():\n    return 1 / 0\ng()", 1000)
+    for name in [n for n in sys.modules if n.startswith("_codemode_warm")]:
+        del sys.modules[name]
+    for name in [n for n in _generated.sources if n.startswith("_codemode_warm")]:
+        del _generated.sources[name]
+    linecache.cache.pop(SCRIPT, None)
 
 
 def _frame_visible(frame):
@@ -205,13 +287,20 @@ def json_safe(value, limit):
     return shown
 
 
-async def run(code, result_limit):
-    """Runs a script; returns a JSON string {ok, result} or {ok: false, error}."""
-    from pyodide.code import eval_code_async
+def run(code, result_limit):
+    """Runs a script; returns a JSON string {ok, result} or {ok: false, error}.
+
+    Called with JSPI enabled (PyProxy.callPromising), so tool calls and top-level await can
+    suspend Python while JavaScript waits; a script without await never touches the event loop.
+    """
     linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
     scope = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        value = await eval_code_async(code, scope, filename=SCRIPT)
+        runner = CodeRunner(code, filename=SCRIPT, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
+        if runner.code.co_flags & inspect.CO_COROUTINE:
+            value = run_sync(runner.run_async(scope))
+        else:
+            value = runner.run(scope)
         outcome = {"ok": True, "result": json_safe(value, result_limit)}
     except SystemExit as exc:
         if exc.code in (None, 0):

@@ -12,11 +12,11 @@
 import { JsonRpcChannel, RemoteError, RPC_METHOD_NOT_FOUND } from "../rpc/channel.ts";
 import {
   type CallToolParams,
-  type ExecuteParams,
   type ExecuteReply,
   METHOD_CALL_TOOL,
   METHOD_EXECUTE,
   METHOD_OUTPUT,
+  METHOD_PREPARE,
   METHOD_READY,
   type OutputStream,
 } from "../rpc/sandbox_protocol.ts";
@@ -32,6 +32,8 @@ interface LoaderOptions {
 }
 interface PyProxyLike {
   (...args: unknown[]): unknown;
+  /** Calls with JSPI enabled, so Python may suspend on run_sync while JavaScript awaits. */
+  callPromising(...args: unknown[]): Promise<unknown>;
   destroy(): void;
 }
 interface PyodideLike {
@@ -89,10 +91,12 @@ async function buildSnapshot(moduleUrl: string, outPath: string): Promise<void> 
 }
 
 /** A stream writer for Python's stdout/stderr that forwards text to the host as it comes. */
-function outputWriter(channel: JsonRpcChannel, stream: OutputStream) {
+function outputWriter(target: () => JsonRpcChannel | null, stream: OutputStream) {
   const decoder = new TextDecoder();
   return {
     write(bytes: Uint8Array): number {
+      const channel = target();
+      if (channel === null) return bytes.length;
       const text = decoder.decode(bytes, { stream: true });
       if (text.length > 0) void channel.notify(METHOD_OUTPUT, { stream, text });
       return bytes.length;
@@ -114,20 +118,46 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
     pyodide.mountNodeFS(mount, host);
   }
 
+  // Python reaches the host through this module; the channel exists once we serve.
+  let channel: JsonRpcChannel | null = null;
+  pyodide.registerJsModule("_codemode_host", {
+    call_tool: async (server: string, tool: string, argumentsJson: string): Promise<string> => {
+      if (channel === null) throw new Error("Cannot call tools outside an execution");
+      const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
+      return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
+    },
+  });
+  const codemode = pyodide.pyimport("_codemode");
+  const executeInPython = codemode.execute!;
+  const prepareInPython = codemode.prepare!;
+
+  // Output goes to the host only while a script runs; warm-up output is dropped.
+  let forwarding = false;
+  pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
+  pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
+  // Warm the execution path before the host can hand us a script.
+  await codemode.warm_up!.callPromising();
+
   let executed = false;
   const finished = Promise.withResolvers<void>();
-  const channel: JsonRpcChannel = new JsonRpcChannel({
+  const served: JsonRpcChannel = new JsonRpcChannel({
     readable: Deno.stdin.readable,
     write: writeLineSync,
     maxLineBytes: MAX_LINE_BYTES,
     handlers: {
       async onRequest(method, params) {
+        if (method === METHOD_PREPARE && !executed) {
+          await prepareInPython.callPromising(JSON.stringify(params));
+          return {};
+        }
         if (method !== METHOD_EXECUTE || executed) {
           throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
         }
         executed = true;
+        forwarding = true;
         try {
-          return await execute(pyodide, channel, params as ExecuteParams);
+          const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
+          return JSON.parse(replyJson) as ExecuteReply;
         } finally {
           finished.resolve();
         }
@@ -138,38 +168,9 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
       },
     },
   });
-  pyodide.setStdout(outputWriter(channel, "stdout"));
-  pyodide.setStderr(outputWriter(channel, "stderr"));
-  await channel.notify(METHOD_READY, {});
-  await Promise.race([finished.promise, channel.done]);
-}
-
-async function execute(
-  pyodide: PyodideLike,
-  channel: JsonRpcChannel,
-  params: ExecuteParams,
-): Promise<ExecuteReply> {
-  pyodide.registerJsModule("_codemode_host", {
-    call_tool: async (server: string, tool: string, argumentsJson: string): Promise<string> => {
-      const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
-      return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
-    },
-  });
-  const codemode = pyodide.pyimport("_codemode");
-  for (const [name, modules] of Object.entries(params.packages)) {
-    installPackage(pyodide, name, modules);
-  }
-  const replyJson = await (codemode.run!(params.code, params.result_bytes) as Promise<string>);
-  return JSON.parse(replyJson) as ExecuteReply;
-}
-
-function installPackage(pyodide: PyodideLike, name: string, modules: Record<string, string>) {
-  const install = pyodide.runPython(
-    "import json, _codemode\n" +
-      "lambda name, sources: _codemode.install_modules(name, json.loads(sources))",
-  ) as PyProxyLike;
-  install(name, JSON.stringify(modules));
-  install.destroy();
+  channel = served;
+  await served.notify(METHOD_READY, {});
+  await Promise.race([finished.promise, served.done]);
 }
 
 async function main(args: string[]): Promise<number> {
