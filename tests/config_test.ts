@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { expandVars, loadConfig, parseConfigFile } from "../src/config.ts";
+
+const ctx = {
+  path: "/etc/code-mode/mcp_servers.json",
+  env: (name: string) => ({ TOKEN: "s3cret", HOME: "/home/u" } as Record<string, string>)[name],
+};
+
+Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
+  const { servers, settings } = parseConfigFile({
+    servers: {
+      files: { command: "deno", args: ["run", "${CONFIG_DIR}/x.ts"], env: { KEY: "${TOKEN}" } },
+      api: { url: "https://api.example/mcp", headers: { Authorization: "Bearer ${TOKEN}" } },
+      off: { command: "nope", disabled: true },
+    },
+    settings: { pool_size: 3 },
+  }, ctx);
+  assert.deepEqual(servers, [
+    {
+      kind: "stdio",
+      name: "files",
+      command: "deno",
+      args: ["run", "/etc/code-mode/x.ts"],
+      env: { KEY: "s3cret" },
+      cwd: "/etc/code-mode",
+      description: "",
+    },
+    {
+      kind: "http",
+      name: "api",
+      url: "https://api.example/mcp",
+      headers: { Authorization: "Bearer s3cret" },
+      description: "",
+    },
+  ]);
+  assert.equal(settings.pool_size, 3);
+});
+
+Deno.test("parseConfigFile() names the file, the server and the field in every error", async (t) => {
+  const cases: [string, unknown, RegExp][] = [
+    ["not an object", [], /must hold a JSON object/],
+    ["unknown top-level field", { serverz: {} }, /unknown top-level field "serverz"/],
+    [
+      "neither command nor url",
+      { servers: { a: {} } },
+      /server "a", field "command": give exactly one/,
+    ],
+    [
+      "both command and url",
+      { servers: { a: { command: "x", url: "http://h" } } },
+      /give exactly one/,
+    ],
+    [
+      "args not strings",
+      { servers: { a: { command: "x", args: [1] } } },
+      /server "a", field "args": must be an array of strings/,
+    ],
+    [
+      "a missing variable",
+      { servers: { a: { command: "x", env: { K: "${NOPE}" } } } },
+      /server "a", field "env.K": environment variable NOPE is not set/,
+    ],
+    [
+      "a bad URL",
+      { servers: { a: { url: "ftp://x" } } },
+      /server "a", field "url": "ftp:\/\/x" is not an http\(s\) URL/,
+    ],
+    [
+      "a bad name",
+      { servers: { "9lives": { command: "x" } } },
+      /server "9lives": the name must start with a letter/,
+    ],
+    [
+      "an unknown server field",
+      { servers: { a: { command: "x", cmd: "y" } } },
+      /server "a", field "cmd": unknown field/,
+    ],
+    [
+      "a bad setting",
+      { settings: { pool_size: -1 } },
+      /settings\.pool_size: must be a whole number/,
+    ],
+    ["an unknown setting", { settings: { turbo: true } }, /settings\.turbo: unknown setting/],
+  ];
+  for (const [name, raw, message] of cases) {
+    await t.step(name, () => {
+      assert.throws(() => parseConfigFile(raw, ctx), (e: Error) => {
+        assert.ok(e instanceof TypeError);
+        assert.match(e.message, /^Cannot load config \/etc\/code-mode\/mcp_servers\.json: /);
+        assert.match(e.message, message);
+        return true;
+      });
+    });
+  }
+});
+
+Deno.test("expandVars() leaves text without variables alone", () => {
+  assert.equal(expandVars("plain $HOME {x}", () => undefined, "here"), "plain $HOME {x}");
+  assert.equal(expandVars("${HOME}/a", ctx.env, "here"), "/home/u/a");
+});
+
+Deno.test("loadConfig() reports a missing or malformed file clearly", async () => {
+  await assert.rejects(
+    loadConfig({ path: "/nonexistent/mcp_servers.json" }),
+    /Cannot read config \/nonexistent\/mcp_servers\.json/,
+  );
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, "{ not json");
+  await assert.rejects(loadConfig({ path: file }), /Cannot parse config .*\.json/);
+  await Deno.writeTextFile(file, JSON.stringify({ settings: { default_profile: "ghost" } }));
+  await assert.rejects(loadConfig({ path: file }), /default_profile "ghost" is not in/);
+  await Deno.remove(file);
+});
+
+Deno.test("the repository's mcp_servers.json and profiles load", async () => {
+  const config = await loadConfig({ env: () => undefined });
+  assert.deepEqual(config.servers.map((s) => s.name), ["filesystem", "memory"]);
+  assert.ok(config.profiles.has("default"));
+  assert.deepEqual(config.profiles.get("default")!.folders, []);
+  assert.deepEqual(config.profiles.get("default")!.net, []);
+});
