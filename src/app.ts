@@ -6,6 +6,10 @@ import { type Config, loadConfig } from "./config.ts";
 import { describeExecuteCode } from "./host/description.ts";
 import { createExecutor, type Executor } from "./host/executor.ts";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
+import type { AgentDeps } from "./agent/agent.ts";
+import type { ChatModel } from "./agent/chat_model.ts";
+import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/openai_model.ts";
+import type { Profile } from "./sandbox/profile.ts";
 import { createHost, type Host } from "./host/server.ts";
 import type { Logger } from "./log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
@@ -31,6 +35,9 @@ export interface App extends AsyncDisposable {
   execute: Executor;
   upstream: UpstreamPool;
   tools: UpstreamToolBridge;
+  /** The agent's API model settings from the environment (null when none is set). */
+  openAI: OpenAIModelConfig | null;
+  agentDeps(model: ChatModel): AgentDeps;
   createHost(): Host;
   close(): Promise<void>;
 }
@@ -75,6 +82,17 @@ export async function startApp(options: AppOptions): Promise<App> {
     tools,
     log,
   });
+  const openAI = openAIConfigFromEnv((name) => Deno.env.get(name));
+  const rules = (name: string | undefined) =>
+    describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
+  const agentDeps = (model: ChatModel): AgentDeps => ({
+    model,
+    execute,
+    catalog: () => tools.catalog,
+    sandboxRules: rules,
+    analysisProfile: analysisProfile(defaultProfile),
+    log,
+  });
   const close = async () => {
     await Promise.all([pool.close(), upstream.close()]);
   };
@@ -85,6 +103,8 @@ export async function startApp(options: AppOptions): Promise<App> {
     execute,
     upstream,
     tools,
+    openAI,
+    agentDeps,
     createHost: () =>
       createHost({
         execute,
@@ -93,8 +113,22 @@ export async function startApp(options: AppOptions): Promise<App> {
         onCatalogChange: (listener) => tools.onChange(listener),
         profiles: config.settings.allowed_profiles,
         defaultProfile: defaultProfile.name,
+        openAI,
+        agent: agentDeps,
       }),
     close,
     [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * The profile for analysing generated code: the default profile's sandbox (so it shares that
+ * warm pool; the analyser only parses the code, never runs it), no tools, room for the code.
+ */
+function analysisProfile(base: Profile): Profile {
+  return {
+    ...base,
+    allowed_tools: [],
+    limits: { ...base.limits, timeout_s: 15, code_chars: 1_000_000, code_lines: 100_000 },
   };
 }

@@ -7,6 +7,9 @@ import process from "node:process";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { startApp } from "./app.ts";
 import { formatResultText } from "./host/execution_result.ts";
+import { runAgent } from "./agent/agent.ts";
+import { selectModel } from "./agent/select_model.ts";
+import { formatAgentResult } from "./host/tools/generate_and_execute.ts";
 import { createLogger, type Logger, parseLogLevel } from "./log.ts";
 import { VERSION } from "./version.ts";
 
@@ -17,6 +20,9 @@ Usage:
   main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
                                                     exit 0 on success, 1 when it fails
+  main.ts agent "TASK" [--max-attempts N] [--profile P] [--json] [--config PATH]
+                                                    a model writes Python for TASK, runs it and
+                                                    repairs it; needs OPENAI_API_KEY (see README)
   main.ts tools [--index] [--config PATH]           print the Python stubs of the configured
                                                     servers' tools (or just the compact index)
   main.ts --help | --version
@@ -43,6 +49,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         json: { type: "boolean" },
         timeout: { type: "string" },
         index: { type: "boolean" },
+        "max-attempts": { type: "string" },
       },
     });
   } catch (error) {
@@ -80,6 +87,26 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           profile: values.profile,
           json: values.json ?? false,
           timeout,
+          log,
+          out,
+        });
+      }
+      case "agent": {
+        if (rest.length !== 1) throw new UsageError('agent takes exactly one "TASK" argument');
+        const maxAttempts = values["max-attempts"] === undefined
+          ? undefined
+          : Number(values["max-attempts"]);
+        if (
+          maxAttempts !== undefined &&
+          !(Number.isInteger(maxAttempts) && maxAttempts >= 1 && maxAttempts <= 10)
+        ) {
+          throw new UsageError("--max-attempts must be a whole number from 1 to 10");
+        }
+        return await runAgentCommand(rest[0]!, {
+          config: values.config,
+          profile: values.profile,
+          json: values.json ?? false,
+          maxAttempts,
           log,
           out,
         });
@@ -202,4 +229,47 @@ async function printTools(
     }
   }
   return catalog.servers.some((s) => s.error) ? 1 : 0;
+}
+
+async function runAgentCommand(
+  task: string,
+  options: Omit<RunOptions, "timeout"> & { maxAttempts?: number },
+): Promise<number> {
+  await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 1 });
+  if (
+    options.profile !== undefined && !app.config.settings.allowed_profiles.includes(options.profile)
+  ) {
+    throw new UsageError(`unknown profile "${options.profile}"`);
+  }
+  const model = selectModel(app.openAI, null);
+  const err = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
+  const result = await runAgent(
+    { task, max_attempts: options.maxAttempts, profile: options.profile },
+    app.agentDeps(model),
+    (a) => {
+      err(
+        `--- attempt ${a.attempt} (${model.name}): ${
+          a.error ? `failed at ${a.phase}` : "succeeded"
+        } ---`,
+      );
+      if (a.code) err(a.code.trimEnd());
+      if (a.error) err(`error: ${a.error}`);
+      for (const note of a.notes) err(`note: ${note}`);
+    },
+  );
+  if (options.json) {
+    options.out(JSON.stringify(result, null, 2) + "\n");
+  } else {
+    const run = result.execution;
+    if (result.success && run) {
+      if (run.stdout) options.out(run.stdout);
+      if (run.result !== null && run.result !== undefined) {
+        options.out(
+          (typeof run.result === "string" ? run.result : JSON.stringify(run.result)) + "\n",
+        );
+      }
+    }
+    err(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);
+  }
+  return result.success ? 0 : 1;
 }

@@ -38,6 +38,8 @@ export interface ExecuteRequest {
 
 export interface ExecuteOptions {
   signal?: AbortSignal;
+  /** Runs under this profile instead of a named one (internal callers only, never clients). */
+  profileOverride?: Profile;
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
 }
 
@@ -59,7 +61,7 @@ export function createExecutor(deps: ExecutorDeps): Executor {
   return async (request, options = {}) => {
     const started = performance.now();
     const profileName = request.profile ?? deps.defaultProfile;
-    const profile = deps.profile(profileName);
+    const profile = options.profileOverride ?? deps.profile(profileName);
     const fail = (diagnostics: Diagnostics) =>
       failedBeforeRun(profileName, diagnostics, performance.now() - started);
     if (profile === undefined) {

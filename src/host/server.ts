@@ -7,6 +7,11 @@ import { VERSION } from "../version.ts";
 import type { Executor } from "./executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
+import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
+import type { AgentDeps } from "../agent/agent.ts";
+import type { ChatModel } from "../agent/chat_model.ts";
+import { selectModel } from "../agent/select_model.ts";
+import type { OpenAIModelConfig } from "../agent/openai_model.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 
 export interface HostDeps {
@@ -17,6 +22,9 @@ export interface HostDeps {
   onCatalogChange: (listener: () => void) => void;
   profiles: string[];
   defaultProfile: string;
+  /** The agent's API model settings (null: use the client's model through sampling). */
+  openAI: OpenAIModelConfig | null;
+  agent: (model: ChatModel) => AgentDeps;
 }
 
 export interface Host {
@@ -40,6 +48,11 @@ export function createHost(deps: HostDeps): Host {
     defaultProfile: deps.defaultProfile,
   });
   registerToolDiscovery(server, deps.catalog);
+  registerGenerateAndExecuteTool(server, {
+    model: () => selectModel(deps.openAI, server.server),
+    agent: deps.agent,
+    profiles: deps.profiles,
+  });
   let open = true;
   deps.onCatalogChange(() => {
     if (!open) return;

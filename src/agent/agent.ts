@@ -1,0 +1,159 @@
+/**
+ * The code-generation agent: task -> code (model) -> checked (validation) -> run (sandbox),
+ * repeated with the error fed back until the code works or the attempts run out.
+ */
+import type { Catalog } from "../catalog/catalog.ts";
+import type { ExecutionResult } from "../host/execution_result.ts";
+import type { Executor } from "../host/executor.ts";
+import type { Logger } from "../log.ts";
+import type { Profile } from "../sandbox/profile.ts";
+import type { ChatModel, TokenUsage } from "./chat_model.ts";
+import { extractCode } from "./code_extraction.ts";
+import { buildMessages } from "./prompt.ts";
+import { type Analysis, analysisScript, checkAnalysis } from "./validation.ts";
+
+export interface AgentAttempt {
+  attempt: number;
+  /** Where the attempt stopped: the model call, the checks before running, or the run. */
+  phase: "model" | "validation" | "execution";
+  code: string;
+  error: string | null;
+  usage: TokenUsage | null;
+  notes: string[];
+}
+
+export interface AgentResult {
+  success: boolean;
+  model: string;
+  final_code: string | null;
+  attempts: AgentAttempt[];
+  /** The last execution's result, when any code ran. */
+  execution: ExecutionResult | null;
+  usage: TokenUsage;
+  message: string;
+}
+
+export interface AgentDeps {
+  model: ChatModel;
+  execute: Executor;
+  catalog: () => Catalog;
+  /** The sandbox's rules for a profile (the execute_code description). */
+  sandboxRules: (profile: string | undefined) => string;
+  /** A tool-less profile for the analysis run. */
+  analysisProfile: Profile;
+  log: Logger;
+  maxTokens?: number;
+}
+
+export interface AgentRequest {
+  task: string;
+  max_attempts?: number;
+  profile?: string;
+}
+
+export async function runAgent(
+  request: AgentRequest,
+  deps: AgentDeps,
+  onAttempt: (attempt: AgentAttempt) => void = () => {},
+  signal?: AbortSignal,
+): Promise<AgentResult> {
+  const maxAttempts = Math.max(1, Math.min(10, request.max_attempts ?? 3));
+  const catalog = deps.catalog();
+  const stubs = catalog.search(request.task, 8).map((hit) => hit.stub).join("\n");
+  const attempts: AgentAttempt[] = [];
+  const usage: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  let execution: ExecutionResult | null = null;
+  const finish = (success: boolean, message: string): AgentResult => ({
+    success,
+    model: deps.model.name,
+    final_code: attempts.at(-1)?.code || null,
+    attempts,
+    execution,
+    usage,
+    message,
+  });
+
+  for (let n = 1; n <= maxAttempts; n++) {
+    if (signal?.aborted) return finish(false, "Cancelled by the client");
+    const messages = buildMessages({
+      task: request.task,
+      stubs,
+      index: catalog.index(),
+      sandboxRules: deps.sandboxRules(request.profile),
+      previous: attempts.filter((a) => a.code).map((a) => ({ code: a.code, error: a.error ?? "" })),
+    });
+    let reply;
+    try {
+      reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096 });
+    } catch (error) {
+      const message = `Cannot get code from ${deps.model.name}: ${(error as Error).message}`;
+      const failed: AgentAttempt = {
+        attempt: n,
+        phase: "model",
+        code: "",
+        error: message,
+        usage: null,
+        notes: [],
+      };
+      attempts.push(failed);
+      onAttempt(failed);
+      return finish(false, message);
+    }
+    if (reply.usage) {
+      usage.prompt_tokens += reply.usage.prompt_tokens;
+      usage.completion_tokens += reply.usage.completion_tokens;
+      usage.total_tokens += reply.usage.total_tokens;
+    }
+    const code = extractCode(reply.text);
+    const attempt: AgentAttempt = {
+      attempt: n,
+      phase: "validation",
+      code,
+      error: null,
+      usage: reply.usage,
+      notes: reply.notes,
+    };
+    attempts.push(attempt);
+
+    const problems = await validate(code, deps);
+    if (problems.length > 0) {
+      attempt.error = `The script was not run; checking it found:\n- ${problems.join("\n- ")}`;
+      onAttempt(attempt);
+      continue;
+    }
+    attempt.phase = "execution";
+    execution = await deps.execute({ code, profile: request.profile }, { signal });
+    if (execution.success) {
+      onAttempt(attempt);
+      return finish(true, `Succeeded on attempt ${n} of ${maxAttempts}`);
+    }
+    attempt.error = describeFailure(execution);
+    onAttempt(attempt);
+  }
+  return finish(false, `No working code after ${maxAttempts} attempts`);
+}
+
+async function validate(code: string, deps: AgentDeps): Promise<string[]> {
+  const run = await deps.execute(
+    { code: analysisScript(code) },
+    { profileOverride: deps.analysisProfile },
+  );
+  if (!run.success) {
+    return [`the code could not be analysed: ${run.diagnostics?.message ?? "unknown error"}`];
+  }
+  return checkAnalysis(run.result as Analysis, deps.catalog());
+}
+
+/** What the model needs to fix a failed run: the error, its traceback, and the output tail. */
+export function describeFailure(result: ExecutionResult): string {
+  const d = result.diagnostics;
+  const parts = [`${d?.error_type ?? "Error"}: ${d?.message ?? "the script failed"}`];
+  if (d?.traceback) parts.push(d.traceback.trim().split("\n").slice(-15).join("\n"));
+  if (result.stdout) {
+    parts.push(`stdout (last lines):\n${result.stdout.trim().split("\n").slice(-10).join("\n")}`);
+  }
+  if (result.stderr) {
+    parts.push(`stderr (last lines):\n${result.stderr.trim().split("\n").slice(-10).join("\n")}`);
+  }
+  return parts.join("\n\n");
+}

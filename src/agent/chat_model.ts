@@ -1,0 +1,40 @@
+/**
+ * The small interface the agent needs from a language model, whatever serves it.
+ */
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ChatReply {
+  text: string;
+  /** Token counts when the backend reports them. */
+  usage: TokenUsage | null;
+  /** Anything the backend had to do differently from what was asked, said out loud. */
+  notes: string[];
+}
+
+export interface ChatModel {
+  /** Backend and model, for results and logs (e.g. "openai:gpt-4.1", "sampling"). */
+  readonly name: string;
+  complete(messages: ChatMessage[], options: { maxTokens: number }): Promise<ChatReply>;
+}
+
+/** Neither an API key nor client sampling is available. */
+export class NoModelError extends Error {
+  constructor() {
+    super(
+      "Cannot generate code: no model is available. Either set OPENAI_API_KEY (with OPENAI_BASE_URL " +
+        "and CODEMODE_MODEL for an OpenAI-compatible API, or the AZURE_OPENAI_* variables for Azure " +
+        "OpenAI), or connect with an MCP client that supports sampling (sampling/createMessage).",
+    );
+    this.name = "NoModelError";
+  }
+}

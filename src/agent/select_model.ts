@@ -1,0 +1,14 @@
+/**
+ * Picks the agent's model: a configured OpenAI-compatible API first, else the connected client's
+ * model through MCP sampling, else a clear error naming both options.
+ */
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { type ChatModel, NoModelError } from "./chat_model.ts";
+import { OpenAIChatModel, type OpenAIModelConfig } from "./openai_model.ts";
+import { SamplingChatModel } from "./sampling_model.ts";
+
+export function selectModel(openAI: OpenAIModelConfig | null, client: Server | null): ChatModel {
+  if (openAI) return new OpenAIChatModel(openAI);
+  if (client && SamplingChatModel.available(client)) return new SamplingChatModel(client);
+  throw new NoModelError();
+}

@@ -1,0 +1,208 @@
+/**
+ * The code-generation agent against a scripted chat-completions server (through the real openai
+ * client), through MCP sampling, and end to end with the filesystem server.
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { startFakeChatApi } from "./_fake_chat_api.ts";
+import { childEnv, MAIN, ROOT, runCli, startServer } from "./_helpers.ts";
+import type { AgentResult } from "../src/agent/agent.ts";
+
+const HELLO = `${ROOT}examples/files/hello.txt`;
+const READ_HELLO = [
+  "from mcp_tools import filesystem",
+  `text = filesystem.read_text_file(path=${JSON.stringify(HELLO)})["content"]`,
+  "print(text.split()[0])",
+  "len(text.split())",
+].join("\n");
+
+function modelEnv(baseURL: string): Record<string, string> {
+  return { OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: baseURL, CODEMODE_MODEL: "scripted-model" };
+}
+
+async function generate(
+  server: Awaited<ReturnType<typeof startServer>>,
+  task: string,
+  max_attempts = 3,
+) {
+  const reply = await server.client.callTool(
+    { name: "generate_and_execute", arguments: { task, max_attempts } },
+    undefined,
+    { timeout: 120_000 },
+  );
+  return { reply, result: reply.structuredContent as unknown as AgentResult };
+}
+
+Deno.test("generate_and_execute repairs a buggy script from its error", async (t) => {
+  await using api = startFakeChatApi([
+    "```python\nprint('about to divide')\n1 / 0\n```",
+    READ_HELLO, // unfenced
+    "Here you go:\n```python\nfrom mcp_tools import filesystem\nfilesystem.read_fil(path='x')\n```",
+    "```py\n" + READ_HELLO + "\n```",
+    {
+      status: 400,
+      body: {
+        error: {
+          message:
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+          type: "invalid_request_error",
+          param: "max_tokens",
+          code: "unsupported_parameter",
+        },
+      },
+    },
+    "```python\nprint('ok')\n```",
+  ]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+
+  await t.step("a failed run is fed back, and the fix succeeds", async () => {
+    const { reply, result } = await generate(
+      server,
+      "Read hello.txt in the sample folder and count its words",
+    );
+    assert.equal(reply.isError, false, JSON.stringify(result, null, 2));
+    assert.equal(result.success, true);
+    assert.equal(result.model, "openai:scripted-model");
+    assert.equal(result.attempts.length, 2);
+    assert.equal(result.attempts[0]!.phase, "execution");
+    assert.match(result.attempts[0]!.error!, /ZeroDivisionError/);
+    assert.equal(result.attempts[1]!.error, null);
+    assert.equal(result.final_code, READ_HELLO + "\n");
+    assert.equal(result.execution!.stdout, "Hello\n");
+    assert.equal(typeof result.execution!.result, "number");
+    assert.deepEqual(result.attempts.map((a) => a.usage?.total_tokens), [121, 122]);
+    assert.equal(result.usage.total_tokens, 243);
+
+    const second = api.requests[1]!.messages as { role: string; content: string }[];
+    assert.equal(api.requests[1]!.model, "scripted-model");
+    assert.match(second[1]!.content, /Task:\nRead hello\.txt/);
+    assert.match(
+      second[1]!.content,
+      /def read_text_file\(path: str/,
+      "the relevant stubs are in the prompt",
+    );
+    assert.match(second.at(-2)!.content, /1 \/ 0/, "the failed code is fed back");
+    assert.match(second.at(-1)!.content, /ZeroDivisionError/, "its error is fed back");
+  });
+
+  await t.step("code calling a tool that does not exist is stopped before it runs", async () => {
+    const { result } = await generate(server, "Read a file");
+    assert.equal(result.success, true);
+    assert.equal(result.attempts[0]!.phase, "validation");
+    assert.match(
+      result.attempts[0]!.error!,
+      /was not run.*\n- line 2: filesystem\.read_fil: no such function/,
+    );
+    assert.match(
+      (api.requests[3]!.messages as { content: string }[]).at(-1)!.content,
+      /no such function/,
+    );
+  });
+
+  await t.step(
+    "a model that refuses max_tokens is retried with max_completion_tokens, and says so",
+    async () => {
+      const { result } = await generate(server, "Say ok");
+      assert.equal(result.success, true, JSON.stringify(result));
+      assert.match(result.attempts[0]!.notes.join(" "), /rejected max_tokens/);
+      assert.ok("max_tokens" in api.requests[4]!);
+      assert.ok("max_completion_tokens" in api.requests[5]! && !("max_tokens" in api.requests[5]!));
+    },
+  );
+});
+
+Deno.test("generate_and_execute gives up after max_attempts", async () => {
+  await using api = startFakeChatApi([
+    "print(1)\nraise ValueError('a')",
+    "print(2)\nraise ValueError('b')",
+  ]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+  const { reply, result } = await generate(server, "Never works", 2);
+  assert.equal(reply.isError, true);
+  assert.equal(result.success, false);
+  assert.equal(result.message, "No working code after 2 attempts");
+  assert.deepEqual(result.attempts.map((a) => a.error!.split(":")[0]), [
+    "ValueError",
+    "ValueError",
+  ]);
+});
+
+Deno.test("the agent CLI prints each attempt and the final output", async () => {
+  await using api = startFakeChatApi(["print(undefined_name)", "```python\nprint('fixed')\n```"]);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "-A", MAIN, "agent", "Print something"],
+    env: childEnv(modelEnv(api.baseURL)),
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+    cwd: ROOT,
+  });
+  const out = await child.output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr);
+  assert.equal(stdout, "fixed\n");
+  assert.match(
+    stderr,
+    /--- attempt 1 \(openai:scripted-model\): failed at execution ---\nprint\(undefined_name\)\nerror: NameError/,
+  );
+  assert.match(stderr, /--- attempt 2 \(openai:scripted-model\): succeeded ---/);
+  const noKey = await runCli(["agent", "Print something"]);
+  assert.equal(noKey.code, 1);
+  assert.match(noKey.stderr, /OPENAI_API_KEY.*sampling/s);
+});
+
+Deno.test("without an API key the agent uses the client's model through MCP sampling", async () => {
+  const prompts: string[] = [];
+  const client = new Client({ name: "sampling-client", version: "0" }, {
+    capabilities: { sampling: {} },
+  });
+  client.setRequestHandler(
+    CreateMessageRequestSchema,
+    (request: { params: { messages: { content: { text: string } }[] } }) => {
+      prompts.push(request.params.messages.map((m) => m.content.text).join("\n"));
+      return {
+        role: "assistant",
+        model: "client-model",
+        content: { type: "text", text: "```python\n" + READ_HELLO + "\n```" },
+      };
+    },
+  );
+  await client.connect(
+    new StdioClientTransport({
+      command: Deno.execPath(),
+      args: ["run", "--no-prompt", "-A", MAIN, "serve"],
+      env: childEnv(),
+      stderr: "ignore",
+      cwd: ROOT,
+    }),
+  );
+  try {
+    const reply = await client.callTool(
+      { name: "generate_and_execute", arguments: { task: "Count words in hello.txt" } },
+      undefined,
+      { timeout: 120_000 },
+    );
+    const result = reply.structuredContent as unknown as AgentResult;
+    assert.equal(result.success, true, JSON.stringify(result));
+    assert.equal(result.model, "sampling");
+    assert.equal(result.execution!.stdout, "Hello\n");
+    assert.match(prompts[0]!, /Count words in hello\.txt/);
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test("with neither an API key nor sampling, the error names both options", async () => {
+  await using server = await startServer();
+  const reply = await server.client.callTool({
+    name: "generate_and_execute",
+    arguments: { task: "x" },
+  });
+  assert.equal(reply.isError, true);
+  const text = (reply.content as { text: string }[])[0]!.text;
+  assert.match(text, /OPENAI_API_KEY/);
+  assert.match(text, /sampling/);
+});
