@@ -6,7 +6,7 @@
  */
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
-import { type Profile, resolveProfile } from "./sandbox/profile.ts";
+import { mergeProfileFiles, type Profile, resolveProfile } from "./sandbox/profile.ts";
 
 export interface StdioServerConfig {
   kind: "stdio";
@@ -258,26 +258,82 @@ export async function loadProfiles(
       cause,
     });
   }
+  const files = new Map<string, unknown>();
   for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
     if (!entry.isFile || !entry.name.endsWith(".json")) continue;
-    const name = entry.name.slice(0, -".json".length);
     const file = join(dir, entry.name);
-    let raw: unknown;
     try {
-      raw = JSON.parse(await Deno.readTextFile(file));
+      files.set(entry.name.slice(0, -".json".length), JSON.parse(await Deno.readTextFile(file)));
     } catch (cause) {
       throw new TypeError(`Cannot load profile ${file}: ${(cause as Error).message}`, { cause });
     }
+  }
+  // Follows `extends` chains (base first), refusing unknown bases and cycles.
+  const flatten = (name: string, chain: string[]): unknown => {
+    const raw = files.get(name);
+    if (typeof raw !== "object" || raw === null || !("extends" in raw)) return raw;
+    const base = (raw as { extends: unknown }).extends;
+    if (typeof base !== "string" || !files.has(base)) {
+      throw new TypeError(
+        `Cannot load profile "${name}", field "extends": no profile "${String(base)}" in ${dir}`,
+      );
+    }
+    if (chain.includes(base)) {
+      throw new TypeError(
+        `Cannot load profile "${name}", field "extends": a cycle (${
+          [...chain, name, base].join(" -> ")
+        })`,
+      );
+    }
+    return mergeProfileFiles(flatten(base, [...chain, name]), raw as Record<string, unknown>);
+  };
+  for (const name of files.keys()) {
+    const raw = flatten(name, []);
     profiles.set(
       name,
       resolveProfile(name, raw, {
         baseDir: dir,
         realPath: (p) => Deno.realPathSync(p),
         protectedPaths,
+        findEscapingSymlink,
       }),
     );
   }
   return profiles;
+}
+
+/**
+ * The first symlink below `folder` that resolves outside it (or dangles), looking at up to
+ * 20,000 entries. Checked when profiles load; the sandbox itself cannot create symlinks.
+ */
+export function findEscapingSymlink(folder: string): string | null {
+  const pending = [folder];
+  let seen = 0;
+  while (pending.length > 0 && seen < 20_000) {
+    const dir = pending.pop()!;
+    let entries: Deno.DirEntry[];
+    try {
+      entries = [...Deno.readDirSync(dir)];
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      seen++;
+      const path = join(dir, entry.name);
+      if (entry.isSymlink) {
+        let target: string;
+        try {
+          target = Deno.realPathSync(path);
+        } catch {
+          return path;
+        }
+        if (target !== folder && !target.startsWith(folder + "/")) return path;
+      } else if (entry.isDirectory) {
+        pending.push(path);
+      }
+    }
+  }
+  return null;
 }
 
 /** Replaces `${NAME}` with the host environment's value; a missing variable is an error. */

@@ -93,6 +93,33 @@ export interface ResolveContext {
   realPath: (path: string) => string;
   /** Real paths the sandbox must never be able to write (runtime files, snapshot cache). */
   protectedPaths: string[];
+  /**
+   * A symlink inside `folder` whose target lies outside it, if any. Deno follows symlinks inside
+   * a granted folder, so such a link would hand the sandbox whatever it points at.
+   */
+  findEscapingSymlink?: (folder: string) => string | null;
+}
+
+/**
+ * A profile file that `extends` another, merged with it: fields the child gives replace the
+ * base's, except `limits`, which merge key by key. Pure; `extends` chains are followed by the
+ * caller (see `loadProfiles` in config.ts).
+ */
+export function mergeProfileFiles(
+  base: unknown,
+  child: Record<string, unknown>,
+): Record<string, unknown> {
+  const { extends: _, ...own } = child;
+  const parent = isRecord(base) ? base : {};
+  const merged: Record<string, unknown> = { ...parent, ...own };
+  if (isRecord(parent.limits) || isRecord(own.limits)) {
+    merged.limits = {
+      ...(isRecord(parent.limits) ? parent.limits : {}),
+      ...(isRecord(own.limits) ? own.limits : {}),
+    };
+  }
+  delete merged.extends;
+  return merged;
 }
 
 /**
@@ -149,6 +176,12 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
     throw new TypeError(`Cannot load ${where}.host: "${host}" contains a comma`);
   }
   if (host === "/") throw new TypeError(`Cannot load ${where}.host: the root folder is refused`);
+  const escaping = ctx.findEscapingSymlink?.(host);
+  if (escaping) {
+    throw new TypeError(
+      `Cannot load ${where}.host: it contains ${escaping}, a symlink that leads outside the folder`,
+    );
+  }
   for (const guarded of ctx.protectedPaths) {
     if (mode === "rw" && (isInside(guarded, host) || isInside(host, guarded))) {
       throw new TypeError(

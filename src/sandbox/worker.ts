@@ -44,7 +44,12 @@ interface PyodideLike {
   setStdout(options: { write: (bytes: Uint8Array) => number }): void;
   setStderr(options: { write: (bytes: Uint8Array) => number }): void;
   mountNodeFS(emscriptenPath: string, hostPath: string): void;
-  FS: { mkdirTree(path: string): void };
+  FS: {
+    mkdirTree(path: string): void;
+    filesystems?: {
+      NODEFS?: { tryFSOperation?: (operation: () => unknown) => unknown };
+    };
+  };
   makeMemorySnapshot(): Uint8Array;
 }
 type LoadPyodide = (options: LoaderOptions) => Promise<PyodideLike>;
@@ -90,6 +95,29 @@ async function buildSnapshot(moduleUrl: string, outPath: string): Promise<void> 
   await Deno.writeFile(outPath, pyodide.makeMemorySnapshot());
 }
 
+/**
+ * Deno's permission errors carry no errno code, so Emscripten's host-folder driver would treat
+ * them as fatal. Tag them EACCES: Python then sees a PermissionError and the script goes on.
+ */
+function mapPermissionErrors(pyodide: PyodideLike): void {
+  const nodefs = pyodide.FS.filesystems?.NODEFS;
+  if (!nodefs?.tryFSOperation) return;
+  const original = nodefs.tryFSOperation.bind(nodefs);
+  nodefs.tryFSOperation = (operation: () => unknown) =>
+    original(() => {
+      try {
+        return operation();
+      } catch (error) {
+        if (
+          error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied
+        ) {
+          (error as { code?: string }).code = "EACCES";
+        }
+        throw error;
+      }
+    });
+}
+
 /** A stream writer for Python's stdout/stderr that forwards text to the host as it comes. */
 function outputWriter(target: () => JsonRpcChannel | null, stream: OutputStream) {
   const decoder = new TextDecoder();
@@ -113,6 +141,7 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
     stderr: logToStderr,
   });
   const mounts = JSON.parse(mountsJson) as { host: string; mount: string }[];
+  if (mounts.length > 0) mapPermissionErrors(pyodide);
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
     pyodide.mountNodeFS(mount, host);

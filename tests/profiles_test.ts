@@ -1,0 +1,188 @@
+/**
+ * Profiles that grant access: a read-write workspace, read-only data, a host allowlist, and the
+ * path tricks that must not get past them.
+ */
+import assert from "node:assert/strict";
+import { loadProfiles } from "../src/config.ts";
+import { startServer } from "./_helpers.ts";
+
+async function setUp(httpPort: number) {
+  const root = Deno.realPathSync(await Deno.makeTempDir());
+  for (const dir of ["permissions", "ws", "data"]) await Deno.mkdir(`${root}/${dir}`);
+  await Deno.writeTextFile(`${root}/data/facts.txt`, "read-only facts");
+  const profile = (name: string, body: unknown) =>
+    Deno.writeTextFile(`${root}/permissions/${name}.json`, JSON.stringify(body));
+  await profile("default", {});
+  await profile("workspace", {
+    extends: "default",
+    folders: [{ host: "../ws", mount: "/workspace", mode: "rw" }],
+  });
+  await profile("data", {
+    extends: "default",
+    folders: [{ host: "../data", mount: "/data", mode: "ro" }],
+  });
+  await profile("network", {
+    extends: "default",
+    net: [`127.0.0.1:${httpPort}`],
+    limits: { timeout_s: 20 },
+  });
+  await Deno.writeTextFile(
+    `${root}/mcp_servers.json`,
+    JSON.stringify({
+      servers: {},
+      settings: { pool_size: 1, permissions_dir: `${root}/permissions` },
+    }),
+  );
+  return root;
+}
+
+Deno.test("profiles grant exactly their folders and hosts", async (t) => {
+  let hits = 0;
+  await using http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    hits++;
+    return Response.json({ greeting: "hello from loopback" });
+  });
+  const root = await setUp(http.addr.port);
+  await using server = await startServer({ args: ["--config", `${root}/mcp_servers.json`] });
+
+  await t.step(
+    "workspace: files written in one run are there in the next, and on the host",
+    async () => {
+      const first = await server.execute({
+        profile: "workspace",
+        code:
+          "open('/workspace/notes.txt', 'w').write('kept')\nimport os\nos.listdir('/workspace')",
+      });
+      assert.equal(first.success, true, first.text);
+      assert.deepEqual(first.result, ["notes.txt"]);
+      const second = await server.execute({
+        profile: "workspace",
+        code: "open('/workspace/notes.txt').read()",
+      });
+      assert.equal(second.result, "kept");
+      assert.equal(await Deno.readTextFile(`${root}/ws/notes.txt`), "kept");
+      const isolated = await server.execute({
+        code: "import os\nos.path.exists('/workspace/notes.txt')",
+      });
+      assert.equal(isolated.result, false, "the default profile does not see the workspace");
+    },
+  );
+
+  await t.step("data: readable, and writing raises PermissionError", async () => {
+    const r = await server.execute({
+      profile: "data",
+      code: [
+        "text = open('/data/facts.txt').read()",
+        "try:",
+        "    open('/data/facts.txt', 'w').write('changed')",
+        "    outcome = 'written'",
+        "except PermissionError:",
+        "    outcome = 'refused'",
+        "[text, outcome]",
+      ].join("\n"),
+    });
+    assert.deepEqual(r.result, ["read-only facts", "refused"], r.text);
+    assert.equal(await Deno.readTextFile(`${root}/data/facts.txt`), "read-only facts");
+  });
+
+  await t.step("paths cannot climb out of a mount or link out of it", async () => {
+    const r = await server.execute({
+      profile: "workspace",
+      code: [
+        "import os",
+        "out = []",
+        "for attempt in ['/workspace/../../etc/passwd', '/workspace/../' + 'etc/hostname']:",
+        "    try:",
+        "        open(attempt).read(); out.append('read')",
+        "    except OSError as e:",
+        "        out.append(type(e).__name__)",
+        "try:",
+        "    os.symlink('/etc/passwd', '/workspace/link'); out.append('linked')",
+        "except OSError as e:",
+        "    out.append(type(e).__name__)",
+        "out",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.deepEqual(r.result, ["FileNotFoundError", "FileNotFoundError", "PermissionError"]);
+    assert.throws(() => Deno.lstatSync(`${root}/ws/link`));
+  });
+
+  await t.step(
+    "network: the listed host answers pyfetch and js.fetch; others are refused",
+    async () => {
+      const url = `http://127.0.0.1:${http.addr.port}/`;
+      const r = await server.execute({
+        profile: "network",
+        code: [
+          "import js",
+          "from pyodide.http import pyfetch",
+          `a = await (await pyfetch('${url}')).json()`,
+          `b = await (await js.fetch('${url}')).text()`,
+          "refused = []",
+          `for other in ['http://localhost:${http.addr.port}/', 'http://127.0.0.1:${
+            http.addr.port + 1
+          }/', 'http://[::1]:${http.addr.port}/']:`,
+          "    try:",
+          "        await js.fetch(other)",
+          "    except Exception as e:",
+          "        refused.append('NotCapable' in str(e) or 'net access' in str(e))",
+          "[a['greeting'], b, refused]",
+        ].join("\n"),
+      });
+      assert.equal(r.success, true, r.text);
+      assert.deepEqual(r.result, ["hello from loopback", '{"greeting":"hello from loopback"}', [
+        true,
+        true,
+        true,
+      ]]);
+      assert.equal(hits, 2);
+      const denied = await server.execute({ code: `import js\nawait js.fetch('${url}')` });
+      assert.equal(denied.success, false);
+      assert.equal(hits, 2);
+    },
+  );
+
+  await Deno.remove(root, { recursive: true });
+});
+
+Deno.test("loadProfiles() follows extends and refuses bad bases, cycles and escaping symlinks", async (t) => {
+  const dir = Deno.realPathSync(await Deno.makeTempDir());
+  await Deno.mkdir(`${dir}/p`);
+  await Deno.mkdir(`${dir}/shared`);
+  const write = (name: string, body: unknown) =>
+    Deno.writeTextFile(`${dir}/p/${name}.json`, JSON.stringify(body));
+  await write("base", { limits: { timeout_s: 10, memory_mb: 256 }, allowed_tools: ["fs.*"] });
+  await write("child", { extends: "base", limits: { timeout_s: 20 } });
+  await t.step("a child keeps its base's fields and merges limits", async () => {
+    const profiles = await loadProfiles(`${dir}/p`, []);
+    const child = profiles.get("child")!;
+    assert.equal(child.limits.timeout_s, 20);
+    assert.equal(child.limits.memory_mb, 256);
+    assert.deepEqual(child.allowed_tools, ["fs.*"]);
+  });
+  await t.step("an unknown base", async () => {
+    await write("orphan", { extends: "ghost" });
+    await assert.rejects(
+      loadProfiles(`${dir}/p`, []),
+      /profile "orphan", field "extends": no profile "ghost"/,
+    );
+    await Deno.remove(`${dir}/p/orphan.json`);
+  });
+  await t.step("a cycle", async () => {
+    await write("a", { extends: "b" });
+    await write("b", { extends: "a" });
+    await assert.rejects(loadProfiles(`${dir}/p`, []), /a cycle \(a -> b -> a\)/);
+    await Deno.remove(`${dir}/p/a.json`);
+    await Deno.remove(`${dir}/p/b.json`);
+  });
+  await t.step("a folder holding a symlink that leads outside it", async () => {
+    await Deno.symlink("/etc/passwd", `${dir}/shared/innocent.txt`);
+    await write("leaky", { folders: [{ host: "../shared", mount: "/s" }] });
+    await assert.rejects(
+      loadProfiles(`${dir}/p`, []),
+      /innocent\.txt, a symlink that leads outside the folder/,
+    );
+  });
+  await Deno.remove(dir, { recursive: true });
+});
