@@ -185,7 +185,7 @@ async function benchTools(): Promise<void> {
   record("\n## Tool calls from Python (issue 3)\n");
   const fsDir = await Deno.makeTempDir();
   const memoryDir = await Deno.makeTempDir();
-  const testEnv = { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir };
+  const testEnv = { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir, TEST_SECRET: "bench-secret" };
   const { client } = await connect(["--config", SERVERS], testEnv);
 
   // Baseline: the same upstream server, called directly by an MCP client.

@@ -11,7 +11,9 @@ import type { ChatModel } from "./agent/chat_model.ts";
 import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/openai_model.ts";
 import type { Profile } from "./sandbox/profile.ts";
 import { createHost, type Host } from "./host/server.ts";
-import type { Logger } from "./log.ts";
+import { type Logger, scrubbedLogger } from "./log.ts";
+import { createRedactor } from "./policy/redaction.ts";
+import { openAuditLog } from "./host/audit_log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
@@ -43,12 +45,15 @@ export interface App extends AsyncDisposable {
 }
 
 export async function startApp(options: AppOptions): Promise<App> {
-  const { log } = options;
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: options.configPath,
     protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
   });
+  const openAI = openAIConfigFromEnv((name) => Deno.env.get(name));
+  const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
+  const log = scrubbedLogger(options.log, redact.text);
+  const audit = config.settings.audit_log ? openAuditLog(config.settings.audit_log) : null;
   const upstream = new UpstreamPool({
     servers: config.servers,
     transports: options.transports ?? defaultTransportFactory,
@@ -56,7 +61,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     callTimeoutMs: config.settings.tool_timeout_s * 1000,
     onChange: () => tools.refresh(),
   });
-  const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream);
+  const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream, redact);
   const [snapshotPath] = await Promise.all([ensureSnapshot(runtime, log), upstream.start()]);
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
@@ -81,8 +86,9 @@ export async function startApp(options: AppOptions): Promise<App> {
     defaultProfile: defaultProfile.name,
     tools,
     log,
+    redact,
+    audit: audit ? (record) => audit.write(record) : undefined,
   });
-  const openAI = openAIConfigFromEnv((name) => Deno.env.get(name));
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
   const agentDeps = (model: ChatModel): AgentDeps => ({
@@ -95,6 +101,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   });
   const close = async () => {
     await Promise.all([pool.close(), upstream.close()]);
+    audit?.close();
   };
   return {
     config,

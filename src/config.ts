@@ -39,6 +39,8 @@ export interface Settings {
   permissions_dir: string;
   /** Per-call timeout for upstream tools, in seconds. */
   tool_timeout_s: number;
+  /** File that gets one JSON line per execution (none when empty). */
+  audit_log: string;
 }
 
 export interface Config {
@@ -46,6 +48,11 @@ export interface Config {
   servers: ServerConfig[];
   settings: Settings;
   profiles: Map<string, Profile>;
+  /**
+   * Values that must never reach a sandbox, a result or a log: everything `${VAR}` expanded to
+   * in server entries, and every HTTP header value.
+   */
+  secrets: string[];
 }
 
 /** The project's root folder (where the default mcp_servers.json and permissions/ live). */
@@ -95,14 +102,14 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
       );
     }
   }
-  return { path, servers: parsed.servers, settings, profiles };
+  return { path, servers: parsed.servers, settings, profiles, secrets: parsed.secrets };
 }
 
 /** Validates the parsed mcp_servers.json (pure apart from `env`). */
 export function parseConfigFile(
   raw: unknown,
   ctx: { path: string; env: (name: string) => string | undefined },
-): { servers: ServerConfig[]; settings: Settings } {
+): { servers: ServerConfig[]; settings: Settings; secrets: string[] } {
   const at = (where: string) => `Cannot load config ${ctx.path}: ${where}`;
   if (!isRecord(raw)) throw new TypeError(at("the file must hold a JSON object"));
   for (const key of Object.keys(raw)) {
@@ -112,7 +119,13 @@ export function parseConfigFile(
   }
   const configDir = dirname(ctx.path);
   // ${CONFIG_DIR} is the folder of the config file, so entries can name absolute paths portably.
-  const env = (name: string) => (name === "CONFIG_DIR" ? configDir : ctx.env(name));
+  const secrets = new Set<string>();
+  const env = (name: string) => {
+    if (name === "CONFIG_DIR") return configDir;
+    const value = ctx.env(name);
+    if (value !== undefined) secrets.add(value);
+    return value;
+  };
   const servers: ServerConfig[] = [];
   const rawServers = raw.servers ?? {};
   if (!isRecord(rawServers)) throw new TypeError(at(`"servers" must be an object`));
@@ -123,8 +136,15 @@ export function parseConfigFile(
       configDir,
     });
     if (server) servers.push(server);
+    if (server?.kind === "http") {
+      for (const value of Object.values(server.headers)) secrets.add(value);
+    }
   }
-  return { servers, settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)) };
+  return {
+    servers,
+    settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)),
+    secrets: [...secrets],
+  };
 }
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -208,6 +228,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     allowed_profiles: [],
     permissions_dir: join(PROJECT_ROOT, "permissions"),
     tool_timeout_s: 60,
+    audit_log: "",
   };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
@@ -226,6 +247,11 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         }
         settings.tool_timeout_s = value;
         break;
+      case "audit_log": {
+        const file = requireString(value, where(key));
+        settings.audit_log = isAbsolute(file) ? file : resolve(configDir, file);
+        break;
+      }
       case "default_profile":
         settings.default_profile = requireString(value, where(key));
         break;

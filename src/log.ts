@@ -22,6 +22,18 @@ export function createLogger(level: LogLevel = "info", write = writeStderr): Log
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
 }
 
+/** The same logger with `scrub` applied to every message and field. */
+export function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {
+  const wrap = (emit: Logger["info"]) => (message: string, fields?: Record<string, unknown>) =>
+    emit(scrub(message), fields && JSON.parse(scrub(JSON.stringify(fields))));
+  return {
+    debug: wrap(log.debug),
+    info: wrap(log.info),
+    warn: wrap(log.warn),
+    error: wrap(log.error),
+  };
+}
+
 /** A logger that drops everything (for tests that do not look at logs). */
 export const silentLogger: Logger = createLogger("error", () => {});
 

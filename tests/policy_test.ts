@@ -35,7 +35,7 @@ async function startRestricted() {
   await Deno.writeTextFile(`${fsDir}/a.txt`, "alpha");
   const server = await startServer({
     args: ["--config", `${ROOT}tests/fixtures/servers.json`],
-    env: { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir },
+    env: { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir, TEST_SECRET: "not-used-here" },
   });
   return { server, fsDir };
 }

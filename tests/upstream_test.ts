@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { childPids, delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
 
+export const SECRET = "sk-test-9f8e7d6c5b4a";
+
 async function startWithServers(): Promise<TestServer & { fsDir: string }> {
   const fsDir = Deno.realPathSync(await Deno.makeTempDir());
   const memoryDir = await Deno.makeTempDir();
@@ -11,7 +13,7 @@ async function startWithServers(): Promise<TestServer & { fsDir: string }> {
   await Deno.writeTextFile(`${fsDir}/data.json`, '{"items": [1, 2, 3]}');
   const server = await startServer({
     args: ["--config", `${ROOT}tests/fixtures/servers.json`],
-    env: { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir },
+    env: { TEST_FS_DIR: fsDir, TEST_MEMORY_DIR: memoryDir, TEST_SECRET: SECRET },
   });
   return {
     ...server,
@@ -132,6 +134,22 @@ Deno.test("scripts call real upstream servers as Python functions", async (t) =>
       r.stdout,
       /timed out: everything\.trigger-long-running-operation: no answer within the 3 s/,
     );
+  });
+
+  await t.step("a secret given to an upstream server never reaches the sandbox", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import everything",
+        "env = everything.get_env()",
+        "text = str(env)",
+        "print('EVERYTHING_TOKEN' in text, 'REDACTED' in text)",
+        "text",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.equal(r.stdout, "True True\n");
+    assert.ok(!JSON.stringify(r).includes(SECRET));
+    assert.ok(!server.stderr().includes(SECRET));
   });
 
   await t.step("unknown tools and servers are refused by the host", async () => {

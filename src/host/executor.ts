@@ -11,6 +11,8 @@ import type { RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import type { Diagnostics, ExecutionResult, ToolCallRecord } from "./execution_result.ts";
+import type { Redactor } from "../policy/redaction.ts";
+import { type AuditRecord, auditRecord } from "./audit_log.ts";
 
 /** The upstream tools as scripts see them. */
 export interface ToolBridge {
@@ -50,6 +52,10 @@ export interface ExecutorDeps {
   defaultProfile: string;
   tools: ToolBridge;
   log: Logger;
+  /** Removes secrets from everything a result carries. */
+  redact: Redactor;
+  /** Receives one record per execution (the audit log). */
+  audit?: (record: AuditRecord) => void;
 }
 
 export type Executor = (
@@ -58,6 +64,23 @@ export type Executor = (
 ) => Promise<ExecutionResult>;
 
 export function createExecutor(deps: ExecutorDeps): Executor {
+  const run = runOnce(deps);
+  return async (request, options = {}) => {
+    const id = crypto.randomUUID();
+    const result = deps.redact.json(await run(request, options));
+    if (deps.audit) deps.audit(await auditRecord(id, request.code, result));
+    deps.log.debug("execution finished", {
+      id,
+      profile: result.profile,
+      success: result.success,
+      error_type: result.diagnostics?.error_type,
+      ms: result.duration_ms,
+    });
+    return result;
+  };
+}
+
+function runOnce(deps: ExecutorDeps): Executor {
   return async (request, options = {}) => {
     const started = performance.now();
     const profileName = request.profile ?? deps.defaultProfile;
@@ -128,14 +151,7 @@ export function createExecutor(deps: ExecutorDeps): Executor {
       // Killed at once; reaping the process need not delay the answer (the pool tracks it).
       void sandbox[Symbol.asyncDispose]();
     }
-    const result = toResult(outcome, profile, calls, performance.now() - started);
-    deps.log.debug("execution finished", {
-      profile: profile.name,
-      success: result.success,
-      error_type: result.diagnostics?.error_type,
-      ms: result.duration_ms,
-    });
-    return result;
+    return toResult(outcome, profile, calls, performance.now() - started);
   };
 }
 

@@ -6,6 +6,7 @@ import { Catalog } from "../catalog/catalog.ts";
 import type { ToolReply } from "../rpc/sandbox_protocol.ts";
 import type { UpstreamPool } from "../upstream/pool.ts";
 import type { ToolBridge } from "./executor.ts";
+import type { Redactor } from "../policy/redaction.ts";
 
 export class UpstreamToolBridge implements ToolBridge {
   #catalog: Catalog;
@@ -13,8 +14,12 @@ export class UpstreamToolBridge implements ToolBridge {
   readonly #upstream: UpstreamPool;
   readonly #listeners = new Set<(catalog: Catalog) => void>();
 
-  constructor(upstream: UpstreamPool) {
+  readonly #redact: Redactor;
+
+  /** `redact` scrubs secrets from every tool reply before a sandbox can see it. */
+  constructor(upstream: UpstreamPool, redact: Redactor) {
     this.#upstream = upstream;
+    this.#redact = redact;
     this.#catalog = new Catalog(upstream.snapshot());
   }
 
@@ -41,7 +46,11 @@ export class UpstreamToolBridge implements ToolBridge {
     return this.#catalog.packages();
   }
 
-  call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply> {
+  async call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply> {
+    return this.#redact.json(await this.#route(server, tool, args));
+  }
+
+  #route(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply> {
     if (!this.#catalog.hasTool(server, tool)) {
       const state = this.#upstream.state(server);
       if (state !== undefined && state !== "connected") {

@@ -1,0 +1,78 @@
+/**
+ * The audit log: one JSON line per execution, appended to a file (never stdout).
+ */
+import type { ExecutionResult } from "./execution_result.ts";
+
+export interface AuditRecord {
+  time: string;
+  execution_id: string;
+  profile: string;
+  code_sha256: string;
+  code_chars: number;
+  tool_calls: { server: string; tool: string; outcome: string; duration_ms: number }[];
+  /** "ok", or the error type (a limit such as TIMEOUT, or a Python exception). */
+  outcome: string;
+  limit_hit: string | null;
+  duration_ms: number;
+}
+
+const LIMITS = new Set([
+  "TIMEOUT",
+  "MEMORY_LIMIT",
+  "OUTPUT_LIMIT",
+  "POLICY_VIOLATION",
+  "TOOL_DENIED",
+  "BUSY",
+]);
+
+export async function auditRecord(
+  id: string,
+  code: string,
+  result: ExecutionResult,
+): Promise<AuditRecord> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(code));
+  const errorType = result.diagnostics?.error_type ?? null;
+  return {
+    time: new Date().toISOString(),
+    execution_id: id,
+    profile: result.profile,
+    code_sha256: Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(
+      "",
+    ),
+    code_chars: code.length,
+    tool_calls: result.tool_calls.calls.map(({ server, tool, outcome, duration_ms }) => ({
+      server,
+      tool,
+      outcome,
+      duration_ms,
+    })),
+    outcome: result.success ? "ok" : errorType ?? "error",
+    limit_hit: errorType !== null && LIMITS.has(errorType) ? errorType : null,
+    duration_ms: result.duration_ms,
+  };
+}
+
+export interface AuditLog {
+  write(record: AuditRecord): void;
+  close(): void;
+}
+
+/** Appends to `path` (created with its folder when missing). */
+export function openAuditLog(path: string): AuditLog {
+  const folder = path.slice(0, path.lastIndexOf("/"));
+  if (folder) Deno.mkdirSync(folder, { recursive: true });
+  const file = Deno.openSync(path, { append: true, create: true });
+  const encoder = new TextEncoder();
+  let open = true;
+  return {
+    write(record) {
+      if (!open) return;
+      let bytes = encoder.encode(JSON.stringify(record) + "\n");
+      while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
+    },
+    close() {
+      if (open) file.close();
+      open = false;
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
+import type { AuditRecord } from "../src/host/audit_log.ts";
+import { startServer } from "./_helpers.ts";
+
+Deno.test("createRedactor() replaces secrets in text and in JSON values", () => {
+  const r = createRedactor(["hunter22", "abc", "sk-long-secret-value"]);
+  assert.equal(
+    r.text("pw=hunter22 and sk-long-secret-value; abc stays"),
+    `pw=${REDACTED} and ${REDACTED}; abc stays`,
+  );
+  assert.deepEqual(r.json({ a: ["x hunter22"], hunter22: 1, n: 5 }), {
+    a: [`x ${REDACTED}`],
+    [REDACTED]: 1,
+    n: 5,
+  });
+  assert.equal(createRedactor([]).text("unchanged"), "unchanged");
+});
+
+Deno.test("every execution writes one audit line, never to stdout", async () => {
+  const dir = await Deno.makeTempDir();
+  const auditFile = `${dir}/logs/audit.jsonl`;
+  await Deno.writeTextFile(
+    `${dir}/mcp_servers.json`,
+    JSON.stringify({ servers: {}, settings: { pool_size: 1, audit_log: "logs/audit.jsonl" } }),
+  );
+  {
+    await using server = await startServer({ args: ["--config", `${dir}/mcp_servers.json`] });
+    await server.execute({ code: "print('fine')" });
+    await server.execute({ code: "while True:\n    pass", timeout_s: 1 });
+    await server.execute({ code: "1/0" });
+  }
+  const records = (await Deno.readTextFile(auditFile)).trim().split("\n").map((l) =>
+    JSON.parse(l) as AuditRecord
+  );
+  assert.deepEqual(records.map((r) => [r.outcome, r.limit_hit]), [
+    ["ok", null],
+    ["TIMEOUT", "TIMEOUT"],
+    ["ZeroDivisionError", null],
+  ]);
+  assert.equal(records[0]!.profile, "default");
+  assert.equal(records[0]!.code_chars, "print('fine')".length);
+  assert.match(records[0]!.code_sha256, /^[0-9a-f]{64}$/);
+  assert.notEqual(records[0]!.execution_id, records[1]!.execution_id);
+  await Deno.remove(dir, { recursive: true });
+});
