@@ -1,0 +1,201 @@
+/**
+ * The hostile-input suite, grouped by what it attacks. Each case is followed by a normal run
+ * that must succeed (see also isolation_test.ts and policy_test.ts).
+ */
+import assert from "node:assert/strict";
+import { childEnv, MAIN, ROOT, startServer, type TestServer } from "./_helpers.ts";
+
+async function stillWorks(server: TestServer): Promise<void> {
+  const r = await server.execute({
+    code: "import sys\n'ok' if 'leftover' not in globals() else 'dirty'",
+  });
+  assert.equal(r.result, "ok", r.text);
+}
+
+Deno.test("escaping the sandbox through Pyodide's own doors", async (t) => {
+  await using server = await startServer();
+  const cases: [string, string, RegExp][] = [
+    [
+      "run_js",
+      "from pyodide.code import run_js\nrun_js(\"Deno.readTextFileSync('/etc/passwd')\")",
+      /NotCapable|read access/,
+    ],
+    [
+      "pyodide_js",
+      "import pyodide_js\npyodide_js.runPython('1')\nimport js\njs.Deno.readDirSync('/')",
+      /NotCapable|read access/,
+    ],
+    [
+      "mounting the host root through the Emscripten FS",
+      "import pyodide_js\npyodide_js.FS.mkdirTree('/host')\npyodide_js.mountNodeFS('/host', '/')\nopen('/host/etc/passwd').read()",
+      /NotCapable|read access|Permission|No such file|does not exist/,
+    ],
+    [
+      "spawning through node:child_process",
+      "import js\nm = await js.eval(\"import('node:child_process')\")\nm.execSync('id')",
+      /NotCapable|run access|not allowed/,
+    ],
+    [
+      "reading env through node:process",
+      "import js\nm = await js.eval(\"import('node:process')\")\nm.default.env.HOME",
+      /NotCapable|env access/,
+    ],
+  ];
+  for (const [name, code, message] of cases) {
+    await t.step(name, async () => {
+      const r = await server.execute({ code: code + "\nleftover = 1" });
+      assert.equal(r.success, false, r.text);
+      assert.match(`${r.diagnostics!.message}\n${r.diagnostics!.traceback ?? ""}`, message);
+      assert.doesNotMatch(r.text, /root:x:0/);
+      await stillWorks(server);
+    });
+  }
+  await t.step("replacing the runtime's modules only fools the script itself", async () => {
+    const r = await server.execute({
+      code: [
+        "import sys, types, _codemode",
+        "fake = types.ModuleType('_codemode_host')",
+        "sys.modules['_codemode_host'] = fake",
+        "_codemode.run = None",
+        "sys.modules['json'] = None",
+        "'survived'",
+      ].join("\n"),
+    });
+    assert.equal(r.result, "survived", r.text);
+    await stillWorks(server);
+  });
+});
+
+Deno.test("exhausting resources stays inside the sandbox", async (t) => {
+  await using server = await startServer();
+  await t.step("file descriptors", async () => {
+    const r = await server.execute({
+      code:
+        "files = []\ntry:\n    for i in range(100000):\n        files.append(open(f'/tmp/f{i}', 'w'))\nexcept OSError as e:\n    print(type(e).__name__)\nlen(files) < 100000",
+    });
+    assert.equal(r.success, true, r.text);
+    assert.equal(r.result, true);
+    await stillWorks(server);
+  });
+  await t.step("threads are not available to multiply CPU", async () => {
+    const r = await server.execute({
+      code: "import threading\nthreading.Thread(target=lambda: None).start()",
+    });
+    assert.equal(r.success, false);
+    await stillWorks(server);
+  });
+  await t.step("a huge result is capped", async () => {
+    const r = await server.execute({ code: "'x' * 1_000_000" });
+    assert.equal(r.success, true);
+    assert.ok(String(r.result).length < 70_000);
+    assert.match(String(r.result), /result truncated/);
+    await stillWorks(server);
+  });
+});
+
+Deno.test("bad requests from the MCP client get clear errors, never a crash", async (t) => {
+  await using server = await startServer();
+  const call = (args: Record<string, unknown>) =>
+    server.client.callTool({ name: "execute_code", arguments: args }, undefined, {
+      timeout: 60_000,
+    });
+  await t.step("missing code", async () => {
+    const reply = await call({});
+    assert.equal(reply.isError, true);
+    assert.match((reply.content as { text: string }[])[0]!.text, /code/);
+  });
+  await t.step("wrong types", async () => {
+    const reply = await call({ code: ["print(1)"], timeout_s: "soon" });
+    assert.equal(reply.isError, true);
+  });
+  await t.step("an unknown profile", async () => {
+    const reply = await call({ code: "1", profile: "root" });
+    assert.equal(reply.isError, true);
+  });
+  await t.step(
+    "five megabytes of code (the SDK closes stdio sessions at 10 MiB per message)",
+    async () => {
+      const reply = await call({ code: "#" + "x".repeat(5 * 1024 * 1024) });
+      assert.equal(reply.isError, true);
+      assert.equal(
+        (reply.structuredContent as { diagnostics: { error_type: string } }).diagnostics.error_type,
+        "POLICY_VIOLATION",
+      );
+    },
+  );
+  await t.step("an unknown tool", async () => {
+    const reply = await server.client.callTool({ name: "rm_rf", arguments: {} });
+    assert.equal(reply.isError, true);
+  });
+  await t.step("the server still answers", async () => {
+    await stillWorks(server);
+  });
+});
+
+Deno.test("malformed bytes on the server's stdin do not bring it down", async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "-A", MAIN, "serve", "--log-level", "error"],
+    env: childEnv(),
+    clearEnv: true,
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const send = (text: string | Uint8Array) =>
+    writer.write(typeof text === "string" ? new TextEncoder().encode(text) : text);
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const nextMessage = async (id: number) => {
+    while (true) {
+      const nl = buffer.indexOf("\n");
+      if (nl >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        const message = JSON.parse(line);
+        if (message.id === id) return message;
+        continue;
+      }
+      const { value, done } = await lines.read();
+      if (done) throw new Error("the server closed stdout");
+      buffer += value;
+    }
+  };
+  await send(
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "raw", version: "0" },
+      },
+    }) + "\n",
+  );
+  await nextMessage(1);
+  await send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+  await send("this is not json\n");
+  await send(
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"print(\'',
+  );
+  await send(new Uint8Array([0xff, 0xfe, 0xc3, 0x28]));
+  await send("')\"}}}\n");
+  const invalid = await nextMessage(2);
+  assert.ok(invalid.result || invalid.error, JSON.stringify(invalid));
+  await send(
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "execute_code", arguments: { code: "6 * 7" } },
+    }) + "\n",
+  );
+  const ok = await nextMessage(3);
+  assert.equal(ok.result.structuredContent.result, 42);
+  await writer.close();
+  lines.releaseLock();
+  await child.stdout.cancel().catch(() => {});
+  assert.equal((await child.status).success, true);
+});
