@@ -7,6 +7,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { encode } from "gpt-tokenizer";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { runSoak } from "./soak.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const MAIN = join(ROOT, "main.ts");
@@ -299,10 +300,78 @@ async function benchTools(): Promise<void> {
   await Deno.remove(memoryDir, { recursive: true });
 }
 
+function processesMatching(patterns: string[]): number {
+  let count = 0;
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmd = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+      if (patterns.some((p) => cmd.includes(p))) count++;
+    } catch {
+      // gone
+    }
+  }
+  return count;
+}
+
+function tempEntries(): Set<string> {
+  const dirs = ["/tmp", Deno.env.get("TMPDIR") ?? "/tmp"];
+  const names = new Set<string>();
+  for (const dir of new Set(dirs)) {
+    for (const entry of Deno.readDirSync(dir)) names.add(`${dir}/${entry.name}`);
+  }
+  return names;
+}
+
+async function benchSoak(total: number): Promise<void> {
+  record(`\n## Soak (issue 5): ${total} mixed executions through one server\n`);
+  const fsDir = await Deno.makeTempDir();
+  const memoryDir = await Deno.makeTempDir();
+  const patterns = ["src/sandbox/worker.ts", "@modelcontextprotocol/server-"];
+  const processesBefore = processesMatching(patterns);
+  const tempBefore = tempEntries();
+  const { client, pid } = await connect(["--config", SERVERS], {
+    TEST_FS_DIR: fsDir,
+    TEST_MEMORY_DIR: memoryDir,
+    TEST_SECRET: "soak-secret",
+  });
+  await runSoak(client, 50); // warm-up: JIT, caches, pools at steady state
+  const rssStart = statusKb(pid, "VmRSS")!;
+  const report = await runSoak(client, total);
+  const rssEnd = statusKb(pid, "VmRSS")!;
+  await client.close();
+  for (let i = 0; i < 100 && processesMatching(patterns) > processesBefore; i++) await delay(100);
+  const leftProcesses = processesMatching(patterns) - processesBefore;
+  const tempAfter = [...tempEntries()].filter((p) =>
+    !tempBefore.has(p) && p !== fsDir && p !== memoryDir
+  );
+  const growth = ((rssEnd - rssStart) / rssStart) * 100;
+  record("| measure | figure | target |");
+  record("| --- | --- | --- |");
+  record(
+    `| executions (${
+      [...report.perCase].map(([k, v]) => `${k} ${v}`).join(", ")
+    }) | ${report.total} in ${report.seconds.toFixed(0)} s | |`,
+  );
+  record(`| unexpected outcomes | ${report.unexpected.length} | 0 |`);
+  record(
+    `| host RSS after warm-up → after soak | ${(rssStart / 1024).toFixed(0)} MB → ${
+      (rssEnd / 1024).toFixed(0)
+    } MB (${growth >= 0 ? "+" : ""}${growth.toFixed(1)} %) | < 10 % growth |`,
+  );
+  record(`| child processes left after shutdown | ${leftProcesses} | 0 |`);
+  record(`| temporary files left | ${tempAfter.length} | 0 |`);
+  for (const u of report.unexpected.slice(0, 10)) record(`\n- unexpected ${u.name}: ${u.detail}`);
+  await Deno.remove(fsDir, { recursive: true });
+  await Deno.remove(memoryDir, { recursive: true });
+}
+
 if (import.meta.main) {
   const started = new Date();
+  const soakRuns = Number(Deno.args.find((a) => a.startsWith("--soak="))?.slice(7) ?? "1000");
   await benchSandbox();
   await benchTools();
+  if (soakRuns > 0) await benchSoak(soakRuns);
   const header = [
     "# Benchmarks",
     "",
