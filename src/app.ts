@@ -4,7 +4,9 @@
  */
 import { type Config, loadConfig } from "./config.ts";
 import { describeExecuteCode } from "./host/description.ts";
-import { createExecutor, type Executor } from "./host/executor.ts";
+import { createExecutor, type Executor, type ToolBridge } from "./host/executor.ts";
+import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
+import { SkillStore } from "./skills/skill_store.ts";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
@@ -62,7 +64,20 @@ export async function startApp(options: AppOptions): Promise<App> {
     onChange: () => tools.refresh(),
   });
   const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream, redact);
-  const [snapshotPath] = await Promise.all([ensureSnapshot(runtime, log), upstream.start()]);
+  const skills = new SkillStore(config.settings.skills_dir, log);
+  const [snapshotPath] = await Promise.all([
+    ensureSnapshot(runtime, log),
+    upstream.start(),
+    skills.load(),
+  ]);
+  // What every sandbox gets installed: the tool modules and the saved skills.
+  const sandboxTools: ToolBridge = {
+    packages: () => ({ ...tools.packages(), ...skills.packages(tools.catalog) }),
+    get version() {
+      return tools.version * 1_000_000 + skills.version;
+    },
+    call: (server, tool, args) => tools.call(server, tool, args),
+  };
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
     maxBooting: 2,
@@ -73,7 +88,7 @@ export async function startApp(options: AppOptions): Promise<App> {
         snapshotPath,
         profile,
         log,
-        prepare: () => ({ version: tools.version, packages: tools.packages() }),
+        prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
       }),
     log,
   });
@@ -84,19 +99,25 @@ export async function startApp(options: AppOptions): Promise<App> {
     pool,
     profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
     defaultProfile: defaultProfile.name,
-    tools,
+    tools: sandboxTools,
     log,
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
   });
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
+  const analyser = analysisProfile(defaultProfile);
+  const analyse = async (code: string): Promise<Analysis> => {
+    const run = await execute({ code: analysisScript(code) }, { profileOverride: analyser });
+    if (!run.success) throw new Error(run.diagnostics?.message ?? "the analysis failed");
+    return run.result as Analysis;
+  };
   const agentDeps = (model: ChatModel): AgentDeps => ({
     model,
     execute,
     catalog: () => tools.catalog,
     sandboxRules: rules,
-    analysisProfile: analysisProfile(defaultProfile),
+    analyse,
     log,
   });
   const close = async () => {
@@ -122,6 +143,7 @@ export async function startApp(options: AppOptions): Promise<App> {
         defaultProfile: defaultProfile.name,
         openAI,
         agent: agentDeps,
+        skills: { store: skills, catalog: () => tools.catalog, analyse },
       }),
     close,
     [Symbol.asyncDispose]: close,

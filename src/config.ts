@@ -41,6 +41,8 @@ export interface Settings {
   tool_timeout_s: number;
   /** File that gets one JSON line per execution (none when empty). */
   audit_log: string;
+  /** Folder of saved skills. */
+  skills_dir: string;
 }
 
 export interface Config {
@@ -229,6 +231,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     permissions_dir: join(PROJECT_ROOT, "permissions"),
     tool_timeout_s: 60,
     audit_log: "",
+    skills_dir: defaultSkillsDir(),
   };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
@@ -247,6 +250,11 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         }
         settings.tool_timeout_s = value;
         break;
+      case "skills_dir": {
+        const dir = requireString(value, where(key));
+        settings.skills_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
+        break;
+      }
       case "audit_log": {
         const file = requireString(value, where(key));
         settings.audit_log = isAbsolute(file) ? file : resolve(configDir, file);
@@ -268,6 +276,13 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     }
   }
   return settings;
+}
+
+/** `$XDG_DATA_HOME/mcp-code-mode/skills`, else `~/.local/share/mcp-code-mode/skills`. */
+function defaultSkillsDir(): string {
+  const base = Deno.env.get("XDG_DATA_HOME") ??
+    join(Deno.env.get("HOME") ?? Deno.cwd(), ".local", "share");
+  return join(base, "mcp-code-mode", "skills");
 }
 
 /** Loads every `*.json` profile in `dir`. */

@@ -40,13 +40,19 @@ Deno.test("checkAnalysis() checks tool calls against the catalog", () => {
     line: 3,
     ...over,
   });
-  assert.deepEqual(checkAnalysis({ calls: [call({})], outputs: true }, catalog), []);
+  assert.deepEqual(checkAnalysis({ calls: [call({})], outputs: true, functions: {} }, catalog), []);
   assert.deepEqual(
-    checkAnalysis({ calls: [call({ function: "read_file_async" })], outputs: true }, catalog),
+    checkAnalysis(
+      { calls: [call({ function: "read_file_async" })], outputs: true, functions: {} },
+      catalog,
+    ),
     [],
   );
   assert.deepEqual(
-    checkAnalysis({ calls: [call({ positional: 1, keywords: [] })], outputs: true }, catalog),
+    checkAnalysis(
+      { calls: [call({ positional: 1, keywords: [] })], outputs: true, functions: {} },
+      catalog,
+    ),
     [],
   );
   const problems = checkAnalysis({
@@ -58,6 +64,7 @@ Deno.test("checkAnalysis() checks tool calls against the catalog", () => {
       call({ positional: 2, keywords: [] }),
     ],
     outputs: false,
+    functions: {},
   }, catalog);
   assert.deepEqual(problems, [
     "line 3: nope.read_file: there is no module mcp_tools.nope (modules: files)",

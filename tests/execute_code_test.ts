@@ -90,7 +90,8 @@ Deno.test("cancelling a call kills its sandbox; shutdown leaves no child process
   await server.execute({ code: "1" });
   const serverPid = server.pid;
   const sandboxes = async (n: number) => {
-    for (let i = 0; i < 600 && sandboxPids(serverPid).length < n; i++) await delay(50);
+    // Exactly n: a sandbox killed a moment ago may not have exited yet.
+    for (let i = 0; i < 600 && sandboxPids(serverPid).length !== n; i++) await delay(50);
     return sandboxPids(serverPid);
   };
   const before = await sandboxes(2);

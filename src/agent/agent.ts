@@ -6,11 +6,10 @@ import type { Catalog } from "../catalog/catalog.ts";
 import type { ExecutionResult } from "../host/execution_result.ts";
 import type { Executor } from "../host/executor.ts";
 import type { Logger } from "../log.ts";
-import type { Profile } from "../sandbox/profile.ts";
 import type { ChatModel, TokenUsage } from "./chat_model.ts";
 import { extractCode } from "./code_extraction.ts";
 import { buildMessages } from "./prompt.ts";
-import { type Analysis, analysisScript, checkAnalysis } from "./validation.ts";
+import { type Analysis, checkAnalysis } from "./validation.ts";
 
 export interface AgentAttempt {
   attempt: number;
@@ -39,8 +38,8 @@ export interface AgentDeps {
   catalog: () => Catalog;
   /** The sandbox's rules for a profile (the execute_code description). */
   sandboxRules: (profile: string | undefined) => string;
-  /** A tool-less profile for the analysis run. */
-  analysisProfile: Profile;
+  /** Runs the static analysis of code in a sandbox. */
+  analyse: (code: string) => Promise<Analysis>;
   log: Logger;
   maxTokens?: number;
 }
@@ -134,14 +133,13 @@ export async function runAgent(
 }
 
 async function validate(code: string, deps: AgentDeps): Promise<string[]> {
-  const run = await deps.execute(
-    { code: analysisScript(code) },
-    { profileOverride: deps.analysisProfile },
-  );
-  if (!run.success) {
-    return [`the code could not be analysed: ${run.diagnostics?.message ?? "unknown error"}`];
+  let analysis: Analysis;
+  try {
+    analysis = await deps.analyse(code);
+  } catch (error) {
+    return [`the code could not be analysed: ${(error as Error).message}`];
   }
-  return checkAnalysis(run.result as Analysis, deps.catalog());
+  return checkAnalysis(analysis, deps.catalog());
 }
 
 /** What the model needs to fix a failed run: the error, its traceback, and the output tail. */

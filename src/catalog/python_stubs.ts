@@ -34,6 +34,8 @@ export interface FunctionSpec {
   freeForm: boolean;
   /** The tool's own description. */
   description: string;
+  /** A fingerprint of the tool's input schema (skills use it to notice schema changes). */
+  schemaHash: string;
   doc: string;
 }
 
@@ -77,6 +79,7 @@ function functionSpec(tool: ToolInfo, pyName: string): FunctionSpec {
     freeForm: !("properties" in tool.inputSchema) &&
       tool.inputSchema.additionalProperties !== false,
     description: tool.description ?? "",
+    schemaHash: fingerprint(JSON.stringify(tool.inputSchema)),
     doc: docstring(tool, params),
   };
 }
@@ -228,6 +231,16 @@ export function pythonType(schema: Record<string, unknown>, depth = 0): string {
     default:
       return "Any";
   }
+}
+
+/** A short, stable fingerprint of a string (FNV-1a, 32 bits, hex). */
+export function fingerprint(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, "0");
 }
 
 /** A JSON value as a Python literal. */

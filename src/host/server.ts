@@ -7,6 +7,8 @@ import { VERSION } from "../version.ts";
 import type { Executor } from "./executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
+import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
+import { searchSkills } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
 import type { ChatModel } from "../agent/chat_model.ts";
@@ -25,6 +27,7 @@ export interface HostDeps {
   /** The agent's API model settings (null: use the client's model through sampling). */
   openAI: OpenAIModelConfig | null;
   agent: (model: ChatModel) => AgentDeps;
+  skills: SkillToolsOptions;
 }
 
 export interface Host {
@@ -47,7 +50,8 @@ export function createHost(deps: HostDeps): Host {
     profiles: deps.profiles,
     defaultProfile: deps.defaultProfile,
   });
-  registerToolDiscovery(server, deps.catalog);
+  registerToolDiscovery(server, deps.catalog, (query) => searchSkills(deps.skills.store, query));
+  registerSkillTools(server, deps.skills);
   registerGenerateAndExecuteTool(server, {
     model: () => selectModel(deps.openAI, server.server),
     agent: deps.agent,

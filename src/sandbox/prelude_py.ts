@@ -181,6 +181,11 @@ sys.meta_path.insert(0, _generated)
 
 def install_modules(package, sources):
     """Creates package 'package' whose submodules (name -> Python source) compile on first import."""
+    # Replaces whatever an earlier install (prepare) left for this package.
+    for name in [n for n in _generated.sources if n.startswith(package + ".")]:
+        del _generated.sources[name]
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
     pkg = types.ModuleType(package)
     pkg.__path__ = []
     pkg.__all__ = sorted(n for n in sources if n != "__init__")
@@ -196,7 +201,8 @@ def install_modules(package, sources):
             return importlib.import_module(f"{package}.{name}")
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
-    pkg.__getattr__ = __getattr__
+    if "__getattr__" not in pkg.__dict__:  # a package's own __init__ may resolve names itself
+        pkg.__getattr__ = __getattr__
 
 
 def prepare(request_json):

@@ -6,7 +6,18 @@ import { type McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/serv
 import { z } from "zod";
 import type { Catalog } from "../../catalog/catalog.ts";
 
-export function registerToolDiscovery(server: McpServer, catalog: () => Catalog): void {
+/** A search hit beyond the catalog's own tools (skills). */
+export interface ExtraHit {
+  name: string;
+  stub: string;
+  score: number;
+}
+
+export function registerToolDiscovery(
+  server: McpServer,
+  catalog: () => Catalog,
+  extraSearch: (query: string) => ExtraHit[] = () => [],
+): void {
   server.registerTool("search_tools", {
     title: "Search the Python tool stubs",
     description:
@@ -17,7 +28,10 @@ export function registerToolDiscovery(server: McpServer, catalog: () => Catalog)
     },
     annotations: { readOnlyHint: true },
   }, (args: { query: string; limit?: number }) => {
-    const hits = catalog().search(args.query, args.limit ?? 8);
+    const limit = args.limit ?? 8;
+    const hits = [...catalog().search(args.query, limit), ...extraSearch(args.query)]
+      .sort((a, b) => b.score - a.score || a.name.localeCompare(b.name))
+      .slice(0, limit);
     const text = hits.length === 0
       ? `No tool matches "${args.query}". The index is in the execute_code description.`
       : hits.map((h) => `# ${h.name}\n${h.stub}`).join("\n");

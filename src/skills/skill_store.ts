@@ -1,0 +1,186 @@
+/**
+ * Skills: named, documented Python functions kept by the server, one JSON file per skill in the
+ * skills folder. Writes are atomic (temporary file + rename); saving over a skill keeps the
+ * previous version as `<name>.v<N>.json`; a corrupt file is reported and skipped.
+ */
+import { join } from "node:path";
+import type { Catalog } from "../catalog/catalog.ts";
+import type { Logger } from "../log.ts";
+
+export interface Skill {
+  name: string;
+  description: string;
+  code: string;
+  /** `(path, limit=10)`, as written in the code. */
+  signature: string;
+  is_async: boolean;
+  /** Upstream tools the code calls, as `server.tool`, with their schema fingerprints. */
+  tools: { server: string; tool: string; schema: string }[];
+  version: number;
+  saved_at: string;
+}
+
+export interface SkillStatus {
+  stale: boolean;
+  /** Why the skill is stale: tools gone or changed since it was saved. */
+  reasons: string[];
+}
+
+export const SKILL_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
+
+export class SkillStore {
+  readonly dir: string;
+  readonly #log: Logger;
+  readonly #skills = new Map<string, Skill>();
+  /** Files that could not be read, with why. */
+  readonly problems: string[] = [];
+  #version = 0;
+
+  constructor(dir: string, log: Logger) {
+    this.dir = dir;
+    this.#log = log;
+  }
+
+  /** Changes whenever a skill is saved or deleted. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Reads every `<name>.json` in the folder (creating the folder when missing). */
+  async load(): Promise<void> {
+    await Deno.mkdir(this.dir, { recursive: true });
+    for await (const entry of Deno.readDir(this.dir)) {
+      const match = /^([a-z_][a-z0-9_]*)\.json$/.exec(entry.name);
+      if (!entry.isFile || !match) continue;
+      const file = join(this.dir, entry.name);
+      try {
+        const skill = parseSkill(JSON.parse(await Deno.readTextFile(file)));
+        if (skill.name !== match[1]) throw new TypeError(`it names "${skill.name}"`);
+        this.#skills.set(skill.name, skill);
+      } catch (error) {
+        const problem = `Cannot load skill file ${file}: ${(error as Error).message}`;
+        this.problems.push(problem);
+        this.#log.warn(problem);
+      }
+    }
+    this.#version++;
+  }
+
+  list(): Skill[] {
+    return [...this.#skills.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): Skill | undefined {
+    return this.#skills.get(name);
+  }
+
+  /** Saves a new version of a skill, keeping the previous one beside it. */
+  async save(skill: Omit<Skill, "version" | "saved_at">): Promise<Skill> {
+    const previous = this.#skills.get(skill.name);
+    const saved: Skill = {
+      ...skill,
+      version: (previous?.version ?? 0) + 1,
+      saved_at: new Date().toISOString(),
+    };
+    if (previous) {
+      await writeAtomically(join(this.dir, `${skill.name}.v${previous.version}.json`), previous);
+    }
+    await writeAtomically(join(this.dir, `${skill.name}.json`), saved);
+    this.#skills.set(skill.name, saved);
+    this.#version++;
+    return saved;
+  }
+
+  /** Deletes a skill (its archived versions stay). Returns whether it existed. */
+  async delete(name: string): Promise<boolean> {
+    if (!this.#skills.has(name)) return false;
+    await Deno.remove(join(this.dir, `${name}.json`));
+    this.#skills.delete(name);
+    this.#version++;
+    return true;
+  }
+
+  /** Whether the tools a skill calls still exist with the schemas it was saved against. */
+  status(skill: Skill, catalog: Catalog): SkillStatus {
+    const reasons: string[] = [];
+    for (const used of skill.tools) {
+      const spec = catalog.server(used.server)?.specs.find((s) => s.tool === used.tool);
+      if (!spec) reasons.push(`${used.server}.${used.tool} no longer exists`);
+      else if (spec.schemaHash !== used.schema) {
+        reasons.push(`${used.server}.${used.tool} changed its schema`);
+      }
+    }
+    return { stale: reasons.length > 0, reasons };
+  }
+
+  /** The `skills` package for the sandbox: one lazily compiled module per skill. */
+  packages(catalog: Catalog): Record<string, Record<string, string>> {
+    const modules: Record<string, string> = { __init__: SKILLS_INIT };
+    for (const skill of this.#skills.values()) {
+      const { stale, reasons } = this.status(skill, catalog);
+      const warning = stale
+        ? `import warnings as _w\n_w.warn(${
+          JSON.stringify(`skill ${skill.name} may be stale: ${reasons.join("; ")}`)
+        }, stacklevel=2)\n`
+        : "";
+      modules[`_skill_${skill.name}`] = warning + skill.code;
+    }
+    return { skills: modules };
+  }
+
+  /** The stub of a skill as agents read it. */
+  stub(skill: Skill): string {
+    const doc = skill.description.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"');
+    return `${
+      skill.is_async ? "async def" : "def"
+    } ${skill.name}${skill.signature}:\n    """${doc}\n    (skill v${skill.version}: from skills import ${skill.name})\n    """\n    ...\n`;
+  }
+}
+
+/** `from skills import name` yields the function `name` of the module `skills._skill_name`. */
+const SKILLS_INIT = `import importlib as _importlib
+
+def __getattr__(name):
+    try:
+        module = _importlib.import_module(f"skills._skill_{name}")
+    except ModuleNotFoundError:
+        raise AttributeError(f"no skill named {name!r}") from None
+    return getattr(module, name)
+`;
+
+function parseSkill(raw: unknown): Skill {
+  if (typeof raw !== "object" || raw === null) throw new TypeError("not a JSON object");
+  const r = raw as Record<string, unknown>;
+  for (const key of ["name", "description", "code", "signature", "saved_at"]) {
+    if (typeof r[key] !== "string") throw new TypeError(`field "${key}" must be a string`);
+  }
+  if (!SKILL_NAME.test(r.name as string)) {
+    throw new TypeError(`"${r.name}" is not a valid skill name`);
+  }
+  if (typeof r.version !== "number") throw new TypeError(`field "version" must be a number`);
+  if (!Array.isArray(r.tools)) throw new TypeError(`field "tools" must be an array`);
+  return {
+    name: r.name as string,
+    description: r.description as string,
+    code: r.code as string,
+    signature: r.signature as string,
+    is_async: r.is_async === true,
+    tools: (r.tools as { server: string; tool: string; schema: string }[]).map((t) => ({
+      server: String(t.server),
+      tool: String(t.tool),
+      schema: String(t.schema),
+    })),
+    version: r.version,
+    saved_at: r.saved_at as string,
+  };
+}
+
+async function writeAtomically(path: string, value: unknown): Promise<void> {
+  const tmp = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    await Deno.writeTextFile(tmp, JSON.stringify(value, null, 2) + "\n");
+    await Deno.rename(tmp, path);
+  } finally {
+    await Deno.remove(tmp).catch(() => {});
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * Skills: saved once through MCP, imported by later scripts, versioned, deleted, checked before
+ * saving, and marked stale when a tool they call disappears.
+ */
+import assert from "node:assert/strict";
+import { delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
+
+async function setUp() {
+  const root = Deno.realPathSync(await Deno.makeTempDir());
+  await Deno.mkdir(`${root}/files`);
+  await Deno.mkdir(`${root}/skills`);
+  await Deno.writeTextFile(`${root}/files/poem.txt`, "roses are red\nviolets are blue\n");
+  await Deno.writeTextFile(`${root}/skills/broken.json`, "{ this is not json");
+  await Deno.writeTextFile(
+    `${root}/mcp_servers.json`,
+    JSON.stringify({
+      servers: {
+        filesystem: {
+          command: "deno",
+          args: [
+            "run",
+            "--no-prompt",
+            "--allow-env",
+            `--allow-read=${root}/files`,
+            "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
+            `${root}/files`,
+          ],
+          cwd: ROOT,
+        },
+        dynamic: {
+          command: "deno",
+          args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
+          cwd: ROOT,
+        },
+      },
+      settings: { pool_size: 1, skills_dir: "skills", permissions_dir: `${ROOT}permissions` },
+    }),
+  );
+  return root;
+}
+
+async function call(server: TestServer, name: string, args: Record<string, unknown>) {
+  const reply = await server.client.callTool({ name, arguments: args }, undefined, {
+    timeout: 60_000,
+  });
+  return {
+    isError: reply.isError === true,
+    text: (reply.content as { text: string }[])[0]!.text,
+    data: reply.structuredContent as Record<string, unknown> | undefined,
+  };
+}
+
+const FIRST_LINE_V1 = `from mcp_tools import filesystem
+
+def first_line(path):
+    """The first line of a text file."""
+    return filesystem.read_text_file(path=path)["content"].splitlines()[0]
+`;
+
+Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
+  const root = await setUp();
+  await using server = await startServer({ args: ["--config", `${root}/mcp_servers.json`] });
+  const poem = JSON.stringify(`${root}/files/poem.txt`);
+
+  await t.step("a corrupt skill file is reported and skipped", async () => {
+    const list = await call(server, "list_skills", {});
+    assert.equal(list.isError, false);
+    assert.match(list.text, /skipped: Cannot load skill file .*broken\.json/);
+  });
+
+  await t.step("a saved skill that reads a file is importable from a new execution", async () => {
+    const saved = await call(server, "save_skill", {
+      name: "first_line",
+      code: FIRST_LINE_V1,
+      description: "Returns the first line of a text file.",
+    });
+    assert.equal(saved.isError, false, saved.text);
+    assert.deepEqual(saved.data, {
+      name: "first_line",
+      version: 1,
+      tools: [{
+        server: "filesystem",
+        tool: "read_text_file",
+        schema: (saved.data!.tools as { schema: string }[])[0]!.schema,
+      }],
+    });
+    const r = await server.execute({ code: `from skills import first_line\nfirst_line(${poem})` });
+    assert.equal(r.success, true, r.text);
+    assert.equal(r.result, "roses are red");
+    assert.equal(
+      r.tool_calls.calls[0]!.tool,
+      "read_text_file",
+      "the skill's tool call went through the host",
+    );
+  });
+
+  await t.step("saving over a skill makes a new version and keeps the old one", async () => {
+    const saved = await call(server, "save_skill", {
+      name: "first_line",
+      code: FIRST_LINE_V1.replace("[0]\n", "[0].upper()\n"),
+      description: "Returns the first line, shouted.",
+    });
+    assert.equal(saved.data!.version, 2, saved.text);
+    const r = await server.execute({ code: `import skills\nskills.first_line(${poem})` });
+    assert.equal(r.result, "ROSES ARE RED", r.text);
+    const archived = JSON.parse(await Deno.readTextFile(`${root}/skills/first_line.v1.json`));
+    assert.equal(archived.version, 1);
+    const got = await call(server, "get_skill", { name: "first_line" });
+    assert.match(got.text, /\.upper\(\)/);
+  });
+
+  await t.step("skills show up in search_tools", async () => {
+    const found = await call(server, "search_tools", { query: "first line shouted" });
+    assert.match(found.text, /# skills\.first_line\ndef first_line\(path\):/);
+  });
+
+  await t.step("bad skills are refused before saving", async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ name: "broken_syntax", code: "def broken_syntax(:\n  pass" }, /SyntaxError at line 1/],
+      [
+        { name: "missing", code: "def other():\n    return 1" },
+        /must define a top-level function named missing \(it defines: other\)/,
+      ],
+      [{
+        name: "bad_tool",
+        code: "from mcp_tools import filesystem\ndef bad_tool():\n    return filesystem.nope()",
+      }, /filesystem\.nope: no such function/],
+      [{ name: "Bad-Name", code: "def x(): pass" }, /not a valid skill name/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await call(server, "save_skill", { description: "x", ...args });
+      assert.equal(r.isError, true, args.name);
+      assert.match(r.text, message);
+    }
+    assert.equal(((await call(server, "list_skills", {})).data!.skills as unknown[]).length, 1);
+  });
+
+  await t.step("a deleted skill is gone", async () => {
+    assert.equal((await call(server, "delete_skill", { name: "first_line" })).isError, false);
+    assert.equal((await call(server, "delete_skill", { name: "first_line" })).isError, true);
+    const r = await server.execute({ code: "from skills import first_line" });
+    assert.equal(r.success, false);
+    assert.match(r.diagnostics!.message, /first_line/);
+  });
+  await Deno.remove(root, { recursive: true });
+});
+
+Deno.test("a skill whose tool disappears is marked stale and warns on import", async () => {
+  const root = await setUp();
+  await using server = await startServer({ args: ["--config", `${root}/mcp_servers.json`] });
+  const added = await server.execute({
+    code: "from mcp_tools import dynamic\ndynamic.add_tool(name='fleeting')",
+  });
+  assert.equal(added.success, true, added.text);
+  let saved;
+  for (let i = 0; i < 50; i++) {
+    saved = await call(server, "save_skill", {
+      name: "use_fleeting",
+      code: "from mcp_tools import dynamic\n\ndef use_fleeting():\n    return dynamic.fleeting()\n",
+      description: "Calls a tool that will go away.",
+    });
+    if (!saved.isError) break;
+    await delay(100); // until the catalog has caught up with list_changed
+  }
+  assert.equal(saved?.isError, false, saved?.text);
+  const fresh = await call(server, "list_skills", {});
+  assert.equal((fresh.data!.skills as { stale: boolean }[])[0]!.stale, false);
+
+  await server.execute({
+    code: "from mcp_tools import dynamic\ndynamic.remove_tool(name='fleeting')",
+  });
+  let list;
+  for (let i = 0; i < 50; i++) {
+    list = await call(server, "list_skills", {});
+    if ((list.data!.skills as { stale: boolean }[])[0]!.stale) break;
+    await delay(100);
+  }
+  const skill = (list!.data!.skills as { stale: boolean; stale_reasons: string[] }[])[0]!;
+  assert.equal(skill.stale, true);
+  assert.deepEqual(skill.stale_reasons, ["dynamic.fleeting no longer exists"]);
+  const r = await server.execute({ code: "from skills import use_fleeting\n'imported'" });
+  assert.equal(r.result, "imported", r.text);
+  assert.match(r.stderr, /skill use_fleeting may be stale: dynamic\.fleeting no longer exists/);
+  await Deno.remove(root, { recursive: true });
+});
