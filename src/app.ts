@@ -42,7 +42,8 @@ export interface App extends AsyncDisposable {
   /** The agent's API model settings from the environment (null when none is set). */
   openAI: OpenAIModelConfig | null;
   agentDeps(model: ChatModel): AgentDeps;
-  createHost(): Host;
+  /** A new MCP server over the shared service (one per stdio client or HTTP session). */
+  createHost(overrides?: { execute?: Executor }): Host;
   close(): Promise<void>;
 }
 
@@ -133,9 +134,9 @@ export async function startApp(options: AppOptions): Promise<App> {
     tools,
     openAI,
     agentDeps,
-    createHost: () =>
+    createHost: (overrides = {}) =>
       createHost({
-        execute,
+        execute: overrides.execute ?? execute,
         describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.catalog.index()),
         catalog: () => tools.catalog,
         onCatalogChange: (listener) => tools.onChange(listener),

@@ -12,11 +12,18 @@ import { selectModel } from "./agent/select_model.ts";
 import { formatAgentResult } from "./host/tools/generate_and_execute.ts";
 import { createLogger, type Logger, parseLogLevel } from "./log.ts";
 import { VERSION } from "./version.ts";
+import { serveHttp } from "./host/http_server.ts";
+import { checkBind } from "./host/http_guard.ts";
 
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 
 Usage:
   main.ts serve [--config PATH]                     MCP server over stdio
+  main.ts serve --http [--host H] [--port P] [--stateless]
+                [--max-concurrent N] [--max-per-session N]
+                                                    MCP over Streamable HTTP at /mcp (default
+                                                    127.0.0.1:8788); any other host requires
+                                                    CODEMODE_HTTP_TOKEN (bearer token)
   main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
                                                     exit 0 on success, 1 when it fails
@@ -50,6 +57,13 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         timeout: { type: "string" },
         index: { type: "boolean" },
         "max-attempts": { type: "string" },
+        http: { type: "boolean" },
+        host: { type: "string" },
+        port: { type: "string" },
+        stateless: { type: "boolean" },
+        "max-concurrent": { type: "string" },
+        "max-per-session": { type: "string" },
+        "allow-origin": { type: "string", multiple: true },
       },
     });
   } catch (error) {
@@ -75,6 +89,16 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
     switch (command) {
       case "serve":
         if (rest.length > 0) throw new UsageError(`serve takes no arguments, got "${rest[0]}"`);
+        if (values.http) {
+          return await serveOverHttp(values.config, log, {
+            host: values.host ?? "127.0.0.1",
+            port: wholeNumber(values.port, "--port", 8788, 0, 65535),
+            stateless: values.stateless ?? false,
+            maxConcurrent: wholeNumber(values["max-concurrent"], "--max-concurrent", 8, 1, 256),
+            maxPerSession: wholeNumber(values["max-per-session"], "--max-per-session", 4, 1, 256),
+            allowedOrigins: values["allow-origin"] ?? [],
+          });
+        }
         return await serve(values.config, log);
       case "run": {
         if (rest.length !== 1) throw new UsageError("run takes exactly one FILE.py (or -)");
@@ -272,4 +296,54 @@ async function runAgentCommand(
     err(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);
   }
   return result.success ? 0 : 1;
+}
+
+function wholeNumber(
+  value: string | undefined,
+  flag: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}`);
+  }
+  return n;
+}
+
+interface HttpFlags {
+  host: string;
+  port: number;
+  stateless: boolean;
+  maxConcurrent: number;
+  maxPerSession: number;
+  allowedOrigins: string[];
+}
+
+async function serveOverHttp(
+  configPath: string | undefined,
+  log: Logger,
+  flags: HttpFlags,
+): Promise<number> {
+  const token = Deno.env.get("CODEMODE_HTTP_TOKEN") || undefined;
+  const refusal = checkBind(flags.host, token);
+  if (refusal) throw new UsageError(refusal);
+  const app = await startApp({ configPath, log });
+  const http = await serveHttp(app, { ...flags, token, log });
+  const stopped = Promise.withResolvers<void>();
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`shutting down (${why})`);
+    await http.shutdown();
+    await app.close();
+    stopped.resolve();
+  };
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  await stopped.promise;
+  return 0;
 }

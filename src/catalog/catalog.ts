@@ -35,9 +35,10 @@ export interface ServerEntry {
 }
 
 /** Package-level names of `mcp_tools` (the exception classes and result types). */
-const PACKAGE_INIT =
-  "from _codemode import ToolError, ToolDenied, ToolTimeout, UpstreamUnavailable, Image, Resource\n";
+const PACKAGE_INIT = "from _codemode import ToolError, ToolDenied, ToolTimeout, " +
+  "UpstreamUnavailable, Image, Resource, report_progress\n";
 const PACKAGE_RESERVED = [
+  "report_progress",
   "ToolError",
   "ToolDenied",
   "ToolTimeout",

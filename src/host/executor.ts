@@ -6,7 +6,12 @@
 import type { Logger } from "../log.ts";
 import { checkCodeSize } from "../policy/code_size.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
-import type { CallToolParams, Packages, ToolReply } from "../rpc/sandbox_protocol.ts";
+import type {
+  CallToolParams,
+  Packages,
+  ProgressParams,
+  ToolReply,
+} from "../rpc/sandbox_protocol.ts";
 import type { RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
@@ -43,6 +48,7 @@ export interface ExecuteOptions {
   /** Runs under this profile instead of a named one (internal callers only, never clients). */
   profileOverride?: Profile;
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
+  onProgress?: (report: ProgressParams) => void;
 }
 
 export interface ExecutorDeps {
@@ -146,7 +152,12 @@ function runOnce(deps: ExecutorDeps): Executor {
         timeoutMs: timeoutS * 1000,
         memoryBytes: profile.limits.memory_mb * 1024 * 1024,
         outputBytes: profile.limits.output_bytes,
-      }, { callTool, signal: options.signal, onOutput: options.onOutput });
+      }, {
+        callTool,
+        signal: options.signal,
+        onOutput: options.onOutput,
+        onProgress: options.onProgress,
+      });
     } finally {
       // Killed at once; reaping the process need not delay the answer (the pool tracks it).
       void sandbox[Symbol.asyncDispose]();
@@ -206,7 +217,12 @@ function capResult(value: unknown, limit: number): unknown {
   return `${text.slice(0, limit)}... [result truncated: ${text.length} chars, limit ${limit}]`;
 }
 
-function failedBeforeRun(profile: string, diagnostics: Diagnostics, ms: number): ExecutionResult {
+/** A result for a run that never reached a sandbox. */
+export function failedBeforeRun(
+  profile: string,
+  diagnostics: Diagnostics,
+  ms = 0,
+): ExecutionResult {
   return {
     success: false,
     stdout: "",

@@ -5,6 +5,7 @@
  *   host -> sandbox  request      "prepare"     PrepareParams -> {} (while idle in the pool)
  *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (exactly once)
  *   sandbox -> host  notification "output"      OutputParams, while a script runs
+ *   sandbox -> host  notification "progress"    ProgressParams, while a script runs
  *   sandbox -> host  request      "call_tool"   CallToolParams -> ToolReply, while a script runs
  *
  * The host checks every field of everything it receives: the sandbox runs untrusted code.
@@ -14,6 +15,7 @@ export const METHOD_READY = "ready";
 export const METHOD_PREPARE = "prepare";
 export const METHOD_EXECUTE = "execute";
 export const METHOD_OUTPUT = "output";
+export const METHOD_PROGRESS = "progress";
 export const METHOD_CALL_TOOL = "call_tool";
 
 /** Python packages: package name -> { module name -> source }. */
@@ -48,6 +50,13 @@ export type OutputStream = "stdout" | "stderr";
 export interface OutputParams {
   stream: OutputStream;
   text: string;
+}
+
+/** What a script reports with mcp_tools.report_progress. */
+export interface ProgressParams {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 export interface CallToolParams {

@@ -16,9 +16,11 @@ import {
   METHOD_EXECUTE,
   METHOD_OUTPUT,
   METHOD_PREPARE,
+  METHOD_PROGRESS,
   METHOD_READY,
   type OutputStream,
   type Packages,
+  type ProgressParams,
   type ScriptError,
   type ToolReply,
 } from "../rpc/sandbox_protocol.ts";
@@ -52,6 +54,8 @@ export interface ExecutionHooks {
   callTool(params: CallToolParams): Promise<ToolReply>;
   /** Live output, as it arrives (already capped). */
   onOutput?(stream: OutputStream, text: string): void;
+  /** Progress the script reports (validated; at most MAX_PROGRESS_REPORTS per run). */
+  onProgress?(report: ProgressParams): void;
   signal?: AbortSignal;
 }
 
@@ -81,6 +85,7 @@ const MAX_LINE_BYTES = 8 * 1024 * 1024;
 const MAX_VIOLATIONS = 100;
 const MEMORY_POLL_MS = 20;
 const STDERR_TAIL_BYTES = 4096;
+const MAX_PROGRESS_REPORTS = 1000;
 
 /** The argv of a sandbox process: `deno run`, the profile's flags, the worker. */
 export function sandboxArgs(runtime: SandboxRuntime, snapshotPath: string, profile: Profile) {
@@ -116,6 +121,7 @@ export class Sandbox implements AsyncDisposable {
   #stdout: OutputBuffer | null = null;
   #stderr: OutputBuffer | null = null;
   #violations: string[] = [];
+  #progressReports = 0;
   #used = false;
   /** Version of the packages installed by `prepare` (-1: none). */
   preparedVersion = -1;
@@ -145,6 +151,7 @@ export class Sandbox implements AsyncDisposable {
         onNotification: (method, params) => {
           if (method === METHOD_READY) booted.resolve();
           else if (method === METHOD_OUTPUT) this.#onOutput(params);
+          else if (method === METHOD_PROGRESS) this.#onProgress(params);
           else this.#violation(`an unknown notification "${method.slice(0, 64)}"`);
         },
         onViolation: (reason) => this.#violation(reason),
@@ -296,6 +303,15 @@ export class Sandbox implements AsyncDisposable {
     }
   }
 
+  #onProgress(params: unknown): void {
+    const report = parseProgress(params);
+    if (report === null || this.#hooks === null) {
+      this.#violation("a progress notification outside an execution or with a bad shape");
+      return;
+    }
+    if (++this.#progressReports <= MAX_PROGRESS_REPORTS) this.#hooks.onProgress?.(report);
+  }
+
   async #onRequest(method: string, params: unknown): Promise<unknown> {
     if (method !== METHOD_CALL_TOOL || this.#hooks === null || this.#stop) {
       this.#violation(`an unexpected request "${method.slice(0, 64)}"`);
@@ -345,6 +361,16 @@ export function crashMessage(stderrTail: string): string {
   );
   const reason = lines.find((l) => /error|fatal|abort/i.test(l)) ?? lines.at(-1);
   return `The sandbox process died before finishing${reason ? `: ${reason.slice(0, 500)}` : ""}`;
+}
+
+function parseProgress(params: unknown): ProgressParams | null {
+  if (typeof params !== "object" || params === null) return null;
+  const p = params as Record<string, unknown>;
+  if (typeof p.progress !== "number" || !Number.isFinite(p.progress)) return null;
+  const report: ProgressParams = { progress: p.progress };
+  if (typeof p.total === "number" && Number.isFinite(p.total)) report.total = p.total;
+  if (typeof p.message === "string") report.message = p.message.slice(0, 500);
+  return report;
 }
 
 function parseCallToolParams(params: unknown): CallToolParams | null {

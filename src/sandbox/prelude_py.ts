@@ -121,6 +121,16 @@ def to_python_value(result):
     return values
 
 
+def report_progress(progress, total=None, message=None):
+    """Reports progress to the MCP client (when it asked for progress). Cheap; call it freely."""
+    report = {"progress": float(progress)}
+    if total is not None:
+        report["total"] = float(total)
+    if message is not None:
+        report["message"] = str(message)[:500]
+    _host().report_progress(_dumps(report))
+
+
 def _host():
     import _codemode_host
     return _codemode_host

@@ -17,6 +17,7 @@ import {
   METHOD_EXECUTE,
   METHOD_OUTPUT,
   METHOD_PREPARE,
+  METHOD_PROGRESS,
   METHOD_READY,
   type OutputStream,
 } from "../rpc/sandbox_protocol.ts";
@@ -147,13 +148,20 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
     pyodide.mountNodeFS(mount, host);
   }
 
-  // Python reaches the host through this module; the channel exists once we serve.
+  // Python reaches the host through this module; the channel exists once we serve, and
+  // output and progress flow only while the script runs.
   let channel: JsonRpcChannel | null = null;
+  let forwarding = false;
   pyodide.registerJsModule("_codemode_host", {
     call_tool: async (server: string, tool: string, argumentsJson: string): Promise<string> => {
       if (channel === null) throw new Error("Cannot call tools outside an execution");
       const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
       return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
+    },
+    report_progress: (reportJson: string): void => {
+      if (forwarding && channel !== null) {
+        void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
+      }
     },
   });
   const codemode = pyodide.pyimport("_codemode");
@@ -161,7 +169,6 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
   const prepareInPython = codemode.prepare!;
 
   // Output goes to the host only while a script runs; warm-up output is dropped.
-  let forwarding = false;
   pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
   // Warm the execution path before the host can hand us a script.

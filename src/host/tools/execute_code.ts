@@ -4,6 +4,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import type { ExecuteRequest, Executor } from "../executor.ts";
+import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../execution_result.ts";
 
 export interface ExecuteCodeToolOptions {
@@ -57,10 +58,43 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
     outputSchema: executionResultShape,
     annotations: { openWorldHint: true },
     // The SDK's inference of these types fails under this TypeScript; they are spelled out.
-  }, async (args: ExecuteRequest, extra: { signal: AbortSignal }) => {
-    const result = await options.execute(args, { signal: extra.signal });
+  }, async (args: ExecuteRequest, extra: RequestExtra) => {
+    const live = liveFeedback(extra);
+    const result = await options.execute(args, { signal: extra.signal, ...live });
     return toToolResult(result);
   });
+}
+
+/** What the SDK hands a tool handler that we use. */
+export interface RequestExtra {
+  signal: AbortSignal;
+  _meta?: { progressToken?: string | number };
+  sendNotification: (
+    notification: { method: string; params: Record<string, unknown> },
+  ) => Promise<void>;
+}
+
+/**
+ * While a script runs: its output as MCP log messages, and its progress reports as MCP progress
+ * notifications when the client sent a progressToken. Both go with the request, so they reach
+ * the client on stdio and on HTTP alike.
+ */
+export function liveFeedback(extra: RequestExtra) {
+  const send = (method: string, params: Record<string, unknown>) =>
+    void extra.sendNotification({ method, params }).catch(() => {});
+  const token = extra._meta?.progressToken;
+  return {
+    onOutput: (stream: "stdout" | "stderr", text: string) =>
+      send("notifications/message", {
+        level: stream === "stderr" ? "warning" : "info",
+        logger: `execute_code.${stream}`,
+        data: text,
+      }),
+    onProgress: token === undefined
+      ? undefined
+      : (report: ProgressParams) =>
+        send("notifications/progress", { progressToken: token, ...report }),
+  };
 }
 
 export function toToolResult(result: ExecutionResult) {

@@ -1,0 +1,303 @@
+/**
+ * The Streamable HTTP transport, driven by the SDK's StreamableHTTPClientTransport against a
+ * real server process; and live output and progress on both transports.
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { checkBind, guardRequest } from "../src/host/http_guard.ts";
+import type { ExecutionResult } from "../src/host/execution_result.ts";
+import { childEnv, delay, MAIN, ROOT, sandboxPids, startServer } from "./_helpers.ts";
+
+const NO_SERVERS = `${ROOT}tests/fixtures/no_servers.json`;
+
+interface HttpProcess extends AsyncDisposable {
+  url: string;
+  pid: number;
+  child: Deno.ChildProcess;
+  stderr(): string;
+}
+
+async function startHttp(
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<HttpProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-prompt",
+      "-A",
+      MAIN,
+      "serve",
+      "--http",
+      "--port",
+      "0",
+      "--config",
+      NO_SERVERS,
+      ...args,
+    ],
+    env: childEnv(env),
+    clearEnv: true,
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stderr = "";
+  const url = Promise.withResolvers<string>();
+  void (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      stderr += chunk;
+      const match = /"url":"(http:[^"]+)"/.exec(stderr);
+      if (match) url.resolve(match[1]!);
+    }
+    url.reject(new Error(`the server exited:\n${stderr}`));
+  })();
+  void child.stdout.cancel();
+  return {
+    url: await url.promise,
+    pid: child.pid,
+    child,
+    stderr: () => stderr,
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* gone */ }
+      await child.status;
+    },
+  };
+}
+
+async function connect(url: string, headers: Record<string, string> = {}) {
+  const client = new Client({ name: "http-test", version: "0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }),
+  );
+  return client;
+}
+
+async function execute(client: Client, code: string, options: Record<string, unknown> = {}) {
+  const reply = await client.callTool({ name: "execute_code", arguments: { code } }, undefined, {
+    timeout: 60_000,
+    ...options,
+  });
+  return reply.structuredContent as unknown as ExecutionResult;
+}
+
+Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server", () => {
+  assert.equal(checkBind("127.0.0.1", undefined), null);
+  assert.match(checkBind("0.0.0.0", undefined)!, /requires a bearer token/);
+  assert.match(checkBind("0.0.0.0", "short")!, /at least 16 characters/);
+  assert.equal(checkBind("0.0.0.0", "a-long-enough-token-value"), null);
+  const options = {
+    token: "a-long-enough-token-value",
+    allowedHosts: ["127.0.0.1:8788"],
+    allowedOrigins: ["http://127.0.0.1:8788"],
+  };
+  const headers = (h: Record<string, string>) => new Headers(h);
+  const auth = { authorization: "Bearer a-long-enough-token-value" };
+  assert.equal(guardRequest(headers({ host: "127.0.0.1:8788", ...auth }), options), null);
+  assert.equal(guardRequest(headers({ host: "evil.example:8788", ...auth }), options)?.status, 403);
+  assert.equal(
+    guardRequest(
+      headers({ host: "127.0.0.1:8788", origin: "http://evil.example", ...auth }),
+      options,
+    )?.status,
+    403,
+  );
+  assert.equal(guardRequest(headers({ host: "127.0.0.1:8788" }), options)?.status, 401);
+  assert.equal(
+    guardRequest(headers({ host: "127.0.0.1:8788", authorization: "Bearer wrong" }), options)
+      ?.status,
+    401,
+  );
+});
+
+Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, cancellation", async (t) => {
+  await using server = await startHttp(["--max-per-session", "1"]);
+
+  await t.step("two sessions run in parallel without seeing each other", async () => {
+    const [a, b] = [await connect(server.url), await connect(server.url)];
+    const [ra, rb] = await Promise.all([
+      execute(a, "import asyncio\nawait asyncio.sleep(0.2)\nprint('from a')\n'a'"),
+      execute(b, "import asyncio\nawait asyncio.sleep(0.2)\nprint('from b')\n'b'"),
+    ]);
+    assert.deepEqual([ra.stdout, ra.result, rb.stdout, rb.result], [
+      "from a\n",
+      "a",
+      "from b\n",
+      "b",
+    ]);
+    await a.close();
+    await b.close();
+  });
+
+  await t.step(
+    "output arrives as log messages and progress as progress notifications",
+    async () => {
+      const client = await connect(server.url);
+      const logs: string[] = [];
+      client.setNotificationHandler(
+        LoggingMessageNotificationSchema,
+        (n: { params: { data: unknown } }) => {
+          logs.push(String(n.params.data));
+        },
+      );
+      const progress: { progress: number; total?: number; message?: string }[] = [];
+      const r = await execute(
+        client,
+        "from mcp_tools import report_progress\nfor i in range(3):\n    print('line', i)\n    report_progress(i + 1, 3, f'step {i}')\n'done'",
+        {
+          onprogress: (p: { progress: number; total?: number; message?: string }) =>
+            progress.push(p),
+        },
+      );
+      assert.equal(r.result, "done");
+      assert.equal(logs.join(""), "line 0\nline 1\nline 2\n");
+      assert.deepEqual(progress.map((p) => [p.progress, p.total, p.message]), [
+        [1, 3, "step 0"],
+        [2, 3, "step 1"],
+        [3, 3, "step 2"],
+      ]);
+      await client.close();
+    },
+  );
+
+  await t.step("a session over its concurrency cap gets BUSY at once", async () => {
+    const client = await connect(server.url);
+    const [slow, fast] = await Promise.all([
+      execute(client, "import time\ntime.sleep(1)\n'slow'"),
+      delay(300).then(() => execute(client, "'fast'")),
+    ]);
+    assert.equal(slow.result, "slow");
+    assert.equal(fast.diagnostics?.error_type, "BUSY");
+    assert.match(fast.diagnostics!.message, /in this session \(limit 1\)/);
+    await client.close();
+  });
+
+  await t.step("cancelling a request kills its sandbox", async () => {
+    const client = await connect(server.url);
+    for (let i = 0; i < 200 && sandboxPids(server.pid).length !== 2; i++) await delay(50);
+    const before = sandboxPids(server.pid);
+    const controller = new AbortController();
+    const running = execute(client, "while True:\n    pass", { signal: controller.signal });
+    await delay(800);
+    controller.abort();
+    await assert.rejects(running);
+    let gone: number[] = [];
+    for (let i = 0; i < 300 && gone.length === 0; i++) {
+      await delay(50);
+      const now = sandboxPids(server.pid);
+      gone = before.filter((pid) => !now.includes(pid));
+    }
+    assert.equal(gone.length, 1, "the cancelled sandbox was not killed");
+    await client.close();
+  });
+
+  await t.step("requests with a foreign Host or Origin are refused", async () => {
+    const port = new URL(server.url).port;
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+    const post = (headers: Record<string, string>) =>
+      fetch(server.url, {
+        method: "POST",
+        body,
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...headers,
+        },
+      });
+    const origin = await post({ origin: "http://evil.example" });
+    assert.equal(origin.status, 403);
+    await origin.body?.cancel();
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+    await conn.write(new TextEncoder().encode(
+      `POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    ));
+    const reply = new TextDecoder().decode(await new Response(conn.readable).arrayBuffer());
+    assert.match(reply, /^HTTP\/1\.1 403/);
+  });
+
+  await t.step("SIGTERM shuts down with no sandbox left", async () => {
+    const client = await connect(server.url);
+    // The server cancels it; the client only learns when its own timeout fires.
+    const running = execute(client, "while True:\n    pass", { timeout: 3000 }).catch(() => null);
+    await delay(500);
+    const pids = sandboxPids(server.pid);
+    assert.ok(pids.length > 0);
+    server.child.kill("SIGTERM");
+    assert.equal((await server.child.status).code, 0);
+    await running;
+    for (let i = 0; i < 100 && pids.some((p) => isAlive(p)); i++) await delay(50);
+    assert.deepEqual(pids.filter((p) => isAlive(p)), []);
+    await client.close().catch(() => {});
+  });
+});
+
+Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) => {
+  await t.step("binding 0.0.0.0 without a token refuses to start", async () => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-prompt",
+        "-A",
+        MAIN,
+        "serve",
+        "--http",
+        "--host",
+        "0.0.0.0",
+        "--config",
+        NO_SERVERS,
+      ],
+      env: childEnv(),
+      clearEnv: true,
+      cwd: ROOT,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 2);
+    assert.match(new TextDecoder().decode(out.stderr), /requires a bearer token/);
+  });
+
+  await t.step("with a token, only requests carrying it get through", async () => {
+    const token = "test-token-0123456789abcdef";
+    await using server = await startHttp(["--stateless"], { CODEMODE_HTTP_TOKEN: token });
+    await assert.rejects(connect(server.url));
+    const client = await connect(server.url, { authorization: `Bearer ${token}` });
+    const r = await execute(client, "print('stateless ok')");
+    assert.equal(r.stdout, "stateless ok\n");
+    await client.close();
+  });
+});
+
+Deno.test("live output and progress also reach a stdio client", async () => {
+  await using server = await startServer({ args: ["--config", NO_SERVERS] });
+  const logs: string[] = [];
+  server.client.setNotificationHandler(
+    LoggingMessageNotificationSchema,
+    (n: { params: { data: unknown } }) => {
+      logs.push(String(n.params.data));
+    },
+  );
+  const progress: number[] = [];
+  const reply = await server.client.callTool(
+    {
+      name: "execute_code",
+      arguments: { code: "import mcp_tools\nprint('hello')\nmcp_tools.report_progress(0.5)" },
+    },
+    undefined,
+    { onprogress: (p: { progress: number }) => progress.push(p.progress) },
+  );
+  assert.equal(reply.isError, false);
+  assert.deepEqual(logs, ["hello\n"]);
+  assert.deepEqual(progress, [0.5]);
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
