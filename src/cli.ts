@@ -10,9 +10,10 @@ import { formatResultText } from "./host/execution_result.ts";
 import { runAgent } from "./agent/agent.ts";
 import { selectModel } from "./agent/select_model.ts";
 import { formatAgentResult } from "./host/tools/generate_and_execute.ts";
-import { createLogger, type Logger, parseLogLevel } from "./log.ts";
+import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./log.ts";
 import { VERSION } from "./version.ts";
 import { serveHttp } from "./host/http_server.ts";
+import { formatChecks, runDoctor } from "./doctor.ts";
 import { checkBind } from "./host/http_guard.ts";
 
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
@@ -30,6 +31,8 @@ Usage:
   main.ts agent "TASK" [--max-attempts N] [--profile P] [--json] [--config PATH]
                                                     a model writes Python for TASK, runs it and
                                                     repairs it; needs OPENAI_API_KEY (see README)
+  main.ts doctor [--config PATH]                    check Deno, Pyodide, the snapshot, a sandbox
+                                                    and every configured server
   main.ts tools [--index] [--config PATH]           print the Python stubs of the configured
                                                     servers' tools (or just the compact index)
   main.ts --help | --version
@@ -37,6 +40,7 @@ Usage:
 Options:
   --config PATH      mcp_servers.json to use (default: $CODEMODE_CONFIG, then the project's)
   --log-level LEVEL  debug, info, warn or error (default info; logs go to stderr)
+  --log-format F     text (default) or json: one JSON object per line
 `;
 
 class UsageError extends Error {}
@@ -52,6 +56,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         version: { type: "boolean", short: "V" },
         config: { type: "string" },
         "log-level": { type: "string" },
+        "log-format": { type: "string" },
         profile: { type: "string" },
         json: { type: "boolean" },
         timeout: { type: "string" },
@@ -80,7 +85,11 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
   }
   let log: Logger;
   try {
-    log = createLogger(parseLogLevel(values["log-level"]));
+    log = createLogger(
+      parseLogLevel(values["log-level"]),
+      undefined,
+      parseLogFormat(values["log-format"]),
+    );
   } catch (error) {
     return usageError((error as Error).message);
   }
@@ -134,6 +143,12 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           log,
           out,
         });
+      }
+      case "doctor": {
+        if (rest.length > 0) throw new UsageError(`doctor takes no arguments, got "${rest[0]}"`);
+        const checks = await runDoctor(values.config, log);
+        out(formatChecks(checks));
+        return checks.every((c) => c.ok) ? 0 : 1;
       }
       case "tools":
         if (rest.length > 0) throw new UsageError(`tools takes no arguments, got "${rest[0]}"`);

@@ -12,14 +12,47 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** A logger that writes one line per record to stderr, at or above `level`. */
-export function createLogger(level: LogLevel = "info", write = writeStderr): Logger {
+export type LogFormat = "text" | "json";
+
+/**
+ * A logger that writes one line per record to stderr, at or above `level`: readable text with
+ * the fields as JSON, or (format "json") one JSON object per line for log collectors.
+ */
+export function createLogger(
+  level: LogLevel = "info",
+  write = writeStderr,
+  format: LogFormat = "text",
+): Logger {
   const emit = (at: LogLevel) => (message: string, fields?: Record<string, unknown>) => {
     if (ORDER[at] < ORDER[level]) return;
+    if (format === "json") {
+      write(
+        JSON.stringify({ time: new Date().toISOString(), level: at, msg: message, ...fields }) +
+          "\n",
+      );
+      return;
+    }
     const extra = fields && Object.keys(fields).length > 0 ? " " + JSON.stringify(fields) : "";
     write(`[code-mode] ${at}: ${message}${extra}\n`);
   };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+}
+
+/** The same logger with `fixed` fields on every record (e.g. an execution id). */
+export function withFields(log: Logger, fixed: Record<string, unknown>): Logger {
+  const wrap = (emit: Logger["info"]) => (message: string, fields?: Record<string, unknown>) =>
+    emit(message, { ...fixed, ...fields });
+  return {
+    debug: wrap(log.debug),
+    info: wrap(log.info),
+    warn: wrap(log.warn),
+    error: wrap(log.error),
+  };
+}
+
+export function parseLogFormat(value: string | undefined): LogFormat {
+  if (value === undefined || value === "text" || value === "json") return value ?? "text";
+  throw new TypeError(`Cannot parse log format: "${value}" is not text or json`);
 }
 
 /** The same logger with `scrub` applied to every message and field. */

@@ -47,3 +47,33 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
   });
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("doctor checks everything and exits 1 when something is broken", async () => {
+  const good = await runCli(["doctor"]);
+  assert.equal(good.code, 0, good.stdout + good.stderr);
+  assert.match(good.stdout, /^ok {4}deno/m);
+  assert.match(good.stdout, /^ok {4}sandbox +Python 3\.\d+/m);
+  assert.match(good.stdout, /^ok {4}server filesystem +\d+ tools/m);
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    `${dir}/c.json`,
+    JSON.stringify({ servers: { ghost: { command: "/nonexistent/ghost" } } }),
+  );
+  const bad = await runCli(["doctor", "--config", `${dir}/c.json`]);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stdout, /^FAIL {2}server ghost +.*ENOENT/m);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("--log-format json writes one JSON object per stderr line, with the execution id", async () => {
+  const r = await runCli(
+    ["run", "-", "--log-level", "debug", "--log-format", "json"],
+    "print('x')\n",
+  );
+  assert.equal(r.code, 0);
+  assert.equal(r.stdout, "x\n");
+  const records = r.stderr.trim().split("\n").map((line) => JSON.parse(line));
+  const finished = records.find((rec) => rec.msg === "execution finished");
+  assert.match(finished.execution, /^[0-9a-f-]{36}$/);
+  assert.equal(finished.level, "debug");
+});

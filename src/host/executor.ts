@@ -3,7 +3,7 @@
  * answers the sandbox's tool calls under host-side policy, and turns what happened into an
  * `ExecutionResult`. Every decision about a sandbox's requests is made here, never inside it.
  */
-import type { Logger } from "../log.ts";
+import { type Logger, withFields } from "../log.ts";
 import { checkCodeSize } from "../policy/code_size.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
 import type {
@@ -70,13 +70,12 @@ export type Executor = (
 ) => Promise<ExecutionResult>;
 
 export function createExecutor(deps: ExecutorDeps): Executor {
-  const run = runOnce(deps);
   return async (request, options = {}) => {
     const id = crypto.randomUUID();
-    const result = deps.redact.json(await run(request, options));
+    const log = withFields(deps.log, { execution: id });
+    const result = deps.redact.json(await runOnce(deps, log)(request, options));
     if (deps.audit) deps.audit(await auditRecord(id, request.code, result));
-    deps.log.debug("execution finished", {
-      id,
+    log.debug("execution finished", {
       profile: result.profile,
       success: result.success,
       error_type: result.diagnostics?.error_type,
@@ -86,7 +85,7 @@ export function createExecutor(deps: ExecutorDeps): Executor {
   };
 }
 
-function runOnce(deps: ExecutorDeps): Executor {
+function runOnce(deps: ExecutorDeps, log: Logger): Executor {
   return async (request, options = {}) => {
     const started = performance.now();
     const profileName = request.profile ?? deps.defaultProfile;
@@ -157,6 +156,7 @@ function runOnce(deps: ExecutorDeps): Executor {
         signal: options.signal,
         onOutput: options.onOutput,
         onProgress: options.onProgress,
+        log,
       });
     } finally {
       // Killed at once; reaping the process need not delay the answer (the pool tracks it).

@@ -54,6 +54,8 @@ export interface ExecutionHooks {
   callTool(params: CallToolParams): Promise<ToolReply>;
   /** Live output, as it arrives (already capped). */
   onOutput?(stream: OutputStream, text: string): void;
+  /** Logger for this execution (carries its id). */
+  log?: Logger;
   /** Progress the script reports (validated; at most MAX_PROGRESS_REPORTS per run). */
   onProgress?(report: ProgressParams): void;
   signal?: AbortSignal;
@@ -327,7 +329,8 @@ export class Sandbox implements AsyncDisposable {
 
   #violation(reason: string): void {
     this.#violations.push(reason);
-    this.#log.debug("sandbox protocol violation", { pid: this.#process.pid, reason });
+    const log = this.#hooks?.log ?? this.#log;
+    log.debug("sandbox protocol violation", { pid: this.#process.pid, reason });
     if (reason.startsWith("line longer")) {
       this.#halt("POLICY_VIOLATION", `The sandbox wrote a protocol ${reason}`);
     } else if (this.#violations.length > MAX_VIOLATIONS) {

@@ -1,0 +1,102 @@
+/**
+ * `doctor`: checks everything the server depends on and prints one table row per check, so a
+ * user can see at a glance what is missing. Never throws; each check reports its own failure.
+ */
+import { type Config, loadConfig } from "./config.ts";
+import type { Logger } from "./log.ts";
+import { Sandbox } from "./sandbox/launcher.ts";
+import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
+import { ensureSnapshot, isSnapshotIntact, snapshotKey, snapshotPath } from "./sandbox/snapshot.ts";
+import { UpstreamPool } from "./upstream/pool.ts";
+import { defaultTransportFactory } from "./upstream/transport.ts";
+import { PYODIDE_VERSION } from "./version.ts";
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export async function runDoctor(configPath: string | undefined, log: Logger): Promise<Check[]> {
+  const checks: Check[] = [];
+  const check = async (name: string, run: () => Promise<string>) => {
+    try {
+      checks.push({ name, ok: true, detail: await run() });
+    } catch (error) {
+      checks.push({ name, ok: false, detail: (error as Error).message.split("\n")[0]! });
+    }
+  };
+
+  await check("deno", () => {
+    const [major, minor] = Deno.version.deno.split(".").map(Number);
+    if (major! < 2 || (major === 2 && minor! < 5)) {
+      throw new Error(`Deno ${Deno.version.deno} is too old (2.5 or newer)`);
+    }
+    return Promise.resolve(`${Deno.version.deno} at ${Deno.execPath()}`);
+  });
+  let runtime: SandboxRuntime | null = null;
+  await check("pyodide files", async () => {
+    runtime = locateRuntime();
+    for (const file of runtime.pyodideAssets) await Deno.stat(file);
+    return `${PYODIDE_VERSION} in ${runtime.pyodideDir}`;
+  });
+  let snapshot: string | null = null;
+  await check("snapshot", async () => {
+    if (!runtime) throw new Error("needs the Pyodide files");
+    const path = snapshotPath(runtime.cacheDir, await snapshotKey());
+    const fresh = await isSnapshotIntact(path);
+    snapshot = await ensureSnapshot(runtime, log);
+    return fresh ? `cached at ${path}` : `built now at ${path}`;
+  });
+  let config: Config | null = null;
+  await check("config", async () => {
+    config = await loadConfig({ path: configPath });
+    return `${config.path}: ${config.servers.length} servers, profiles ${
+      [...config.profiles.keys()].join(", ")
+    }`;
+  });
+  await check("sandbox", async () => {
+    if (!runtime || !snapshot || !config) throw new Error("needs the runtime, snapshot and config");
+    const c = config as Config;
+    const profile = c.profiles.get(c.settings.default_profile)!;
+    const started = performance.now();
+    await using sandbox = new Sandbox({ runtime, snapshotPath: snapshot, profile, log });
+    const outcome = await sandbox.execute({
+      code: "import sys\n'.'.join(map(str, sys.version_info[:3]))",
+      timeoutMs: 30_000,
+      memoryBytes: profile.limits.memory_mb * 1024 * 1024,
+      outputBytes: 4096,
+    }, { callTool: () => Promise.resolve({ error: { kind: "invalid", message: "none" } }) });
+    if (!outcome.reply?.ok) throw new Error(outcome.stop?.message ?? "the test script failed");
+    return `Python ${outcome.reply.result} ran in a fresh sandbox (${
+      Math.round(performance.now() - started)
+    } ms)`;
+  });
+  if (config) {
+    const c = config as Config;
+    const upstream = new UpstreamPool({
+      servers: c.servers,
+      transports: defaultTransportFactory,
+      log,
+      callTimeoutMs: c.settings.tool_timeout_s * 1000,
+    });
+    await upstream.start();
+    for (const server of upstream.snapshot()) {
+      checks.push({
+        name: `server ${server.server}`,
+        ok: server.error === undefined,
+        detail: server.error ?? `${server.tools.length} tools`,
+      });
+    }
+    await upstream.close();
+  }
+  return checks;
+}
+
+export function formatChecks(checks: Check[]): string {
+  const width = Math.max(...checks.map((c) => c.name.length));
+  const rows = checks.map((c) => `${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(width)}  ${c.detail}`);
+  const failed = checks.filter((c) => !c.ok).length;
+  rows.push(failed === 0 ? "\nAll checks passed." : `\n${failed} check(s) failed.`);
+  return rows.join("\n") + "\n";
+}
