@@ -26,7 +26,8 @@ import {
 } from "../rpc/sandbox_protocol.ts";
 import type { Logger } from "../log.ts";
 import { OutputBuffer } from "./output_buffer.ts";
-import { type Profile, toDenoFlags } from "./profile.ts";
+import type { Profile } from "./profile.ts";
+import { sandboxCommand } from "./sandbox_command.ts";
 import { readResidentBytes } from "./memory.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { childEnv } from "./snapshot.ts";
@@ -89,25 +90,6 @@ const MEMORY_POLL_MS = 20;
 const STDERR_TAIL_BYTES = 4096;
 const MAX_PROGRESS_REPORTS = 1000;
 
-/** The argv of a sandbox process: `deno run`, the profile's flags, the worker. */
-export function sandboxArgs(runtime: SandboxRuntime, snapshotPath: string, profile: Profile) {
-  const readPaths = [...runtime.pyodideAssets, snapshotPath];
-  const mounts = profile.folders.map(({ host, mount }) => ({ host, mount }));
-  return [
-    "run",
-    "--no-config",
-    "--cached-only",
-    "--no-remote",
-    "--no-npm",
-    ...toDenoFlags(profile, { readPaths }),
-    runtime.workerPath,
-    "serve",
-    runtime.pyodideModuleUrl,
-    snapshotPath,
-    JSON.stringify(mounts),
-  ];
-}
-
 export class Sandbox implements AsyncDisposable {
   readonly profile: Profile;
   /** Resolves once Pyodide has booted; rejects when the process dies or boot takes too long. */
@@ -131,10 +113,15 @@ export class Sandbox implements AsyncDisposable {
   constructor(options: LaunchOptions) {
     this.profile = options.profile;
     this.#log = options.log;
-    this.#process = new Deno.Command(options.runtime.denoPath, {
-      args: sandboxArgs(options.runtime, options.snapshotPath, options.profile),
+    const { command, args, env } = sandboxCommand(
+      options.runtime,
+      options.snapshotPath,
+      options.profile,
+    );
+    this.#process = new Deno.Command(command, {
+      args,
       clearEnv: true,
-      env: childEnv(),
+      env: { ...childEnv(), ...env },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

@@ -8,7 +8,14 @@ import { version as pyodideVersion } from "pyodide";
 import { PYODIDE_VERSION } from "../version.ts";
 
 export interface SandboxRuntime {
-  /** The Deno executable that runs sandboxes. */
+  /**
+   * "flags": sandboxes start with exactly their profile's permissions (running from source);
+   * "drop": they start with everything and revoke it all after boot (the single binary).
+   */
+  mode: "flags" | "drop";
+  /** Whether this process is a compiled binary (`deno compile`). */
+  standalone: boolean;
+  /** The Deno executable (or the compiled binary) that runs sandboxes. */
   denoPath: string;
   /** The worker program (a file URL or path) the sandbox process runs. */
   workerPath: string;
@@ -29,7 +36,10 @@ const PYODIDE_ASSETS = ["pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.j
  * Finds the runtime's files. `cacheDir` defaults to `$CODEMODE_CACHE_DIR`, then
  * `$XDG_CACHE_HOME/mcp-code-mode`, then `~/.cache/mcp-code-mode`.
  */
-export function locateRuntime(cacheDir?: string): SandboxRuntime {
+export function locateRuntime(
+  cacheDir?: string,
+  mode: SandboxRuntime["mode"] = Deno.build.standalone ? "drop" : "flags",
+): SandboxRuntime {
   if (pyodideVersion !== PYODIDE_VERSION) {
     throw new Error(
       `Cannot use Pyodide ${pyodideVersion}: the sandbox is built for ${PYODIDE_VERSION}`,
@@ -41,6 +51,8 @@ export function locateRuntime(cacheDir?: string): SandboxRuntime {
   }
   const pyodideDir = Deno.realPathSync(dirname(fromFileUrl(pyodideModuleUrl)));
   return {
+    mode,
+    standalone: Deno.build.standalone,
     denoPath: Deno.execPath(),
     workerPath: fromFileUrl(new URL("./worker.ts", import.meta.url)),
     pyodideModuleUrl,

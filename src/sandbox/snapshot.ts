@@ -12,6 +12,7 @@ import type { Logger } from "../log.ts";
 import { PYODIDE_VERSION } from "../version.ts";
 import { PRELUDE_PY } from "./prelude_py.ts";
 import type { SandboxRuntime } from "./runtime.ts";
+import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { SNAPSHOT_HEADER_BYTES, snapshotHeader } from "./snapshot_format.ts";
 
 export async function sha256Hex(data: Uint8Array | string): Promise<string> {
@@ -53,19 +54,9 @@ export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Prom
   const started = performance.now();
   const tmp = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    const built = await new Deno.Command(runtime.denoPath, {
-      args: [
-        "run",
-        "--no-prompt",
-        "--no-config",
-        "--cached-only",
-        `--allow-read=${runtime.pyodideDir}`,
-        `--allow-write=${tmp}`,
-        runtime.workerPath,
-        "build-snapshot",
-        runtime.pyodideModuleUrl,
-        tmp,
-      ],
+    const { command, args } = snapshotBuildCommand(runtime, tmp);
+    const built = await new Deno.Command(command, {
+      args,
       clearEnv: true,
       env: childEnv(),
       stdin: "null",

@@ -133,7 +133,27 @@ function outputWriter(target: () => JsonRpcChannel | null, stream: OutputStream)
   };
 }
 
-async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string): Promise<void> {
+/** Every permission this process could have; revoked in "drop" mode (see sandbox_command.ts). */
+const ALL_PERMISSIONS = ["read", "write", "net", "env", "sys", "run", "ffi", "import"] as const;
+
+/** Revokes every permission, then checks that they are really gone. */
+export function dropAllPermissions(): void {
+  for (const name of ALL_PERMISSIONS) {
+    Deno.permissions.revokeSync({ name } as Deno.PermissionDescriptor);
+  }
+  for (const name of ALL_PERMISSIONS) {
+    if (Deno.permissions.querySync({ name } as Deno.PermissionDescriptor).state === "granted") {
+      throw new Error(`Cannot drop the ${name} permission`);
+    }
+  }
+}
+
+async function serve(
+  moduleUrl: string,
+  snapshotPath: string,
+  mountsJson: string,
+  dropPermissions: boolean,
+): Promise<void> {
   const loadPyodide = await importLoader(moduleUrl);
   const snapshotFile = await Deno.readFile(snapshotPath);
   const pyodide = await loadPyodide({
@@ -173,6 +193,10 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
   // Warm the execution path before the host can hand us a script.
   await codemode.warm_up!.callPromising();
+  if (dropPermissions) {
+    if (mounts.length > 0) throw new Error("Cannot drop permissions: host folders are mounted");
+    dropAllPermissions(); // before any user code can run
+  }
 
   let executed = false;
   const finished = Promise.withResolvers<void>();
@@ -210,24 +234,27 @@ async function serve(moduleUrl: string, snapshotPath: string, mountsJson: string
 }
 
 async function main(args: string[]): Promise<number> {
-  const [mode, moduleUrl, path, mountsJson] = args;
+  const [mode, moduleUrl, path, mountsJson, flag] = args;
   if (mode === "build-snapshot" && moduleUrl && path) {
     await buildSnapshot(moduleUrl, path);
     return 0;
   }
   if (mode === "serve" && moduleUrl && path) {
-    await serve(moduleUrl, path, mountsJson ?? "[]");
+    await serve(moduleUrl, path, mountsJson ?? "[]", flag === "--drop-permissions");
     return 0;
   }
   logToStderr("usage: worker.ts build-snapshot|serve <pyodide module URL> <path> [mounts]");
   return 2;
 }
 
-if (import.meta.main) {
+/** Runs the worker; returns the process exit code. */
+export async function runWorker(args: string[]): Promise<number> {
   try {
-    Deno.exit(await main(Deno.args));
+    return await main(args);
   } catch (error) {
     logToStderr(`sandbox: ${error instanceof Error ? error.stack : String(error)}`);
-    Deno.exit(70);
+    return 70;
   }
 }
+
+if (import.meta.main) Deno.exit(await runWorker(Deno.args));

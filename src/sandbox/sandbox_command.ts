@@ -1,0 +1,92 @@
+/**
+ * How a sandbox process is started, in the runtime's two modes:
+ *
+ * - "flags" (running from source): `deno run` with exactly the permissions the profile grants,
+ *   computed by `toDenoFlags`. Nothing to revoke: the process never had more.
+ * - "drop" (the single binary, where permissions are fixed at compile time): the binary re-enters
+ *   itself in sandbox mode and the worker revokes every permission after Pyodide has booted,
+ *   before it reports ready, so no user code ever runs with more than nothing. Deno cannot
+ *   narrow a broad grant to some paths, so profiles that grant folders or hosts are refused.
+ *   The same mode runs under plain `deno run -A` for tests.
+ */
+import { type Profile, SANDBOX_V8_TUNING, toDenoFlags } from "./profile.ts";
+import type { SandboxRuntime } from "./runtime.ts";
+
+export interface ProcessCommand {
+  command: string;
+  args: string[];
+  /** Extra environment for the child (the script cannot read it: no env permission). */
+  env: Record<string, string>;
+}
+
+/** First argument that makes the compiled binary act as a sandbox worker. */
+export const SANDBOX_ENTRY = "__sandbox";
+export const DROP_PERMISSIONS = "--drop-permissions";
+
+/** The command of a sandbox process serving one execution under `profile`. */
+export function sandboxCommand(
+  runtime: SandboxRuntime,
+  snapshotPath: string,
+  profile: Profile,
+): ProcessCommand {
+  const mounts = JSON.stringify(profile.folders.map(({ host, mount }) => ({ host, mount })));
+  const workerArgs = ["serve", runtime.pyodideModuleUrl, snapshotPath, mounts];
+  if (runtime.mode === "flags") {
+    const readPaths = [...runtime.pyodideAssets, snapshotPath];
+    return {
+      command: runtime.denoPath,
+      args: [
+        "run",
+        "--no-config",
+        "--cached-only",
+        "--no-remote",
+        "--no-npm",
+        ...toDenoFlags(profile, { readPaths }),
+        runtime.workerPath,
+        ...workerArgs,
+      ],
+      env: {},
+    };
+  }
+  if (profile.folders.length > 0 || profile.net.length > 0) {
+    throw new TypeError(
+      `Cannot start a sandbox for profile "${profile.name}" in the single binary: it grants folders or hosts, ` +
+        "and the binary can only drop all permissions; run from source (deno task serve) for such profiles",
+    );
+  }
+  return {
+    ...entry(runtime, [...workerArgs, DROP_PERMISSIONS]),
+    env: { DENO_V8_FLAGS: `--max-old-space-size=${profile.limits.memory_mb},${SANDBOX_V8_TUNING}` },
+  };
+}
+
+/** The command that builds the snapshot (trusted: no user code runs in it). */
+export function snapshotBuildCommand(runtime: SandboxRuntime, outPath: string): ProcessCommand {
+  const workerArgs = ["build-snapshot", runtime.pyodideModuleUrl, outPath];
+  if (runtime.mode === "flags") {
+    return {
+      command: runtime.denoPath,
+      args: [
+        "run",
+        "--no-prompt",
+        "--no-config",
+        "--cached-only",
+        `--allow-read=${runtime.pyodideDir}`,
+        `--allow-write=${outPath}`,
+        runtime.workerPath,
+        ...workerArgs,
+      ],
+      env: {},
+    };
+  }
+  return { ...entry(runtime, workerArgs), env: {} };
+}
+
+function entry(runtime: SandboxRuntime, workerArgs: string[]): { command: string; args: string[] } {
+  return runtime.standalone
+    ? { command: runtime.denoPath, args: [SANDBOX_ENTRY, ...workerArgs] }
+    : {
+      command: runtime.denoPath,
+      args: ["run", "--no-prompt", "--allow-all", "--no-config", runtime.workerPath, ...workerArgs],
+    };
+}
