@@ -7,6 +7,7 @@ import { describeExecuteCode } from "./host/description.ts";
 import { createExecutor, type Executor, type ToolBridge } from "./host/executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
+import { SessionManager } from "./host/sessions.ts";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
@@ -93,6 +94,20 @@ export async function startApp(options: AppOptions): Promise<App> {
       }),
     log,
   });
+  const sessions = new SessionManager({
+    max: config.settings.max_sessions,
+    idleMs: config.settings.session_idle_s * 1000,
+    launch: (profile) =>
+      new Sandbox({
+        runtime,
+        snapshotPath,
+        profile,
+        log,
+        persistent: true,
+        prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
+      }),
+    log,
+  });
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;
   pool.warmUp(defaultProfile);
   const allowed = new Set(config.settings.allowed_profiles);
@@ -104,6 +119,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     log,
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
+    sessions,
   });
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
@@ -122,7 +138,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     log,
   });
   const close = async () => {
-    await Promise.all([pool.close(), upstream.close()]);
+    await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
     audit?.close();
   };
   return {
@@ -145,6 +161,7 @@ export async function startApp(options: AppOptions): Promise<App> {
         openAI,
         agent: agentDeps,
         skills: { store: skills, catalog: () => tools.catalog, analyse },
+        sessions,
       }),
     close,
     [Symbol.asyncDispose]: close,

@@ -43,6 +43,10 @@ export interface Settings {
   audit_log: string;
   /** Folder of saved skills. */
   skills_dir: string;
+  /** Persistent sessions open at once, over all clients. */
+  max_sessions: number;
+  /** Seconds an idle session lives. */
+  session_idle_s: number;
 }
 
 export interface Config {
@@ -232,6 +236,8 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     tool_timeout_s: 60,
     audit_log: "",
     skills_dir: defaultSkillsDir(),
+    max_sessions: 4,
+    session_idle_s: 600,
   };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
@@ -244,11 +250,18 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         }
         settings[key] = value as number;
         break;
+      case "max_sessions":
+        if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 64) {
+          throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
+        }
+        settings.max_sessions = value as number;
+        break;
+      case "session_idle_s":
       case "tool_timeout_s":
         if (typeof value !== "number" || !(value > 0)) {
           throw new TypeError(where(key) + ": must be a positive number");
         }
-        settings.tool_timeout_s = value;
+        settings[key] = value;
         break;
       case "skills_dir": {
         const dir = requireString(value, where(key));

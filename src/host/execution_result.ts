@@ -31,6 +31,15 @@ export interface ToolCallRecord {
   error?: string;
 }
 
+/** A file the script wrote to outputs/ (data in base64 unless it was omitted for size). */
+export interface ResultFile {
+  name: string;
+  size: number;
+  mime_type: string;
+  data?: string;
+  omitted?: boolean;
+}
+
 export interface ExecutionResult {
   success: boolean;
   stdout: string;
@@ -42,6 +51,8 @@ export interface ExecutionResult {
   tool_calls: { count: number; calls: ToolCallRecord[] };
   /** Messages the sandbox sent that broke the protocol and were ignored (0 normally). */
   protocol_violations: number;
+  /** Files the script wrote to outputs/. */
+  outputs: ResultFile[];
   diagnostics: Diagnostics | null;
 }
 
@@ -54,6 +65,14 @@ export function formatResultText(r: ExecutionResult): string {
   if (r.result !== null && r.result !== undefined) {
     const shown = typeof r.result === "string" ? r.result : JSON.stringify(r.result, null, 2);
     parts.push(`--- result ---\n${shown}`);
+  }
+  if (r.outputs.length > 0) {
+    const lines = r.outputs.map((f) =>
+      `outputs/${f.name} (${f.size} bytes, ${f.mime_type})${
+        f.omitted ? " omitted: over the size limit" : ""
+      }`
+    );
+    parts.push(`--- files in outputs/ ---\n${lines.join("\n")}`);
   }
   if (r.tool_calls.count > 0) {
     const lines = r.tool_calls.calls.map((c) =>

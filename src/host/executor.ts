@@ -8,6 +8,7 @@ import { checkCodeSize } from "../policy/code_size.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
 import type {
   CallToolParams,
+  OutputFile,
   Packages,
   ProgressParams,
   ToolReply,
@@ -15,9 +16,17 @@ import type {
 import type { RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
-import type { Diagnostics, ExecutionResult, ToolCallRecord } from "./execution_result.ts";
+import type {
+  Diagnostics,
+  ExecutionResult,
+  ResultFile,
+  ToolCallRecord,
+} from "./execution_result.ts";
+import { mimeType } from "./mime_types.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
+import { checkInputFiles, type FileContent } from "../policy/input_files.ts";
+import { SessionError, type SessionManager } from "./sessions.ts";
 
 /** The upstream tools as scripts see them. */
 export interface ToolBridge {
@@ -41,6 +50,10 @@ export interface ExecuteRequest {
   code: string;
   timeout_s?: number;
   profile?: string;
+  /** Run in this persistent session (opened on first use) instead of a fresh sandbox. */
+  session_id?: string;
+  /** Input files placed in the script's working folder: text, or {base64}. */
+  files?: Record<string, FileContent>;
 }
 
 export interface ExecuteOptions {
@@ -49,6 +62,8 @@ export interface ExecuteOptions {
   profileOverride?: Profile;
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
   onProgress?: (report: ProgressParams) => void;
+  /** Who is asking (one MCP connection); sessions belong to their owner. */
+  owner?: string;
 }
 
 export interface ExecutorDeps {
@@ -62,6 +77,8 @@ export interface ExecutorDeps {
   redact: Redactor;
   /** Receives one record per execution (the audit log). */
   audit?: (record: AuditRecord) => void;
+  /** Persistent sessions (absent: session_id is refused). */
+  sessions?: SessionManager;
 }
 
 export type Executor = (
@@ -108,12 +125,27 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       });
     }
 
+    const files = checkInputFiles(request.files ?? {});
+    if (typeof files === "string") return fail({ error_type: "POLICY_VIOLATION", message: files });
+
+    const owner = options.owner ?? "local";
+    const sessionId = request.session_id;
     let sandbox;
     try {
-      sandbox = await deps.pool.acquire(profile, options.signal);
+      if (sessionId !== undefined) {
+        if (!deps.sessions) throw new SessionError("Sessions are not available here");
+        sandbox = await deps.sessions.open(owner, sessionId, profile);
+      } else {
+        sandbox = await deps.pool.acquire(profile, options.signal);
+      }
     } catch (error) {
-      const busy = error instanceof PoolBusyError;
-      return fail({ error_type: busy ? "BUSY" : "SANDBOX_CRASHED", message: String(error) });
+      const busy = error instanceof PoolBusyError || /still running/.test(String(error));
+      const type = busy
+        ? "BUSY"
+        : error instanceof SessionError
+        ? "POLICY_VIOLATION"
+        : "SANDBOX_CRASHED";
+      return fail({ error_type: type, message: (error as Error).message });
     }
 
     const calls: ToolCallRecord[] = [];
@@ -141,16 +173,17 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       return reply;
     };
 
-    let outcome;
+    let outcome: RawOutcome | undefined;
+    const version = deps.tools.version;
     try {
       outcome = await sandbox.execute({
         code: request.code,
-        packages: sandbox.preparedVersion === deps.tools.version
-          ? undefined
-          : deps.tools.packages(),
+        packages: sandbox.preparedVersion === version ? undefined : deps.tools.packages(),
+        files,
         timeoutMs: timeoutS * 1000,
         memoryBytes: profile.limits.memory_mb * 1024 * 1024,
         outputBytes: profile.limits.output_bytes,
+        outputFilesBytes: profile.limits.output_files_bytes,
       }, {
         callTool,
         signal: options.signal,
@@ -158,11 +191,20 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
         onProgress: options.onProgress,
         log,
       });
+      sandbox.preparedVersion = version;
     } finally {
-      // Killed at once; reaping the process need not delay the answer (the pool tracks it).
-      void sandbox[Symbol.asyncDispose]();
+      if (sessionId !== undefined) {
+        deps.sessions!.release(owner, sessionId, outcome === undefined || outcome.stop !== null);
+      } else {
+        // Killed at once; reaping the process need not delay the answer (the pool tracks it).
+        void sandbox[Symbol.asyncDispose]();
+      }
     }
-    return toResult(outcome, profile, calls, performance.now() - started);
+    const result = toResult(outcome, profile, calls, performance.now() - started);
+    if (sessionId !== undefined && outcome.stop && result.diagnostics) {
+      result.diagnostics.message += `; session "${sessionId}" was closed and its state is lost`;
+    }
+    return result;
   };
 }
 
@@ -174,6 +216,7 @@ function toResult(
 ): ExecutionResult {
   const limit = profile.limits.output_bytes;
   const base = {
+    outputs: (outcome.reply?.outputs ?? []).map(describeOutput),
     stdout: outcome.stdout,
     stderr: outcome.stderr,
     duration_ms: round(elapsedMs),
@@ -210,6 +253,10 @@ function toResult(
   };
 }
 
+function describeOutput(file: OutputFile): ResultFile {
+  return { ...file, mime_type: mimeType(file.name) };
+}
+
 /** The sandbox promises a capped result; the host does not take its word for it. */
 function capResult(value: unknown, limit: number): unknown {
   const text = JSON.stringify(value) ?? "null";
@@ -232,6 +279,7 @@ export function failedBeforeRun(
     profile,
     tool_calls: { count: 0, calls: [] },
     protocol_violations: 0,
+    outputs: [],
     diagnostics,
   };
 }

@@ -8,6 +8,8 @@ import type { Executor } from "./executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
 import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
+import { registerSessionTools } from "./tools/sessions.ts";
+import type { SessionManager } from "./sessions.ts";
 import { searchSkills } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
@@ -28,6 +30,7 @@ export interface HostDeps {
   openAI: OpenAIModelConfig | null;
   agent: (model: ChatModel) => AgentDeps;
   skills: SkillToolsOptions;
+  sessions: SessionManager;
 }
 
 export interface Host {
@@ -44,14 +47,17 @@ export function createHost(deps: HostDeps): Host {
         "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
     },
   );
+  // Sessions belong to the connection that opened them.
+  const owner = crypto.randomUUID();
   const executeCode = registerExecuteCodeTool(server, {
-    execute: deps.execute,
+    execute: (request, options) => deps.execute(request, { ...options, owner }),
     description: deps.describeExecuteCode,
     profiles: deps.profiles,
     defaultProfile: deps.defaultProfile,
   });
   registerToolDiscovery(server, deps.catalog, (query) => searchSkills(deps.skills.store, query));
   registerSkillTools(server, deps.skills);
+  registerSessionTools(server, deps.sessions, owner);
   registerGenerateAndExecuteTool(server, {
     model: () => selectModel(deps.openAI, server.server),
     agent: deps.agent,
@@ -65,9 +71,10 @@ export function createHost(deps: HostDeps): Host {
   });
   return {
     server,
-    close: () => {
+    close: async () => {
       open = false;
-      return server.close();
+      await deps.sessions.closeOwner(owner);
+      await server.close();
     },
   };
 }

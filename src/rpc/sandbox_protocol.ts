@@ -32,6 +32,27 @@ export interface ExecuteParams {
   packages?: Packages;
   /** Cap on the JSON size of `result`. */
   result_bytes: number;
+  /** Input files, placed under the script's working folder before it runs. */
+  files?: InputFile[];
+  /** Cap on the total size of the files returned from outputs/. */
+  output_files_bytes?: number;
+  /** Run in the process's persistent scope (a session), not a fresh one. */
+  persistent?: boolean;
+}
+
+export interface InputFile {
+  /** Relative path (checked by the host). */
+  name: string;
+  /** Base64. */
+  data: string;
+}
+
+/** A file the script wrote to outputs/: its data, or only its name and size when omitted. */
+export interface OutputFile {
+  name: string;
+  size: number;
+  data?: string;
+  omitted?: boolean;
 }
 
 export interface ScriptError {
@@ -42,8 +63,8 @@ export interface ScriptError {
 }
 
 export type ExecuteReply =
-  | { ok: true; result: unknown }
-  | { ok: false; error: ScriptError };
+  | { ok: true; result: unknown; outputs?: OutputFile[] }
+  | { ok: false; error: ScriptError; outputs?: OutputFile[] };
 
 export type OutputStream = "stdout" | "stderr";
 

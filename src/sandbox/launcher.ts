@@ -12,12 +12,14 @@ import {
 import {
   type CallToolParams,
   type ExecuteReply,
+  type InputFile,
   METHOD_CALL_TOOL,
   METHOD_EXECUTE,
   METHOD_OUTPUT,
   METHOD_PREPARE,
   METHOD_PROGRESS,
   METHOD_READY,
+  type OutputFile,
   type OutputStream,
   type Packages,
   type ProgressParams,
@@ -45,6 +47,10 @@ export interface ExecutionRequest {
   code: string;
   /** Packages to install first; omit when the ones from `prepare` are current. */
   packages?: Packages;
+  /** Input files for the script's working folder. */
+  files?: InputFile[];
+  /** Cap on the files returned from outputs/ (0: none). */
+  outputFilesBytes?: number;
   timeoutMs: number;
   memoryBytes: number;
   outputBytes: number;
@@ -80,6 +86,8 @@ export interface LaunchOptions {
   log: Logger;
   /** How long boot may take before the sandbox is given up. */
   bootTimeoutMs?: number;
+  /** Keep the process and its Python scope across executions (a session). */
+  persistent?: boolean;
   /** Packages to install right after boot (part of being ready), with their version. */
   prepare?: () => { version: number; packages: Packages };
 }
@@ -107,11 +115,14 @@ export class Sandbox implements AsyncDisposable {
   #violations: string[] = [];
   #progressReports = 0;
   #used = false;
-  /** Version of the packages installed by `prepare` (-1: none). */
+  /** Version of the packages installed in the process (-1: none). */
   preparedVersion = -1;
+  /** A session's sandbox runs many scripts in one scope; others run one and die. */
+  readonly persistent: boolean;
 
   constructor(options: LaunchOptions) {
     this.profile = options.profile;
+    this.persistent = options.persistent ?? false;
     this.#log = options.log;
     const { command, args, env } = sandboxCommand(
       options.runtime,
@@ -175,11 +186,17 @@ export class Sandbox implements AsyncDisposable {
 
   /** Runs one script. A sandbox runs one script only; it is killed when this settles. */
   async execute(request: ExecutionRequest, hooks: ExecutionHooks): Promise<RawOutcome> {
-    if (this.#used) throw new Error("Cannot execute: this sandbox has already run a script");
+    if (this.#used && !this.persistent) {
+      throw new Error("Cannot execute: this sandbox has already run a script");
+    }
+    if (this.#hooks !== null) throw new Error("Cannot execute: this sandbox is running a script");
+    if (this.#stop) throw new Error("Cannot execute: this sandbox was stopped");
     this.#used = true;
     await this.ready;
     const started = performance.now();
     this.#hooks = hooks;
+    this.#violations = [];
+    this.#progressReports = 0;
     this.#stdout = new OutputBuffer("stdout", request.outputBytes);
     this.#stderr = new OutputBuffer("stderr", request.outputBytes);
 
@@ -199,12 +216,17 @@ export class Sandbox implements AsyncDisposable {
         code: request.code,
         packages: request.packages,
         result_bytes: request.outputBytes,
+        files: request.files,
+        output_files_bytes: request.outputFilesBytes ?? 0,
+        persistent: this.persistent,
       });
       const outcome = await Promise.race([
         answer.then((value) => ({ value }), (error) => ({ error })),
         this.#stopped.promise.then(() => null),
       ]);
-      if (outcome && "value" in outcome) reply = parseExecuteReply(outcome.value);
+      if (outcome && "value" in outcome) {
+        reply = parseExecuteReply(outcome.value, request.outputFilesBytes ?? 0);
+      }
       if (outcome && "error" in outcome && !this.#stop) {
         if (outcome.error instanceof RemoteError) {
           this.#halt("SANDBOX_CRASHED", `The sandbox runtime failed: ${outcome.error.message}`);
@@ -221,7 +243,8 @@ export class Sandbox implements AsyncDisposable {
       clearTimeout(timer);
       clearInterval(memoryWatch);
       hooks.signal?.removeEventListener("abort", onAbort);
-      this.kill();
+      this.#hooks = null;
+      if (!this.persistent) this.kill(); // a session's process lives on unless it was stopped
     }
     return {
       reply: this.#stop ? null : reply,
@@ -372,10 +395,36 @@ function parseCallToolParams(params: unknown): CallToolParams | null {
   return { server: p.server, tool: p.tool, arguments: args as Record<string, unknown> };
 }
 
-function parseExecuteReply(value: unknown): ExecuteReply | null {
+/** The files a sandbox says it wrote, checked and capped again on the host. */
+export function parseOutputs(value: unknown, capBytes: number): OutputFile[] {
+  if (!Array.isArray(value)) return [];
+  const files: OutputFile[] = [];
+  let budget = Math.ceil(capBytes / 3) * 4; // base64 characters
+  for (const item of value.slice(0, 50)) {
+    if (typeof item !== "object" || item === null) continue;
+    const f = item as Record<string, unknown>;
+    if (typeof f.name !== "string" || !/^[\w.\- /]{1,300}$/.test(f.name) || f.name.includes("..")) {
+      continue;
+    }
+    const size = typeof f.size === "number" && f.size >= 0 ? f.size : 0;
+    const data = typeof f.data === "string" && /^[A-Za-z0-9+/=]*$/.test(f.data)
+      ? f.data
+      : undefined;
+    if (data !== undefined && data.length <= budget) {
+      budget -= data.length;
+      files.push({ name: f.name, size, data });
+    } else {
+      files.push({ name: f.name, size, omitted: true });
+    }
+  }
+  return files;
+}
+
+function parseExecuteReply(value: unknown, outputCap: number): ExecuteReply | null {
   if (typeof value !== "object" || value === null) return null;
   const v = value as Record<string, unknown>;
-  if (v.ok === true) return { ok: true, result: v.result ?? null };
+  const outputs = parseOutputs(v.outputs, outputCap);
+  if (v.ok === true) return { ok: true, result: v.result ?? null, outputs };
   if (v.ok !== false || typeof v.error !== "object" || v.error === null) return null;
   const e = v.error as Record<string, unknown>;
   const error: ScriptError = {
@@ -384,5 +433,5 @@ function parseExecuteReply(value: unknown): ExecuteReply | null {
     traceback: typeof e.traceback === "string" ? e.traceback : "",
     lineno: typeof e.lineno === "number" ? e.lineno : null,
   };
-  return { ok: false, error };
+  return { ok: false, error, outputs };
 }

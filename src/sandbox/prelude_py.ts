@@ -9,8 +9,8 @@
  * Changing this text changes the snapshot key, so the snapshot is rebuilt on next start.
  */
 export const PRELUDE_PY = String.raw`
-import ast, asyncio, builtins, importlib, importlib.abc, importlib.util, json, linecache, sys
-import traceback, types
+import ast, asyncio, base64, builtins, importlib, importlib.abc, importlib.util, json, linecache
+import os, shutil, sys, traceback, types
 from pyodide.code import CodeRunner
 import inspect
 from pyodide.ffi import run_sync
@@ -221,12 +221,26 @@ def prepare(request_json):
         install_modules(package, sources)
 
 
+_session_scope = None
+
+
 def execute(request_json):
-    """The sandbox's one job: install changed packages, run the code, answer in JSON."""
+    """The sandbox's one job: install changed packages, place the input files, run the code,
+    answer in JSON with the files it wrote to outputs/. A persistent session keeps its scope."""
+    global _session_scope
     request = _loads(request_json)
     for package, sources in (request.get("packages") or {}).items():
         install_modules(package, sources)
-    return run(request["code"], request["result_bytes"])
+    place_files(request.get("files") or [])
+    reset_outputs()
+    scope = None
+    if request.get("persistent"):
+        if _session_scope is None:
+            _session_scope = new_scope()
+        scope = _session_scope
+    outcome = run(request["code"], request["result_bytes"], scope)
+    outcome["outputs"] = collect_outputs(request.get("output_files_bytes", 0))
+    return to_json(outcome)
 
 
 _WARM_MODULE = """
@@ -253,6 +267,14 @@ def warm_up():
     )
     run("x = [1, 2.5, None, 'text']\nprint(x)\nx", 1000)
     run("def g():\n    return 1 / 0\ng()", 1000)
+    execute(_dumps({
+        "code": "open('outputs/w.txt', 'w').write(open('w_in.txt').read())",
+        "files": [{"name": "w_in.txt", "data": "dw=="}],
+        "result_bytes": 100,
+        "output_files_bytes": 100,
+    }))
+    os.remove(os.path.join(HOME, "w_in.txt"))
+    reset_outputs()
     for name in [n for n in sys.modules if n.startswith("_codemode_warm")]:
         del sys.modules[name]
     for name in [n for n in _generated.sources if n.startswith("_codemode_warm")]:
@@ -303,14 +325,20 @@ def json_safe(value, limit):
     return shown
 
 
-def run(code, result_limit):
-    """Runs a script; returns a JSON string {ok, result} or {ok: false, error}.
+def new_scope():
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def run(code, result_limit, scope=None):
+    """Runs a script; returns {ok, result} or {ok: false, error}.
 
     Called with JSPI enabled (PyProxy.callPromising), so tool calls and top-level await can
     suspend Python while JavaScript waits; a script without await never touches the event loop.
+    A persistent session passes the same scope every time.
     """
     linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
-    scope = {"__name__": "__main__", "__builtins__": builtins}
+    if scope is None:
+        scope = new_scope()
     try:
         runner = CodeRunner(code, filename=SCRIPT, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
         if runner.code.co_flags & inspect.CO_COROUTINE:
@@ -327,9 +355,49 @@ def run(code, result_limit):
         outcome = {"ok": False, "error": describe_error(exc)}
     sys.stdout.flush()
     sys.stderr.flush()
+    return outcome
+
+
+def to_json(outcome):
     try:
         return _dumps(outcome)
     except (TypeError, ValueError):
         outcome["result"] = repr(outcome.get("result"))
         return _dumps(outcome)
+
+
+HOME = "/home/pyodide"
+OUTPUTS = HOME + "/outputs"
+
+
+def place_files(files):
+    """Writes the caller's input files (names already checked by the host) under HOME."""
+    for f in files:
+        path = os.path.join(HOME, f["name"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(f["data"]))
+
+
+def reset_outputs():
+    shutil.rmtree(OUTPUTS, ignore_errors=True)
+    os.makedirs(OUTPUTS, exist_ok=True)
+
+
+def collect_outputs(limit_bytes, limit_files=50):
+    """Files the script wrote to outputs/, base64, within the limits (others listed, omitted)."""
+    found, total = [], 0
+    for root, _dirs, names in os.walk(OUTPUTS):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, OUTPUTS)
+            size = os.path.getsize(path)
+            if len(found) >= limit_files or total + size > limit_bytes:
+                found.append({"name": rel, "size": size, "omitted": True})
+                continue
+            with open(path, "rb") as fh:
+                data = fh.read()
+            total += size
+            found.append({"name": rel, "size": size, "data": base64.b64encode(data).decode()})
+    return found
 `;

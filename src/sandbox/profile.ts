@@ -21,6 +21,8 @@ export interface Limits {
   /** Largest accepted `code`, in characters and in lines. */
   code_chars: number;
   code_lines: number;
+  /** Cap on the files a script returns from outputs/, in bytes. */
+  output_files_bytes: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
@@ -31,6 +33,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   tool_calls: 200,
   code_chars: 8_000,
   code_lines: 400,
+  output_files_bytes: 2 * 1024 * 1024,
 });
 
 /** A host folder the sandbox may use. */

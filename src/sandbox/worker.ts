@@ -199,6 +199,8 @@ async function serve(
   }
 
   let executed = false;
+  let running = false;
+  let persistent = false;
   const finished = Promise.withResolvers<void>();
   const served: JsonRpcChannel = new JsonRpcChannel({
     readable: Deno.stdin.readable,
@@ -210,16 +212,19 @@ async function serve(
           await prepareInPython.callPromising(JSON.stringify(params));
           return {};
         }
-        if (method !== METHOD_EXECUTE || executed) {
+        if (method !== METHOD_EXECUTE || (executed && !persistent) || running) {
           throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
         }
         executed = true;
+        running = true;
+        persistent = (params as { persistent?: boolean }).persistent === true;
         forwarding = true;
         try {
           const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
           return JSON.parse(replyJson) as ExecuteReply;
         } finally {
-          finished.resolve();
+          running = false;
+          if (!persistent) finished.resolve(); // a session serves until the host kills it
         }
       },
       onNotification() {},

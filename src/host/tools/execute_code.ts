@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { ExecuteRequest, Executor } from "../executor.ts";
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../execution_result.ts";
+import { isText } from "../mime_types.ts";
 
 export interface ExecuteCodeToolOptions {
   execute: Executor;
@@ -32,6 +33,12 @@ export const executionResultShape = {
   profile: z.string(),
   tool_calls: z.object({ count: z.number(), calls: z.array(toolCallRecord) }),
   protocol_violations: z.number(),
+  outputs: z.array(z.object({
+    name: z.string(),
+    size: z.number(),
+    mime_type: z.string(),
+    omitted: z.boolean().optional(),
+  })),
   diagnostics: z.object({
     error_type: z.string(),
     message: z.string(),
@@ -54,13 +61,22 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
       profile: z.enum(options.profiles as [string, ...string[]]).optional().describe(
         `Permission profile (default "${options.defaultProfile}").`,
       ),
+      session_id: z.string().max(64).optional().describe(
+        "Keep variables and imports across calls: the first call with a new id opens a persistent session; later calls with the same id continue it. Omit for a fresh sandbox.",
+      ),
+      files: z.record(z.string(), z.union([z.string(), z.object({ base64: z.string() })]))
+        .optional()
+        .describe(
+          "Input files placed in the working folder before the run: name -> text, or {base64}. Files the script writes to outputs/ come back with the result.",
+        ),
     },
     outputSchema: executionResultShape,
     annotations: { openWorldHint: true },
     // The SDK's inference of these types fails under this TypeScript; they are spelled out.
   }, async (args: ExecuteRequest, extra: RequestExtra) => {
-    const live = liveFeedback(extra);
+    const { flush, ...live } = liveFeedback(extra);
     const result = await options.execute(args, { signal: extra.signal, ...live });
+    await flush(); // notifications about a request must reach the client before its result
     return toToolResult(result);
   });
 }
@@ -80,8 +96,12 @@ export interface RequestExtra {
  * the client on stdio and on HTTP alike.
  */
 export function liveFeedback(extra: RequestExtra) {
-  const send = (method: string, params: Record<string, unknown>) =>
-    void extra.sendNotification({ method, params }).catch(() => {});
+  const pending = new Set<Promise<void>>();
+  const send = (method: string, params: Record<string, unknown>) => {
+    const sent = extra.sendNotification({ method, params }).catch(() => {});
+    pending.add(sent);
+    void sent.finally(() => pending.delete(sent));
+  };
   const token = extra._meta?.progressToken;
   return {
     onOutput: (stream: "stdout" | "stderr", text: string) =>
@@ -94,13 +114,35 @@ export function liveFeedback(extra: RequestExtra) {
       ? undefined
       : (report: ProgressParams) =>
         send("notifications/progress", { progressToken: token, ...report }),
+    flush: async () => {
+      await Promise.all([...pending]);
+    },
   };
 }
 
+/**
+ * The MCP result: a text block, then each returned file (images as image content, others as
+ * embedded resources); structured content lists the files without their data.
+ */
 export function toToolResult(result: ExecutionResult) {
+  const files = result.outputs.filter((f) => f.data !== undefined).map((f) => {
+    if (/^image\/(png|jpeg|gif|webp)$/.test(f.mime_type)) {
+      return { type: "image" as const, data: f.data!, mimeType: f.mime_type };
+    }
+    const uri = `codemode://outputs/${f.name}`;
+    const resource = isText(f.mime_type)
+      ? { uri, mimeType: f.mime_type, text: new TextDecoder().decode(decodeBase64(f.data!)) }
+      : { uri, mimeType: f.mime_type, blob: f.data! };
+    return { type: "resource" as const, resource };
+  });
+  const listed = result.outputs.map(({ data: _, ...meta }) => meta);
   return {
-    content: [{ type: "text" as const, text: formatResultText(result) }],
-    structuredContent: result as unknown as Record<string, unknown>,
+    content: [{ type: "text" as const, text: formatResultText(result) }, ...files],
+    structuredContent: { ...result, outputs: listed } as unknown as Record<string, unknown>,
     isError: !result.success,
   };
+}
+
+function decodeBase64(data: string): Uint8Array {
+  return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
 }

@@ -1,0 +1,172 @@
+/**
+ * Persistent sessions: a named sandbox that keeps its Python scope across `execute_code` calls
+ * (a REPL for agents). Sessions belong to the MCP connection that opened them, so two clients
+ * using the same name never share one; they expire when idle, and their number is capped.
+ */
+import type { Logger } from "../log.ts";
+import type { Sandbox } from "../sandbox/launcher.ts";
+import type { Profile } from "../sandbox/profile.ts";
+
+export interface SessionInfo {
+  session_id: string;
+  profile: string;
+  created: string;
+  last_used: string;
+  executions: number;
+  busy: boolean;
+}
+
+interface Session {
+  owner: string;
+  id: string;
+  sandbox: Sandbox;
+  created: Date;
+  lastUsed: number;
+  executions: number;
+  busy: boolean;
+}
+
+export class SessionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SessionError";
+  }
+}
+
+export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export interface SessionOptions {
+  max: number;
+  idleMs: number;
+  /** Starts a persistent sandbox for a profile. */
+  launch: (profile: Profile) => Sandbox;
+  log: Logger;
+}
+
+export class SessionManager implements AsyncDisposable {
+  readonly #sessions = new Map<string, Session>();
+  readonly #options: SessionOptions;
+  readonly #sweeper: ReturnType<typeof setInterval>;
+
+  constructor(options: SessionOptions) {
+    this.#options = options;
+    this.#sweeper = setInterval(
+      () => this.#expire(),
+      Math.min(30_000, Math.max(1000, options.idleMs / 4)),
+    );
+  }
+
+  /**
+   * The session's sandbox, started on first use, marked busy until `release`. Throws
+   * SessionError when the id is malformed, the cap is reached, the session is busy, or it was
+   * opened with another profile.
+   */
+  async open(owner: string, id: string, profile: Profile): Promise<Sandbox> {
+    if (!SESSION_ID.test(id)) {
+      throw new SessionError(
+        `session_id must be 1-64 letters, digits, _ or -; got ${JSON.stringify(id.slice(0, 80))}`,
+      );
+    }
+    const key = `${owner}\0${id}`;
+    let session = this.#sessions.get(key);
+    if (session && session.sandbox.profile.name !== profile.name) {
+      throw new SessionError(
+        `Session "${id}" runs under profile "${session.sandbox.profile.name}", not "${profile.name}"`,
+      );
+    }
+    if (session?.busy) throw new SessionError(`Session "${id}" is still running a script`);
+    if (!session) {
+      if (this.#sessions.size >= this.#options.max) {
+        throw new SessionError(
+          `Cannot open session "${id}": ${this.#options.max} sessions are open (the limit); close one with close_session`,
+        );
+      }
+      const sandbox = this.#options.launch(profile);
+      session = {
+        owner,
+        id,
+        sandbox,
+        created: new Date(),
+        lastUsed: Date.now(),
+        executions: 0,
+        busy: true,
+      };
+      this.#sessions.set(key, session);
+      // A session whose process dies is gone (unless the id was reopened meanwhile).
+      void sandbox.exited.then(() => {
+        if (this.#sessions.get(key)?.sandbox === sandbox) this.#sessions.delete(key);
+      });
+      try {
+        await sandbox.ready;
+      } catch (error) {
+        this.#sessions.delete(key);
+        throw error;
+      }
+      this.#options.log.info("session opened", { session: id, profile: profile.name });
+    }
+    session.busy = true;
+    return session.sandbox;
+  }
+
+  /** Marks the session idle again (or forgets it when its sandbox was stopped). */
+  release(owner: string, id: string, stopped: boolean): void {
+    const key = `${owner}\0${id}`;
+    const session = this.#sessions.get(key);
+    if (!session) return;
+    session.busy = false;
+    session.executions++;
+    session.lastUsed = Date.now();
+    if (stopped) {
+      this.#sessions.delete(key);
+      session.sandbox.kill();
+    }
+  }
+
+  list(owner: string): SessionInfo[] {
+    return [...this.#sessions.values()].filter((s) => s.owner === owner).map((s) => ({
+      session_id: s.id,
+      profile: s.sandbox.profile.name,
+      created: s.created.toISOString(),
+      last_used: new Date(s.lastUsed).toISOString(),
+      executions: s.executions,
+      busy: s.busy,
+    }));
+  }
+
+  /** Closes a session; returns whether it existed. */
+  async close(owner: string, id: string): Promise<boolean> {
+    const key = `${owner}\0${id}`;
+    const session = this.#sessions.get(key);
+    if (!session) return false;
+    this.#sessions.delete(key);
+    await session.sandbox[Symbol.asyncDispose]();
+    return true;
+  }
+
+  /** Closes every session of one owner (its connection went away). */
+  async closeOwner(owner: string): Promise<void> {
+    const mine = [...this.#sessions.values()].filter((s) => s.owner === owner);
+    await Promise.all(mine.map((s) => this.close(owner, s.id)));
+  }
+
+  #expire(): void {
+    const now = Date.now();
+    for (const session of this.#sessions.values()) {
+      if (!session.busy && now - session.lastUsed > this.#options.idleMs) {
+        this.#options.log.info("session expired", { session: session.id });
+        void this.close(session.owner, session.id);
+      }
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    clearInterval(this.#sweeper);
+    const all = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.all(all.map((s) => s.sandbox[Symbol.asyncDispose]()));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.closeAll();
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * `list_sessions` and `close_session`: the persistent sessions of this connection.
+ */
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import type { SessionManager } from "../sessions.ts";
+
+export function registerSessionTools(server: McpServer, sessions: SessionManager, owner: string) {
+  server.registerTool("list_sessions", {
+    title: "List persistent sessions",
+    description: "The persistent sessions this connection opened with execute_code's session_id.",
+    inputSchema: {},
+    annotations: { readOnlyHint: true },
+  }, () => {
+    const list = sessions.list(owner);
+    const text = list.length === 0
+      ? "No open sessions."
+      : list.map((s) =>
+        `${s.session_id} (profile ${s.profile}, ${s.executions} runs, last used ${s.last_used}${
+          s.busy ? ", running" : ""
+        })`
+      ).join("\n");
+    return { content: [{ type: "text" as const, text }], structuredContent: { sessions: list } };
+  });
+
+  server.registerTool("close_session", {
+    title: "Close a persistent session",
+    description: "Closes a session and discards its state (its sandbox process is killed).",
+    inputSchema: { session_id: z.string().max(64) },
+  }, async (args: { session_id: string }) => {
+    const closed = await sessions.close(owner, args.session_id);
+    return {
+      content: [{
+        type: "text" as const,
+        text: closed
+          ? `Closed session ${args.session_id}.`
+          : `Cannot close session: no session "${args.session_id}"`,
+      }],
+      isError: !closed,
+    };
+  });
+}

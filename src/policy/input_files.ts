@@ -1,0 +1,53 @@
+/**
+ * The caller's input files for a script: names must be plain relative paths, and the total size
+ * is capped. Decided on the host before a sandbox is touched.
+ */
+import type { InputFile } from "../rpc/sandbox_protocol.ts";
+
+export type FileContent = string | { base64: string };
+
+const NAME = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
+export const MAX_INPUT_FILES = 50;
+export const MAX_INPUT_BYTES = 8 * 1024 * 1024;
+
+/** The files as the sandbox receives them, or a message naming what is wrong. */
+export function checkInputFiles(files: Record<string, FileContent>): InputFile[] | string {
+  const entries = Object.entries(files);
+  if (entries.length > MAX_INPUT_FILES) {
+    return `At most ${MAX_INPUT_FILES} input files, got ${entries.length}`;
+  }
+  const out: InputFile[] = [];
+  let total = 0;
+  for (const [name, content] of entries) {
+    if (
+      !NAME.test(name) || name.split("/").some((part) => part === "." || part === "..") ||
+      name.startsWith("outputs/")
+    ) {
+      return `Input file name "${
+        name.slice(0, 100)
+      }" must be a relative path of letters, digits, ., _ and - (not under outputs/)`;
+    }
+    let data: string;
+    if (typeof content === "string") {
+      data = encodeBase64(new TextEncoder().encode(content));
+    } else if (
+      typeof content?.base64 === "string" && /^[A-Za-z0-9+/]*={0,2}$/.test(content.base64)
+    ) {
+      data = content.base64;
+    } else {
+      return `Input file "${name}" must be text or {"base64": "..."}`;
+    }
+    total += Math.floor(data.length * 3 / 4);
+    if (total > MAX_INPUT_BYTES) return `Input files exceed ${MAX_INPUT_BYTES} bytes in total`;
+    out.push({ name, data });
+  }
+  return out;
+}
+
+export function encodeBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}

@@ -1,0 +1,171 @@
+/**
+ * Persistent sessions, and files in and out of a script.
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { childEnv, delay, MAIN, ROOT, startServer, type TestServer } from "./_helpers.ts";
+
+async function sessionConfig(idleSeconds = 60): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    `${dir}/mcp_servers.json`,
+    JSON.stringify({
+      servers: {},
+      settings: {
+        pool_size: 1,
+        max_sessions: 3,
+        session_idle_s: idleSeconds,
+        permissions_dir: `${ROOT}permissions`,
+      },
+    }),
+  );
+  return `${dir}/mcp_servers.json`;
+}
+
+async function tool(server: TestServer, name: string, args: Record<string, unknown> = {}) {
+  const reply = await server.client.callTool({ name, arguments: args });
+  return {
+    isError: reply.isError === true,
+    data: reply.structuredContent as Record<string, unknown>,
+  };
+}
+
+Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (t) => {
+  await using server = await startServer({ args: ["--config", await sessionConfig()] });
+
+  await t.step("variables and imports persist within a session", async () => {
+    const first = await server.execute(
+      { code: "import json\ncounter = 41", session_id: "s1" } as never,
+    );
+    assert.equal(first.success, true, first.text);
+    const second = await server.execute(
+      { code: "counter += 1\njson.dumps(counter)", session_id: "s1" } as never,
+    );
+    assert.equal(second.result, "42", second.text);
+  });
+
+  await t.step("other sessions and one-shot runs see nothing of it", async () => {
+    const other = await server.execute(
+      { code: "'counter' in globals()", session_id: "s2" } as never,
+    );
+    assert.equal(other.result, false);
+    const oneShot = await server.execute({ code: "'counter' in globals()" });
+    assert.equal(oneShot.result, false);
+    const sessions = (await tool(server, "list_sessions")).data.sessions as {
+      session_id: string;
+    }[];
+    assert.deepEqual(sessions.map((s) => s.session_id).sort(), ["s1", "s2"]);
+  });
+
+  await t.step("another connection using the same id gets its own session", async () => {
+    const client = new Client({ name: "second", version: "0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: Deno.execPath(),
+        args: ["run", "--no-prompt", "-A", MAIN, "serve", "--config", await sessionConfig()],
+        env: childEnv(),
+        stderr: "ignore",
+        cwd: ROOT,
+      }),
+    );
+    const reply = await client.callTool({
+      name: "execute_code",
+      arguments: { code: "'counter' in globals()", session_id: "s1" },
+    });
+    assert.equal((reply.structuredContent as { result: unknown }).result, false);
+    await client.close();
+  });
+
+  await t.step("a timeout ends the session and says so; the id then starts afresh", async () => {
+    const stuck = await server.execute(
+      { code: "while True:\n    pass", session_id: "s1", timeout_s: 1 } as never,
+    );
+    assert.equal(stuck.diagnostics?.error_type, "TIMEOUT");
+    assert.match(stuck.diagnostics!.message, /session "s1" was closed and its state is lost/);
+    const fresh = await server.execute(
+      { code: "'counter' in globals()", session_id: "s1" } as never,
+    );
+    assert.equal(fresh.result, false);
+  });
+
+  await t.step("close_session discards a session", async () => {
+    assert.equal((await tool(server, "close_session", { session_id: "s2" })).isError, false);
+    assert.equal((await tool(server, "close_session", { session_id: "s2" })).isError, true);
+  });
+
+  await t.step("the number of sessions is capped", async () => {
+    await server.execute({ code: "1", session_id: "s3" } as never);
+    await server.execute({ code: "1", session_id: "s4" } as never);
+    const over = await server.execute({ code: "1", session_id: "s5" } as never);
+    assert.equal(over.diagnostics?.error_type, "POLICY_VIOLATION");
+    assert.match(over.diagnostics!.message, /3 sessions are open \(the limit\)/);
+  });
+});
+
+Deno.test("idle sessions expire", async () => {
+  await using server = await startServer({ args: ["--config", await sessionConfig(1)] });
+  await server.execute({ code: "x = 1", session_id: "short-lived" } as never);
+  let open = 1;
+  for (let i = 0; i < 100 && open > 0; i++) {
+    await delay(200);
+    open = ((await tool(server, "list_sessions")).data.sessions as unknown[]).length;
+  }
+  assert.equal(open, 0);
+});
+
+// A 1x1 PNG.
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+Deno.test("files go in with the call and come back from outputs/", async () => {
+  await using server = await startServer({ args: ["--config", await sessionConfig()] });
+  const reply = await server.client.callTool({
+    name: "execute_code",
+    arguments: {
+      files: { "data/numbers.csv": "a,b\n1,2\n3,4\n", "pixel.png": { base64: PNG } },
+      code: [
+        "import csv, os",
+        "rows = list(csv.DictReader(open('data/numbers.csv')))",
+        "open('outputs/sum.txt', 'w').write(str(sum(int(r['a']) + int(r['b']) for r in rows)))",
+        "open('outputs/copy.png', 'wb').write(open('pixel.png', 'rb').read())",
+        "open('outputs/huge.bin', 'wb').write(b'x' * (3 * 1024 * 1024))",
+        "sorted(os.listdir('outputs'))",
+      ].join("\n"),
+    },
+  });
+  assert.equal(reply.isError, false, JSON.stringify(reply).slice(0, 500));
+  const content = reply.content as {
+    type: string;
+    text?: string;
+    data?: string;
+    mimeType?: string;
+    resource?: { uri: string; text?: string };
+  }[];
+  const image = content.find((c) => c.type === "image");
+  assert.equal(image?.mimeType, "image/png");
+  assert.equal(image?.data, PNG);
+  const text = content.find((c) => c.type === "resource");
+  assert.deepEqual(text?.resource, {
+    uri: "codemode://outputs/sum.txt",
+    mimeType: "text/plain",
+    text: "10",
+  });
+  const outputs = (reply.structuredContent as { outputs: Record<string, unknown>[] }).outputs;
+  assert.deepEqual(outputs.map((o) => [o.name, o.omitted ?? false]), [
+    ["copy.png", false],
+    ["huge.bin", true],
+    ["sum.txt", false],
+  ]);
+  assert.ok(
+    outputs.every((o) => !("data" in o)),
+    "structured content lists files without their data",
+  );
+
+  const bad = await server.client.callTool({
+    name: "execute_code",
+    arguments: { code: "1", files: { "../escape.txt": "x" } },
+  });
+  assert.equal(bad.isError, true);
+  assert.match((bad.content as { text: string }[])[0]!.text, /must be a relative path/);
+});
