@@ -8,6 +8,7 @@ import { createExecutor, type Executor, type ToolBridge } from "./host/executor.
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./host/sessions.ts";
+import { WheelFolder } from "./packages/wheels.ts";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
@@ -120,6 +121,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
     sessions,
+    wheels: new WheelFolder(config.settings.wheels_dir),
   });
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");

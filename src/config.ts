@@ -47,6 +47,8 @@ export interface Settings {
   max_sessions: number;
   /** Seconds an idle session lives. */
   session_idle_s: number;
+  /** Folder of Python wheels scripts may install ("" for none). */
+  wheels_dir: string;
 }
 
 export interface Config {
@@ -238,6 +240,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     skills_dir: defaultSkillsDir(),
     max_sessions: 4,
     session_idle_s: 600,
+    wheels_dir: "",
   };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
@@ -263,6 +266,11 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         }
         settings[key] = value;
         break;
+      case "wheels_dir": {
+        const dir = requireString(value, where(key));
+        settings.wheels_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
+        break;
+      }
       case "skills_dir": {
         const dir = requireString(value, where(key));
         settings.skills_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);

@@ -16,14 +16,16 @@ export function describeExecuteCode(profile: Profile, toolIndex: string): string
     "(combine with asyncio.gather). A failed tool raises mcp_tools.ToolError naming server and tool;",
     "a call the policy refuses raises ToolDenied. Use search_tools / get_tool_docs for signatures.",
     "",
-    "The sandbox: Python standard library only (no pip); no network" +
+    "The sandbox: Python standard library, plus packages you name in `packages` when the server has",
+    "their wheels (no pip, no package index); no network" +
     (profile.net.length ? ` except ${profile.net.join(", ")}` : "") +
     "; no host files" +
     (profile.folders.length
       ? ` except ${profile.folders.map((f) => `${f.mount} (${f.mode})`).join(", ")}`
       : "") +
-    "; no environment variables; no subprocesses. Nothing persists between calls: every call",
-    "starts from a clean interpreter.",
+    "; no environment variables; no subprocesses. Every call starts from a clean interpreter,",
+    "unless you pass the same session_id to keep variables between calls. files go in; files",
+    "written to outputs/ come back.",
     `Limits (profile "${profile.name}"): ${l.timeout_s} s timeout (timeout_s up to ${l.max_timeout_s}),`,
     `${l.memory_mb} MB memory, ${l.output_bytes} bytes per output stream, ${l.tool_calls} tool calls,`,
     `${l.code_chars} characters / ${l.code_lines} lines of code.`,

@@ -27,6 +27,7 @@ import type { Redactor } from "../policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import { checkInputFiles, type FileContent } from "../policy/input_files.ts";
 import { SessionError, type SessionManager } from "./sessions.ts";
+import { type ResolvedWheel, scriptDependencies, type WheelFolder } from "../packages/wheels.ts";
 
 /** The upstream tools as scripts see them. */
 export interface ToolBridge {
@@ -54,6 +55,8 @@ export interface ExecuteRequest {
   session_id?: string;
   /** Input files placed in the script's working folder: text, or {base64}. */
   files?: Record<string, FileContent>;
+  /** Python packages to install first (besides those in a PEP 723 block of the code). */
+  packages?: string[];
 }
 
 export interface ExecuteOptions {
@@ -79,6 +82,8 @@ export interface ExecutorDeps {
   audit?: (record: AuditRecord) => void;
   /** Persistent sessions (absent: session_id is refused). */
   sessions?: SessionManager;
+  /** Where requested Python packages come from. */
+  wheels?: WheelFolder;
 }
 
 export type Executor = (
@@ -127,6 +132,23 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
 
     const files = checkInputFiles(request.files ?? {});
     if (typeof files === "string") return fail({ error_type: "POLICY_VIOLATION", message: files });
+    const wanted = [...(request.packages ?? []), ...scriptDependencies(request.code)];
+    let wheels: ResolvedWheel[] = [];
+    if (wanted.length > 0) {
+      const found = deps.wheels
+        ? await deps.wheels.resolve(wanted)
+        : { wheels: [], missing: wanted };
+      if (found.missing.length > 0) {
+        return fail({
+          error_type: "PACKAGE_UNAVAILABLE",
+          message:
+            `Cannot install ${found.missing.join(", ")}: no wheel in the local wheel folder` +
+            (deps.wheels?.dir ? ` (${deps.wheels.dir})` : " (settings.wheels_dir is not set)") +
+            "; the sandbox has no package index",
+        });
+      }
+      wheels = found.wheels;
+    }
 
     const owner = options.owner ?? "local";
     const sessionId = request.session_id;
@@ -180,6 +202,7 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
         code: request.code,
         packages: sandbox.preparedVersion === version ? undefined : deps.tools.packages(),
         files,
+        wheels,
         timeoutMs: timeoutS * 1000,
         memoryBytes: profile.limits.memory_mb * 1024 * 1024,
         outputBytes: profile.limits.output_bytes,

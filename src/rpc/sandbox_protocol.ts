@@ -38,6 +38,8 @@ export interface ExecuteParams {
   output_files_bytes?: number;
   /** Run in the process's persistent scope (a session), not a fresh one. */
   persistent?: boolean;
+  /** Wheels to install into site-packages before the run. */
+  wheels?: { name: string; file: string; data: string }[];
 }
 
 export interface InputFile {

@@ -49,6 +49,8 @@ export interface ExecutionRequest {
   packages?: Packages;
   /** Input files for the script's working folder. */
   files?: InputFile[];
+  /** Wheels to install before the run. */
+  wheels?: { name: string; file: string; data: string }[];
   /** Cap on the files returned from outputs/ (0: none). */
   outputFilesBytes?: number;
   timeoutMs: number;
@@ -217,6 +219,7 @@ export class Sandbox implements AsyncDisposable {
         packages: request.packages,
         result_bytes: request.outputBytes,
         files: request.files,
+        wheels: request.wheels,
         output_files_bytes: request.outputFilesBytes ?? 0,
         persistent: this.persistent,
       });

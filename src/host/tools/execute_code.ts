@@ -64,6 +64,9 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
       session_id: z.string().max(64).optional().describe(
         "Keep variables and imports across calls: the first call with a new id opens a persistent session; later calls with the same id continue it. Omit for a fresh sandbox.",
       ),
+      packages: z.array(z.string().max(100)).max(20).optional().describe(
+        "Python packages to install first, from the server's local wheel folder (a PEP 723 '# /// script' block in the code works too).",
+      ),
       files: z.record(z.string(), z.union([z.string(), z.object({ base64: z.string() })]))
         .optional()
         .describe(

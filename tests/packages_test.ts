@@ -1,0 +1,93 @@
+/**
+ * Python packages from a local wheel folder. The wheel is built by the test itself (inside a
+ * sandbox, with Python's zipfile); nothing reaches the network.
+ */
+import assert from "node:assert/strict";
+import { normalizeName, parseWheelName, scriptDependencies } from "../src/packages/wheels.ts";
+import { ROOT, startServer } from "./_helpers.ts";
+
+Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
+  assert.equal(normalizeName("Tiny_Math.Utils"), "tiny-math-utils");
+  assert.deepEqual(parseWheelName("tiny_math-1.2.0-py3-none-any.whl"), {
+    distribution: "tiny-math",
+    version: "1.2.0",
+    file: "tiny_math-1.2.0-py3-none-any.whl",
+  });
+  assert.equal(parseWheelName("numpy-2.0.0-cp312-cp312-manylinux_x86_64.whl"), null);
+  assert.ok(parseWheelName("numpy-2.2.5-cp313-cp313-pyodide_2025_0_wasm32.whl"));
+  assert.deepEqual(
+    scriptDependencies(
+      '# /// script\n# dependencies = [\n#   "tinymath>=1",\n#   "other[extra]",\n# ]\n# ///\nprint(1)',
+    ),
+    ["tinymath", "other"],
+  );
+  assert.deepEqual(scriptDependencies("print('no block')"), []);
+});
+
+const BUILD_WHEEL = `
+import zipfile
+with zipfile.ZipFile("outputs/tinymath-1.0.0-py3-none-any.whl", "w") as whl:
+    whl.writestr("tinymath/__init__.py", "def double(x):\\n    return 2 * x\\n")
+    whl.writestr("tinymath-1.0.0.dist-info/METADATA", "Metadata-Version: 2.1\\nName: tinymath\\nVersion: 1.0.0\\n")
+    whl.writestr("tinymath-1.0.0.dist-info/WHEEL", "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    whl.writestr("tinymath-1.0.0.dist-info/RECORD", "")
+"built"
+`;
+
+Deno.test("scripts install pure-Python wheels from the local folder", async (t) => {
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/wheels`);
+  await Deno.writeTextFile(
+    `${dir}/mcp_servers.json`,
+    JSON.stringify({
+      servers: {},
+      settings: { pool_size: 1, wheels_dir: "wheels", permissions_dir: `${ROOT}permissions` },
+    }),
+  );
+  await using server = await startServer({ args: ["--config", `${dir}/mcp_servers.json`] });
+
+  await t.step("a wheel built in a sandbox lands in the wheel folder", async () => {
+    const reply = await server.client.callTool({
+      name: "execute_code",
+      arguments: { code: BUILD_WHEEL },
+    });
+    const image = (reply.content as { type: string; resource?: { blob?: string; uri: string } }[])
+      .find((c) => c.resource?.uri.endsWith(".whl"));
+    assert.ok(image?.resource?.blob, JSON.stringify(reply).slice(0, 400));
+    await Deno.writeFile(
+      `${dir}/wheels/tinymath-1.0.0-py3-none-any.whl`,
+      Uint8Array.from(atob(image.resource.blob), (c) => c.charCodeAt(0)),
+    );
+  });
+
+  await t.step("packages installs it before the script runs", async () => {
+    const r = await server.execute(
+      { code: "import tinymath\ntinymath.double(21)", packages: ["TinyMath"] } as never,
+    );
+    assert.equal(r.success, true, r.text);
+    assert.equal(r.result, 42);
+  });
+
+  await t.step("so does a PEP 723 block", async () => {
+    const r = await server.execute({
+      code:
+        '# /// script\n# dependencies = ["tinymath"]\n# ///\nfrom tinymath import double\ndouble(5)',
+    });
+    assert.equal(r.result, 10, r.text);
+  });
+
+  await t.step("without it, the package is not there", async () => {
+    const r = await server.execute({ code: "import tinymath" });
+    assert.equal(r.diagnostics?.error_type, "ModuleNotFoundError");
+  });
+
+  await t.step("a missing package is a clear error before anything runs", async () => {
+    const r = await server.execute(
+      { code: "print('ran')", packages: ["no-such-package"] } as never,
+    );
+    assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE");
+    assert.match(r.diagnostics!.message, /no-such-package: no wheel in the local wheel folder/);
+    assert.equal(r.stdout, "");
+  });
+  await Deno.remove(dir, { recursive: true });
+});
