@@ -41,6 +41,6 @@ Deno.test("the snapshot is built on first use, and a corrupt one is detected and
     memoryBytes: 512 * 1024 * 1024,
     outputBytes: 65536,
   }, { callTool: () => Promise.resolve({ error: { kind: "invalid", message: "none" } }) });
-  assert.deepEqual(outcome.reply, { ok: true, result: "prelude" });
+  assert.deepEqual(outcome.reply, { ok: true, result: "prelude", outputs: [] });
   await Deno.remove(cacheDir, { recursive: true });
 });
