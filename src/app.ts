@@ -81,32 +81,26 @@ export async function startApp(options: AppOptions): Promise<App> {
     },
     call: (server, tool, args) => tools.call(server, tool, args),
   };
+  const launch = (profile: Profile, persistent: boolean) =>
+    new Sandbox({
+      runtime,
+      snapshotPath,
+      profile,
+      log,
+      persistent,
+      prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
+    });
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
     maxBooting: 2,
     maxWaiting: config.settings.max_waiting,
-    launch: (profile) =>
-      new Sandbox({
-        runtime,
-        snapshotPath,
-        profile,
-        log,
-        prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
-      }),
+    launch: (profile) => launch(profile, false),
     log,
   });
   const sessions = new SessionManager({
     max: config.settings.max_sessions,
     idleMs: config.settings.session_idle_s * 1000,
-    launch: (profile) =>
-      new Sandbox({
-        runtime,
-        snapshotPath,
-        profile,
-        log,
-        persistent: true,
-        prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
-      }),
+    launch: (profile) => launch(profile, true),
     log,
   });
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;

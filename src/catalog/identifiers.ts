@@ -46,6 +46,10 @@ const PYTHON_KEYWORDS = new Set([
   "_",
 ]);
 
+export function isPythonKeyword(name: string): boolean {
+  return PYTHON_KEYWORDS.has(name);
+}
+
 /** One name as a Python identifier (not yet made unique). */
 export function toIdentifier(name: string): string {
   let id = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/_+/g, "_");

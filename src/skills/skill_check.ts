@@ -5,52 +5,15 @@
 import type { Analysis } from "../analysis/python_analysis.ts";
 import { checkAnalysis } from "../agent/validation.ts";
 import type { Catalog } from "../catalog/catalog.ts";
+import { isPythonKeyword } from "../catalog/identifiers.ts";
 import { type Skill, SKILL_NAME } from "./skill_store.ts";
-
-const PYTHON_KEYWORDS = new Set([
-  "false",
-  "none",
-  "true",
-  "and",
-  "as",
-  "assert",
-  "async",
-  "await",
-  "break",
-  "class",
-  "continue",
-  "def",
-  "del",
-  "elif",
-  "else",
-  "except",
-  "finally",
-  "for",
-  "from",
-  "global",
-  "if",
-  "import",
-  "in",
-  "is",
-  "lambda",
-  "nonlocal",
-  "not",
-  "or",
-  "pass",
-  "raise",
-  "return",
-  "try",
-  "while",
-  "with",
-  "yield",
-]);
 
 export type SkillCheck =
   | { ok: true; skill: Omit<Skill, "version" | "saved_at"> }
   | { ok: false; problems: string[] };
 
 export function checkSkillName(name: string): string | null {
-  if (!SKILL_NAME.test(name) || PYTHON_KEYWORDS.has(name)) {
+  if (!SKILL_NAME.test(name) || isPythonKeyword(name)) {
     return `"${name}" is not a valid skill name (lowercase letters, digits and _, not a Python keyword)`;
   }
   return null;
