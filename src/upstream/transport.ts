@@ -16,6 +16,15 @@ export type TransportFactory = (server: ServerConfig) => {
 };
 
 /**
+ * "deno" in a server entry means the Deno running this server; inside the single binary,
+ * whose executable is not Deno, it means the `deno` on PATH.
+ */
+export function denoCommand(command: string): string {
+  if (command !== "deno") return command;
+  return Deno.build.standalone ? "deno" : Deno.execPath();
+}
+
+/**
  * The real transports. `deno` as a command means the Deno running this server. A stdio child
  * gets the SDK's minimal default environment, `DENO_DIR` when set, and its configured `env`.
  */
@@ -32,7 +41,7 @@ export const defaultTransportFactory: TransportFactory = (server) => {
   if (denoDir) env.DENO_DIR = denoDir;
   Object.assign(env, server.env);
   const transport = new StdioClientTransport({
-    command: server.command === "deno" ? Deno.execPath() : server.command,
+    command: denoCommand(server.command),
     args: server.args,
     env,
     cwd: server.cwd,
