@@ -68,6 +68,19 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
     },
   );
 
+  await t.step("workspace: an output too large to return is left in the workspace", async () => {
+    const r = await server.execute({
+      profile: "workspace",
+      code:
+        "open('outputs/big.bin', 'wb').write(b'x' * (3 * 1024 * 1024))\nopen('outputs/small.txt', 'w').write('ok')",
+    });
+    assert.equal(r.success, true, r.text);
+    const big = r.outputs.find((o) => o.name === "big.bin")!;
+    assert.equal(big.saved_to, "/workspace/outputs/big.bin");
+    assert.equal((await Deno.stat(`${root}/ws/outputs/big.bin`)).size, 3 * 1024 * 1024);
+    assert.match(r.text, /too large to return: saved at \/workspace\/outputs\/big\.bin/);
+  });
+
   await t.step("data: readable, and writing raises PermissionError", async () => {
     const r = await server.execute({
       profile: "data",

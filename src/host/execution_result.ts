@@ -38,6 +38,8 @@ export interface ResultFile {
   mime_type: string;
   data?: string;
   omitted?: boolean;
+  /** Where an omitted file was saved (a path inside the sandbox's writable host folder). */
+  saved_to?: string;
 }
 
 export interface ExecutionResult {
@@ -69,7 +71,11 @@ export function formatResultText(r: ExecutionResult): string {
   if (r.outputs.length > 0) {
     const lines = r.outputs.map((f) =>
       `outputs/${f.name} (${f.size} bytes, ${f.mime_type})${
-        f.omitted ? " omitted: over the size limit" : ""
+        f.saved_to
+          ? ` too large to return: saved at ${f.saved_to}`
+          : f.omitted
+          ? " omitted: over the size limit"
+          : ""
       }`
     );
     parts.push(`--- files in outputs/ ---\n${lines.join("\n")}`);

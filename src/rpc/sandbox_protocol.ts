@@ -36,6 +36,8 @@ export interface ExecuteParams {
   files?: InputFile[];
   /** Cap on the total size of the files returned from outputs/. */
   output_files_bytes?: number;
+  /** Where outputs over the cap are copied (a writable mounted folder), if anywhere. */
+  large_outputs_dir?: string;
   /** Run in the process's persistent scope (a session), not a fresh one. */
   persistent?: boolean;
   /** Wheels to install into site-packages before the run. */
@@ -55,6 +57,8 @@ export interface OutputFile {
   size: number;
   data?: string;
   omitted?: boolean;
+  /** Where an omitted file was saved inside the sandbox (under a writable host folder). */
+  saved_to?: string;
 }
 
 export interface ScriptError {

@@ -221,6 +221,7 @@ export class Sandbox implements AsyncDisposable {
         files: request.files,
         wheels: request.wheels,
         output_files_bytes: request.outputFilesBytes ?? 0,
+        large_outputs_dir: largeOutputsDir(this.profile),
         persistent: this.persistent,
       });
       const outcome = await Promise.race([
@@ -398,6 +399,12 @@ function parseCallToolParams(params: unknown): CallToolParams | null {
   return { server: p.server, tool: p.tool, arguments: args as Record<string, unknown> };
 }
 
+/** Outputs over the cap go to `<first rw mount>/outputs`, when the profile has one. */
+export function largeOutputsDir(profile: Profile): string | undefined {
+  const writable = profile.folders.find((f) => f.mode === "rw");
+  return writable ? `${writable.mount.replace(/\/$/, "")}/outputs` : undefined;
+}
+
 /** The files a sandbox says it wrote, checked and capped again on the host. */
 export function parseOutputs(value: unknown, capBytes: number): OutputFile[] {
   if (!Array.isArray(value)) return [];
@@ -416,6 +423,8 @@ export function parseOutputs(value: unknown, capBytes: number): OutputFile[] {
     if (data !== undefined && data.length <= budget) {
       budget -= data.length;
       files.push({ name: f.name, size, data });
+    } else if (typeof f.saved_to === "string" && /^[\w.\- /]{1,400}$/.test(f.saved_to)) {
+      files.push({ name: f.name, size, omitted: true, saved_to: f.saved_to });
     } else {
       files.push({ name: f.name, size, omitted: true });
     }

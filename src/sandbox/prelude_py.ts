@@ -240,7 +240,8 @@ def execute(request_json):
             _session_scope = new_scope()
         scope = _session_scope
     outcome = run(request["code"], request["result_bytes"], scope)
-    outcome["outputs"] = collect_outputs(request.get("output_files_bytes", 0))
+    outcome["outputs"] = collect_outputs(
+        request.get("output_files_bytes", 0), request.get("large_outputs_dir"))
     return to_json(outcome)
 
 
@@ -401,8 +402,9 @@ def reset_outputs():
     os.makedirs(OUTPUTS, exist_ok=True)
 
 
-def collect_outputs(limit_bytes, limit_files=50):
-    """Files the script wrote to outputs/, base64, within the limits (others listed, omitted)."""
+def collect_outputs(limit_bytes, spill_dir=None, limit_files=50):
+    """Files the script wrote to outputs/, base64, within the limits. Files beyond them are
+    moved to spill_dir (a writable host folder) when there is one, else listed as omitted."""
     found, total = [], 0
     for root, _dirs, names in os.walk(OUTPUTS):
         for name in sorted(names):
@@ -410,7 +412,13 @@ def collect_outputs(limit_bytes, limit_files=50):
             rel = os.path.relpath(path, OUTPUTS)
             size = os.path.getsize(path)
             if len(found) >= limit_files or total + size > limit_bytes:
-                found.append({"name": rel, "size": size, "omitted": True})
+                entry = {"name": rel, "size": size, "omitted": True}
+                if spill_dir:
+                    target = os.path.join(spill_dir, rel)
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    shutil.copyfile(path, target)
+                    entry["saved_to"] = target
+                found.append(entry)
                 continue
             with open(path, "rb") as fh:
                 data = fh.read()

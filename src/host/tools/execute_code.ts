@@ -38,6 +38,7 @@ export const executionResultShape = {
     size: z.number(),
     mime_type: z.string(),
     omitted: z.boolean().optional(),
+    saved_to: z.string().optional(),
   })),
   diagnostics: z.object({
     error_type: z.string(),
