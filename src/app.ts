@@ -8,6 +8,7 @@ import { createExecutor, type Executor, type ToolBridge } from "./host/executor.
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./host/sessions.ts";
+import { readResidentBytes } from "./sandbox/memory.ts";
 import { WheelFolder } from "./packages/wheels.ts";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import type { AgentDeps } from "./agent/agent.ts";
@@ -59,6 +60,12 @@ export async function startApp(options: AppOptions): Promise<App> {
   const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
   const log = scrubbedLogger(options.log, redact.text);
   const audit = config.settings.audit_log ? openAuditLog(config.settings.audit_log) : null;
+  if (readResidentBytes(Deno.pid) === null) {
+    log.warn(
+      "cannot read process memory from /proc: the sandbox memory limit is not enforced here " +
+        "(only V8's heap flag applies; WebAssembly memory is unbounded)",
+    );
+  }
   const upstream = new UpstreamPool({
     servers: config.servers,
     transports: options.transports ?? defaultTransportFactory,
