@@ -85,6 +85,8 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
   });
 }
 
+const RESULT_GAP_MS = 20;
+
 /** What the SDK hands a tool handler that we use. */
 export interface RequestExtra {
   signal: AbortSignal;
@@ -101,7 +103,9 @@ export interface RequestExtra {
  */
 export function liveFeedback(extra: RequestExtra) {
   const pending = new Set<Promise<void>>();
+  let lastProgress = 0;
   const send = (method: string, params: Record<string, unknown>) => {
+    if (method === "notifications/progress") lastProgress = performance.now();
     const sent = extra.sendNotification({ method, params }).catch(() => {});
     pending.add(sent);
     void sent.finally(() => pending.delete(sent));
@@ -118,8 +122,15 @@ export function liveFeedback(extra: RequestExtra) {
       ? undefined
       : (report: ProgressParams) =>
         send("notifications/progress", { progressToken: token, ...report }),
+    /**
+     * Waits until every notification is sent, and after progress leaves a short gap before the
+     * result: the SDK's client handles notifications a tick after a response read in the same
+     * chunk, and drops progress for a request that has already been answered.
+     */
     flush: async () => {
       await Promise.all([...pending]);
+      const gap = RESULT_GAP_MS - (performance.now() - lastProgress);
+      if (lastProgress > 0 && gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
     },
   };
 }
