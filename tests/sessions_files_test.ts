@@ -77,17 +77,39 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     await client.close();
   });
 
-  await t.step("a timeout ends the session and says so; the id then starts afresh", async () => {
+  await t.step("a timeout interrupts the script and the session keeps its state", async () => {
     const stuck = await server.execute(
-      { code: "while True:\n    pass", session_id: "s1", timeout_s: 1 } as never,
+      { code: "counter += 1\nwhile True:\n    pass", session_id: "s1", timeout_s: 1 } as never,
     );
     assert.equal(stuck.diagnostics?.error_type, "TIMEOUT");
-    assert.match(stuck.diagnostics!.message, /session "s1" was closed and its state is lost/);
-    const fresh = await server.execute(
-      { code: "'counter' in globals()", session_id: "s1" } as never,
+    assert.match(
+      stuck.diagnostics!.message,
+      /interrupted \(KeyboardInterrupt\) and the session's state is kept/,
     );
-    assert.equal(fresh.result, false);
+    const after = await server.execute({ code: "counter", session_id: "s1" } as never);
+    assert.equal(after.result, 43, after.text);
   });
+
+  await t.step(
+    "a script that will not stop is killed and the session says its state is lost",
+    async () => {
+      const stubborn = await server.execute({
+        code:
+          "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass",
+        session_id: "s1",
+        timeout_s: 1,
+      } as never);
+      assert.equal(stubborn.diagnostics?.error_type, "TIMEOUT");
+      assert.match(
+        stubborn.diagnostics!.message,
+        /did not stop when interrupted; session "s1" was closed and its state is lost/,
+      );
+      const fresh = await server.execute(
+        { code: "'counter' in globals()", session_id: "s1" } as never,
+      );
+      assert.equal(fresh.result, false);
+    },
+  );
 
   await t.step("close_session discards a session", async () => {
     assert.equal((await tool(server, "close_session", { session_id: "s2" })).isError, false);

@@ -259,6 +259,19 @@ function toResult(
     };
   }
   const reply = outcome.reply!;
+  if (outcome.interrupted) {
+    return {
+      ...base,
+      success: false,
+      result: null,
+      diagnostics: {
+        error_type: "TIMEOUT",
+        message:
+          `${outcome.interrupted}; the script was interrupted (KeyboardInterrupt) and the session's state is kept`,
+        traceback: reply.ok ? undefined : reply.error.traceback.slice(0, limit),
+      },
+    };
+  }
   if (reply.ok) {
     return { ...base, success: true, result: capResult(reply.result, limit), diagnostics: null };
   }

@@ -29,7 +29,7 @@ import {
 import type { Logger } from "../log.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import type { Profile } from "./profile.ts";
-import { sandboxCommand } from "./sandbox_command.ts";
+import { INTERRUPT_SIGNAL, sandboxCommand } from "./sandbox_command.ts";
 import { readResidentBytes } from "./memory.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { childEnv } from "./snapshot.ts";
@@ -79,6 +79,8 @@ export interface RawOutcome {
   /** Protocol violations the host ignored. */
   violations: string[];
   durationMs: number;
+  /** Why the script was interrupted (KeyboardInterrupt) while its process lived on (sessions). */
+  interrupted: string | null;
 }
 
 export interface LaunchOptions {
@@ -99,6 +101,8 @@ const MAX_VIOLATIONS = 100;
 const MEMORY_POLL_MS = 20;
 const STDERR_TAIL_BYTES = 4096;
 const MAX_PROGRESS_REPORTS = 1000;
+/** How long an interrupted session script may take to stop before it is killed. */
+const INTERRUPT_GRACE_MS = 2000;
 
 export class Sandbox implements AsyncDisposable {
   readonly profile: Profile;
@@ -116,6 +120,8 @@ export class Sandbox implements AsyncDisposable {
   #stderr: OutputBuffer | null = null;
   #violations: string[] = [];
   #progressReports = 0;
+  #interrupted: string | null = null;
+  #graceTimer: ReturnType<typeof setTimeout> | undefined;
   #used = false;
   /** Version of the packages installed in the process (-1: none). */
   preparedVersion = -1;
@@ -130,6 +136,9 @@ export class Sandbox implements AsyncDisposable {
       options.runtime,
       options.snapshotPath,
       options.profile,
+      {
+        interruptible: this.persistent,
+      },
     );
     this.#process = new Deno.Command(command, {
       args,
@@ -202,9 +211,11 @@ export class Sandbox implements AsyncDisposable {
     this.#stdout = new OutputBuffer("stdout", request.outputBytes);
     this.#stderr = new OutputBuffer("stderr", request.outputBytes);
 
+    const overtime = `Execution exceeded the time limit of ${request.timeoutMs / 1000} s`;
+    this.#interrupted = null;
+    // A session's script is interrupted first, so the session can keep its state.
     const timer = setTimeout(
-      () =>
-        this.#halt("TIMEOUT", `Execution exceeded the time limit of ${request.timeoutMs / 1000} s`),
+      () => this.persistent ? this.#interrupt(overtime) : this.#halt("TIMEOUT", overtime),
       request.timeoutMs,
     );
     const memoryWatch = setInterval(() => this.#checkMemory(request.memoryBytes), MEMORY_POLL_MS);
@@ -245,6 +256,7 @@ export class Sandbox implements AsyncDisposable {
       }
     } finally {
       clearTimeout(timer);
+      clearTimeout(this.#graceTimer);
       clearInterval(memoryWatch);
       hooks.signal?.removeEventListener("abort", onAbort);
       this.#hooks = null;
@@ -256,6 +268,7 @@ export class Sandbox implements AsyncDisposable {
       stdout: this.#stdout.text(),
       stderr: this.#stderr.text(),
       violations: this.#violations,
+      interrupted: this.#stop ? null : this.#interrupted,
       durationMs: performance.now() - started,
     };
   }
@@ -278,6 +291,21 @@ export class Sandbox implements AsyncDisposable {
   /** Resolves when the process has exited. */
   get exited(): Promise<Deno.CommandStatus> {
     return this.#exited;
+  }
+
+  /** Asks the sandbox to raise KeyboardInterrupt; kills it if that does not end the run. */
+  #interrupt(message: string): void {
+    if (this.#stop || this.#interrupted) return;
+    this.#interrupted = message;
+    try {
+      this.#process.kill(INTERRUPT_SIGNAL);
+    } catch {
+      // already gone: the exit is reported as a crash
+    }
+    this.#graceTimer = setTimeout(
+      () => this.#halt("TIMEOUT", `${message}; it did not stop when interrupted`),
+      INTERRUPT_GRACE_MS,
+    );
   }
 
   #halt(reason: StopReason, message: string): void {

@@ -22,15 +22,26 @@ export interface ProcessCommand {
 /** First argument that makes the compiled binary act as a sandbox worker. */
 export const SANDBOX_ENTRY = "__sandbox";
 export const DROP_PERMISSIONS = "--drop-permissions";
+/** The worker takes SIGUSR1 as "interrupt the running script" (sessions). */
+export const INTERRUPTIBLE = "--interruptible";
+/** The signal the host sends to interrupt a session's script. */
+export const INTERRUPT_SIGNAL: Deno.Signal = "SIGUSR1";
 
 /** The command of a sandbox process serving one execution under `profile`. */
 export function sandboxCommand(
   runtime: SandboxRuntime,
   snapshotPath: string,
   profile: Profile,
+  options: { interruptible?: boolean } = {},
 ): ProcessCommand {
   const mounts = JSON.stringify(profile.folders.map(({ host, mount }) => ({ host, mount })));
-  const workerArgs = ["serve", runtime.pyodideModuleUrl, snapshotPath, mounts];
+  const workerArgs = [
+    "serve",
+    runtime.pyodideModuleUrl,
+    snapshotPath,
+    mounts,
+    ...(options.interruptible ? [INTERRUPTIBLE] : []),
+  ];
   if (runtime.mode === "flags") {
     const readPaths = [...runtime.pyodideAssets, snapshotPath];
     return {

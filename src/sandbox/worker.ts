@@ -23,6 +23,7 @@ import {
 } from "../rpc/sandbox_protocol.ts";
 import { PRELUDE_PY } from "./prelude_py.ts";
 import { SNAPSHOT_HEADER_BYTES } from "./snapshot_format.ts";
+import { INTERRUPT_LISTENER_JS } from "./interrupt_listener.ts";
 
 // Pyodide's private loader options (stable for the exact version pinned in deno.json).
 interface LoaderOptions {
@@ -45,6 +46,7 @@ interface PyodideLike {
   setStdout(options: { write: (bytes: Uint8Array) => number }): void;
   setStderr(options: { write: (bytes: Uint8Array) => number }): void;
   mountNodeFS(emscriptenPath: string, hostPath: string): void;
+  setInterruptBuffer(buffer: Int32Array): void;
   FS: {
     mkdirTree(path: string): void;
     filesystems?: {
@@ -148,12 +150,29 @@ export function dropAllPermissions(): void {
   }
 }
 
+/**
+ * Lets the host interrupt running Python with SIGUSR1 (sessions only): a Worker thread takes
+ * the signal while the main thread runs Python. Returns the buffer to clear before each run.
+ */
+async function listenForInterrupts(pyodide: PyodideLike): Promise<Int32Array> {
+  const buffer = new Int32Array(new SharedArrayBuffer(4));
+  pyodide.setInterruptBuffer(buffer);
+  const source = new Blob([INTERRUPT_LISTENER_JS], { type: "application/javascript" });
+  const listener = new Worker(URL.createObjectURL(source), { type: "module" });
+  await new Promise<void>((resolve) => {
+    listener.onmessage = () => resolve();
+    listener.postMessage(buffer.buffer);
+  });
+  return buffer;
+}
+
 async function serve(
   moduleUrl: string,
   snapshotPath: string,
   mountsJson: string,
-  dropPermissions: boolean,
+  flags: string[],
 ): Promise<void> {
+  const dropPermissions = flags.includes("--drop-permissions");
   const loadPyodide = await importLoader(moduleUrl);
   const snapshotFile = await Deno.readFile(snapshotPath);
   const pyodide = await loadPyodide({
@@ -193,6 +212,7 @@ async function serve(
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
   // Warm the execution path before the host can hand us a script.
   await codemode.warm_up!.callPromising();
+  const interrupts = flags.includes("--interruptible") ? await listenForInterrupts(pyodide) : null;
   if (dropPermissions) {
     if (mounts.length > 0) throw new Error("Cannot drop permissions: host folders are mounted");
     dropAllPermissions(); // before any user code can run
@@ -219,6 +239,7 @@ async function serve(
         running = true;
         persistent = (params as { persistent?: boolean }).persistent === true;
         forwarding = true;
+        if (interrupts) Atomics.store(interrupts, 0, 0); // a late signal must not hit this run
         try {
           const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
           return JSON.parse(replyJson) as ExecuteReply;
@@ -239,13 +260,13 @@ async function serve(
 }
 
 async function main(args: string[]): Promise<number> {
-  const [mode, moduleUrl, path, mountsJson, flag] = args;
+  const [mode, moduleUrl, path, mountsJson, ...flags] = args;
   if (mode === "build-snapshot" && moduleUrl && path) {
     await buildSnapshot(moduleUrl, path);
     return 0;
   }
   if (mode === "serve" && moduleUrl && path) {
-    await serve(moduleUrl, path, mountsJson ?? "[]", flag === "--drop-permissions");
+    await serve(moduleUrl, path, mountsJson ?? "[]", flags);
     return 0;
   }
   logToStderr("usage: worker.ts build-snapshot|serve <pyodide module URL> <path> [mounts]");
