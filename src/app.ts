@@ -9,7 +9,8 @@ import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./host/sessions.ts";
 import { readResidentBytes } from "./sandbox/memory.ts";
-import { WheelFolder } from "./packages/wheels.ts";
+import { PackageSources } from "./packages/package_sources.ts";
+import { join } from "node:path";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
@@ -122,7 +123,12 @@ export async function startApp(options: AppOptions): Promise<App> {
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
     sessions,
-    wheels: new WheelFolder(config.settings.wheels_dir),
+    packages: new PackageSources(
+      config.settings.wheels_dir,
+      config.settings.package_index
+        ? { url: config.settings.package_index, cacheDir: join(runtime.cacheDir, "wheels") }
+        : null,
+    ),
   });
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");

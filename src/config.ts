@@ -49,6 +49,11 @@ export interface Settings {
   session_idle_s: number;
   /** Folder of Python wheels scripts may install ("" for none). */
   wheels_dir: string;
+  /**
+   * A PEP 503 simple index for packages not in wheels_dir ("" for none); used only for
+   * profiles whose `net` allows its host.
+   */
+  package_index: string;
 }
 
 export interface Config {
@@ -241,6 +246,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     max_sessions: 4,
     session_idle_s: 600,
     wheels_dir: "",
+    package_index: "",
   };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
@@ -266,6 +272,12 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         }
         settings[key] = value;
         break;
+      case "package_index": {
+        const url = requireString(value, where(key));
+        if (!/^https?:\/\//.test(url)) throw new TypeError(where(key) + ": must be an http(s) URL");
+        settings.package_index = url;
+        break;
+      }
       case "wheels_dir": {
         const dir = requireString(value, where(key));
         settings.wheels_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { normalizeName, parseWheelName, scriptDependencies } from "../src/packages/wheels.ts";
 import { ROOT, startServer } from "./_helpers.ts";
+import { defaultCacheDir } from "../src/sandbox/runtime.ts";
 
 Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
   assert.equal(normalizeName("Tiny_Math.Utils"), "tiny-math-utils");
@@ -86,8 +87,98 @@ Deno.test("scripts install pure-Python wheels from the local folder", async (t) 
       { code: "print('ran')", packages: ["no-such-package"] } as never,
     );
     assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE");
-    assert.match(r.diagnostics!.message, /no-such-package: no wheel in the local wheel folder/);
+    assert.match(
+      r.diagnostics!.message,
+      /no-such-package: not in the local wheel folder .*no package index is configured/,
+    );
     assert.equal(r.stdout, "");
   });
+  await Deno.remove(dir, { recursive: true });
+});
+
+/** A wheel of a package named `name` (built in a sandbox with Python's zipfile). */
+async function buildWheel(server: Awaited<ReturnType<typeof startServer>>, name: string) {
+  const file = `${name}-1.0.0-py3-none-any.whl`;
+  const code = BUILD_WHEEL.replaceAll("tinymath", name);
+  const reply = await server.client.callTool({ name: "execute_code", arguments: { code } });
+  const resource = (reply.content as { resource?: { blob?: string; uri: string } }[])
+    .find((c) => c.resource?.uri.endsWith(".whl"))!.resource!;
+  return {
+    file,
+    bytes: Uint8Array.from(atob(resource.blob!), (c) => c.charCodeAt(0)) as Uint8Array<ArrayBuffer>,
+  };
+}
+
+Deno.test("packages come from a package index only for profiles that allow its host", async (t) => {
+  const name = `idxpkg_${crypto.randomUUID().slice(0, 8)}`;
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/permissions`);
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, "{}");
+  let wheel: { file: string; bytes: Uint8Array<ArrayBuffer> } | null = null;
+  let downloads = 0;
+  await using index = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      const path = new URL(request.url).pathname;
+      if (wheel && path === `/simple/${name.replaceAll("_", "-")}/`) {
+        const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", wheel.bytes));
+        const sha = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+        return new Response(
+          `<html><body><a href="/files/${wheel.file}#sha256=${sha}">${wheel.file}</a></body></html>`,
+        );
+      }
+      if (wheel && path === `/files/${wheel.file}`) {
+        downloads++;
+        return new Response(wheel.bytes);
+      }
+      return new Response("not found", { status: 404 });
+    },
+  );
+  const port = index.addr.port;
+  await Deno.writeTextFile(
+    `${dir}/permissions/indexed.json`,
+    JSON.stringify({ net: [`127.0.0.1:${port}`] }),
+  );
+  await Deno.writeTextFile(
+    `${dir}/mcp_servers.json`,
+    JSON.stringify({
+      servers: {},
+      settings: {
+        pool_size: 1,
+        permissions_dir: "permissions",
+        package_index: `http://127.0.0.1:${port}/simple/`,
+      },
+    }),
+  );
+  await using server = await startServer({ args: ["--config", `${dir}/mcp_servers.json`] });
+  wheel = await buildWheel(server, name);
+  const use = (profile?: string) =>
+    server.execute(
+      { code: `import ${name}\n${name}.double(4)`, packages: [name], profile } as never,
+    );
+
+  await t.step("a profile without the index host gets a clear refusal", async () => {
+    const r = await use();
+    assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE");
+    assert.match(
+      r.diagnostics!.message,
+      /the profile does not allow the package index host 127\.0\.0\.1:\d+/,
+    );
+    assert.equal(downloads, 0);
+  });
+  await t.step(
+    "a profile that allows it installs from the index, checked against its sha256",
+    async () => {
+      const r = await use("indexed");
+      assert.equal(r.result, 8, r.text);
+      assert.equal(downloads, 1);
+    },
+  );
+  await t.step("the second run uses the host's cache", async () => {
+    const r = await use("indexed");
+    assert.equal(r.result, 8, r.text);
+    assert.equal(downloads, 1);
+  });
+  await Deno.remove(`${defaultCacheDir()}/wheels/${wheel.file}`).catch(() => {});
   await Deno.remove(dir, { recursive: true });
 });

@@ -27,7 +27,8 @@ import type { Redactor } from "../policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import { checkInputFiles, type FileContent } from "../policy/input_files.ts";
 import { SessionError, type SessionManager } from "./sessions.ts";
-import { type ResolvedWheel, scriptDependencies, type WheelFolder } from "../packages/wheels.ts";
+import { type ResolvedWheel, scriptDependencies } from "../packages/wheels.ts";
+import type { PackageSources } from "../packages/package_sources.ts";
 
 /** The upstream tools as scripts see them. */
 export interface ToolBridge {
@@ -83,7 +84,7 @@ export interface ExecutorDeps {
   /** Persistent sessions (absent: session_id is refused). */
   sessions?: SessionManager;
   /** Where requested Python packages come from. */
-  wheels?: WheelFolder;
+  packages?: PackageSources;
 }
 
 export type Executor = (
@@ -135,16 +136,13 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
     const wanted = [...(request.packages ?? []), ...scriptDependencies(request.code)];
     let wheels: ResolvedWheel[] = [];
     if (wanted.length > 0) {
-      const found = deps.wheels
-        ? await deps.wheels.resolve(wanted)
-        : { wheels: [], missing: wanted };
-      if (found.missing.length > 0) {
+      const found = deps.packages
+        ? await deps.packages.resolve(wanted, profile.net)
+        : { wheels: [], problems: wanted.map((n) => `${n}: no package sources`) };
+      if (found.problems.length > 0) {
         return fail({
           error_type: "PACKAGE_UNAVAILABLE",
-          message:
-            `Cannot install ${found.missing.join(", ")}: no wheel in the local wheel folder` +
-            (deps.wheels?.dir ? ` (${deps.wheels.dir})` : " (settings.wheels_dir is not set)") +
-            "; the sandbox has no package index",
+          message: `Cannot install packages: ${found.problems.join("; ")}`,
         });
       }
       wheels = found.wheels;

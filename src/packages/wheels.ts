@@ -103,7 +103,7 @@ export class WheelFolder {
   }
 }
 
-function compareVersions(a: string, b: string): number {
+export function compareVersions(a: string, b: string): number {
   const pa = a.split(/[.+-]/).map((p) => Number.parseInt(p, 10) || 0);
   const pb = b.split(/[.+-]/).map((p) => Number.parseInt(p, 10) || 0);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
