@@ -40,14 +40,6 @@ export interface ToolBridge {
   call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply>;
 }
 
-/** A bridge with no upstream servers. */
-export const noTools: ToolBridge = {
-  packages: () => ({ mcp_tools: {} }),
-  version: 0,
-  call: (server, tool) =>
-    Promise.resolve({ error: { kind: "unavailable", message: `no server ${server} for ${tool}` } }),
-};
-
 export interface ExecuteRequest {
   code: string;
   timeout_s?: number;

@@ -32,10 +32,6 @@ export class PackageSources {
     this.#cache = index ? new WheelFolder(index.cacheDir) : null;
   }
 
-  get localDir(): string {
-    return this.#local.dir;
-  }
-
   /**
    * Wheels for `names`, or problems naming each package that cannot be had and why.
    * `allowedHosts` are the calling profile's `net` entries.

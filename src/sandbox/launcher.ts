@@ -195,7 +195,10 @@ export class Sandbox implements AsyncDisposable {
     return this.#process.pid;
   }
 
-  /** Runs one script. A sandbox runs one script only; it is killed when this settles. */
+  /**
+   * Runs one script. A one-shot sandbox is killed when this settles; a session's (persistent)
+   * sandbox lives on for the next script unless a limit stopped it.
+   */
   async execute(request: ExecutionRequest, hooks: ExecutionHooks): Promise<RawOutcome> {
     if (this.#used && !this.persistent) {
       throw new Error("Cannot execute: this sandbox has already run a script");

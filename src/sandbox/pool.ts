@@ -53,18 +53,6 @@ export class SandboxPool implements AsyncDisposable {
     this.#refill();
   }
 
-  /** Number of booted sandboxes waiting for work, per profile. */
-  readyCount(profileName: string): number {
-    return this.#ready.get(profileName)?.length ?? 0;
-  }
-
-  /** Resolves when `profileName` has `count` ready sandboxes (for benchmarks and tests). */
-  async whenReady(profileName: string, count = this.#options.warm): Promise<void> {
-    while (this.readyCount(profileName) < count && !this.#closed) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-
   /** A booted sandbox for `profile`, for one execution. The caller must dispose of it. */
   acquire(profile: Profile, signal?: AbortSignal): Promise<Sandbox> {
     if (this.#closed) return Promise.reject(new Error("Cannot run: the server is shutting down"));

@@ -40,7 +40,6 @@ interface PyProxyLike {
 }
 interface PyodideLike {
   runPython(code: string): unknown;
-  runPythonAsync(code: string): Promise<unknown>;
   pyimport(name: string): Record<string, PyProxyLike>;
   registerJsModule(name: string, module: object): void;
   setStdout(options: { write: (bytes: Uint8Array) => number }): void;
