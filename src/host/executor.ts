@@ -26,7 +26,7 @@ import { mimeType } from "./mime_types.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import { checkInputFiles, type FileContent } from "../policy/input_files.ts";
-import { SessionError, type SessionManager } from "./sessions.ts";
+import { SessionBusyError, SessionError, type SessionManager } from "./sessions.ts";
 import { type ResolvedWheel, scriptDependencies } from "../packages/wheels.ts";
 import type { PackageSources } from "../packages/package_sources.ts";
 
@@ -151,7 +151,7 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
         sandbox = await deps.pool.acquire(profile, options.signal);
       }
     } catch (error) {
-      const busy = error instanceof PoolBusyError || /still running/.test(String(error));
+      const busy = error instanceof PoolBusyError || error instanceof SessionBusyError;
       const type = busy
         ? "BUSY"
         : error instanceof SessionError

@@ -26,10 +26,19 @@ interface Session {
   busy: boolean;
 }
 
+/** A session cannot be used as asked (bad id, cap reached, other profile, not available). */
 export class SessionError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "SessionError";
+  }
+}
+
+/** The session is still running a script: the caller may retry shortly. */
+export class SessionBusyError extends SessionError {
+  constructor(id: string) {
+    super(`Session "${id}" is still running a script`);
+    this.name = "SessionBusyError";
   }
 }
 
@@ -74,7 +83,7 @@ export class SessionManager implements AsyncDisposable {
         `Session "${id}" runs under profile "${session.sandbox.profile.name}", not "${profile.name}"`,
       );
     }
-    if (session?.busy) throw new SessionError(`Session "${id}" is still running a script`);
+    if (session?.busy) throw new SessionBusyError(id);
     if (!session) {
       if (this.#sessions.size >= this.#options.max) {
         throw new SessionError(
