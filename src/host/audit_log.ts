@@ -1,6 +1,7 @@
 /**
  * The audit log: one JSON line per execution, appended to a file (never stdout).
  */
+import { sha256Hex } from "../digest.ts";
 import type { ExecutionResult } from "./execution_result.ts";
 
 export interface AuditRecord {
@@ -30,15 +31,12 @@ export async function auditRecord(
   code: string,
   result: ExecutionResult,
 ): Promise<AuditRecord> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(code));
   const errorType = result.diagnostics?.error_type ?? null;
   return {
     time: new Date().toISOString(),
     execution_id: id,
     profile: result.profile,
-    code_sha256: Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(
-      "",
-    ),
+    code_sha256: await sha256Hex(code),
     code_chars: code.length,
     tool_calls: result.tool_calls.calls.map(({ server, tool, outcome, duration_ms }) => ({
       server,

@@ -5,6 +5,7 @@
  * next run does not download again.
  */
 import { join } from "node:path";
+import { sha256Hex } from "../digest.ts";
 import {
   compareVersions,
   normalizeName,
@@ -107,10 +108,9 @@ export class PackageSources {
     if (!download.ok) throw new Error(`downloading ${newest.file} answered ${download.status}`);
     const bytes = new Uint8Array(await download.arrayBuffer());
     if (expected) {
-      const digest = await crypto.subtle.digest("SHA-256", bytes);
-      const actual = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
-        .join("");
-      if (actual !== expected) throw new Error(`${newest.file} does not match the index's sha256`);
+      if (await sha256Hex(bytes) !== expected) {
+        throw new Error(`${newest.file} does not match the index's sha256`);
+      }
     }
     await Deno.mkdir(cacheDir, { recursive: true });
     const tmp = join(cacheDir, `${newest.file}.${crypto.randomUUID()}.tmp`);

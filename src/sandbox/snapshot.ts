@@ -8,18 +8,13 @@
  * so concurrent builders cannot race.
  */
 import { join } from "node:path";
+import { sha256Hex } from "../digest.ts";
 import type { Logger } from "../log.ts";
 import { PYODIDE_VERSION } from "../version.ts";
 import { PRELUDE_PY } from "./prelude_py.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { SNAPSHOT_HEADER_BYTES, snapshotHeader } from "./snapshot_format.ts";
-
-export async function sha256Hex(data: Uint8Array | string): Promise<string> {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /** The key of the snapshot that the current code needs. */
 export async function snapshotKey(): Promise<string> {
