@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { sha256Hex } from "../digest.ts";
+import { writeFileAtomically } from "../atomic_write.ts";
 import {
   compareVersions,
   normalizeName,
@@ -113,9 +114,7 @@ export class PackageSources {
       }
     }
     await Deno.mkdir(cacheDir, { recursive: true });
-    const tmp = join(cacheDir, `${newest.file}.${crypto.randomUUID()}.tmp`);
-    await Deno.writeFile(tmp, bytes);
-    await Deno.rename(tmp, join(cacheDir, newest.file));
+    await writeFileAtomically(join(cacheDir, newest.file), bytes);
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import { sha256Hex } from "../digest.ts";
+import { writeFileAtomically } from "../atomic_write.ts";
 import type { Logger } from "../log.ts";
 import { PYODIDE_VERSION } from "../version.ts";
 import { PRELUDE_PY } from "./prelude_py.ts";
@@ -47,9 +48,10 @@ export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Prom
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building the Pyodide memory snapshot (first start; takes a few seconds)", { path });
   const started = performance.now();
-  const tmp = `${path}.${crypto.randomUUID()}.tmp`;
+  // The builder writes the bare snapshot here; the verified file is then written atomically.
+  const raw = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    const { command, args } = snapshotBuildCommand(runtime, tmp);
+    const { command, args } = snapshotBuildCommand(runtime, raw);
     const built = await new Deno.Command(command, {
       args,
       clearEnv: true,
@@ -62,15 +64,14 @@ export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Prom
       const stderr = new TextDecoder().decode(built.stderr).slice(-2000);
       throw new Error(`Cannot build the Pyodide snapshot: worker exited ${built.code}\n${stderr}`);
     }
-    const bytes = await Deno.readFile(tmp);
+    const bytes = await Deno.readFile(raw);
     const header = new TextEncoder().encode(snapshotHeader(await sha256Hex(bytes)));
     const file = new Uint8Array(header.length + bytes.length);
     file.set(header);
     file.set(bytes, header.length);
-    await Deno.writeFile(tmp, file);
-    await Deno.rename(tmp, path);
+    await writeFileAtomically(path, file);
   } finally {
-    await Deno.remove(tmp).catch(() => {});
+    await Deno.remove(raw).catch(() => {});
   }
   log.info("snapshot ready", { ms: Math.round(performance.now() - started) });
   await removeStaleSnapshots(runtime.cacheDir, path, log);

@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Logger } from "../log.ts";
+import { writeFileAtomically } from "../atomic_write.ts";
 
 export interface Skill {
   name: string;
@@ -83,9 +84,12 @@ export class SkillStore {
       saved_at: new Date().toISOString(),
     };
     if (previous) {
-      await writeAtomically(join(this.dir, `${skill.name}.v${previous.version}.json`), previous);
+      await writeFileAtomically(
+        join(this.dir, `${skill.name}.v${previous.version}.json`),
+        toJson(previous),
+      );
     }
-    await writeAtomically(join(this.dir, `${skill.name}.json`), saved);
+    await writeFileAtomically(join(this.dir, `${skill.name}.json`), toJson(saved));
     this.#skills.set(skill.name, saved);
     this.#version++;
     return saved;
@@ -175,12 +179,6 @@ function parseSkill(raw: unknown): Skill {
   };
 }
 
-async function writeAtomically(path: string, value: unknown): Promise<void> {
-  const tmp = `${path}.${crypto.randomUUID()}.tmp`;
-  try {
-    await Deno.writeTextFile(tmp, JSON.stringify(value, null, 2) + "\n");
-    await Deno.rename(tmp, path);
-  } finally {
-    await Deno.remove(tmp).catch(() => {});
-  }
+function toJson(skill: Skill): string {
+  return JSON.stringify(skill, null, 2) + "\n";
 }
