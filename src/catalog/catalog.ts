@@ -4,6 +4,7 @@
  * host rebuilds it when a server's tool list changes.
  */
 import { assignIdentifiers } from "./identifiers.ts";
+import { matchScore, queryTerms } from "./search_score.ts";
 import {
   firstSentence,
   type FunctionSpec,
@@ -103,25 +104,20 @@ export class Catalog {
 
   /** Stubs of the tools that best match `query` (words matched in names and descriptions). */
   search(query: string, limit = 8): { name: string; stub: string; score: number }[] {
-    const terms = query.toLowerCase().split(/[^a-z0-9]+/).filter((t) => t.length > 1);
-    const hits: { name: string; stub: string; score: number }[] = [];
+    const terms = queryTerms(query);
+    const hits: { name: string; spec: FunctionSpec; score: number }[] = [];
     for (const entry of this.servers) {
       for (const spec of entry.specs) {
-        const name = `${spec.tool} ${spec.pyName}`.toLowerCase();
-        const doc = spec.doc.toLowerCase();
-        let score = 0;
-        for (const term of terms) {
-          if (name.includes(term)) score += 3;
-          if (entry.server.toLowerCase().includes(term)) score += 2;
-          if (doc.includes(term)) score += 1;
-        }
-        if (terms.length === 0) score = 1;
-        if (score > 0) {
-          hits.push({ name: `${entry.moduleName}.${spec.pyName}`, stub: renderStub(spec), score });
-        }
+        const score = matchScore(terms, [
+          [`${spec.tool} ${spec.pyName}`.toLowerCase(), 3],
+          [entry.server.toLowerCase(), 2],
+          [spec.doc.toLowerCase(), 1],
+        ]);
+        if (score > 0) hits.push({ name: `${entry.moduleName}.${spec.pyName}`, spec, score });
       }
     }
-    return hits.sort((a, b) => b.score - a.score || a.name.localeCompare(b.name)).slice(0, limit);
+    return hits.sort((a, b) => b.score - a.score || a.name.localeCompare(b.name)).slice(0, limit)
+      .map(({ name, spec, score }) => ({ name, stub: renderStub(spec), score }));
   }
 
   /** Full stubs for `module.function` names, or whole modules for bare server names. */
