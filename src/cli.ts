@@ -7,7 +7,7 @@ import process from "node:process";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { startApp } from "./app.ts";
 import { formatResultText } from "./host/execution_result.ts";
-import { runAgent } from "./agent/agent.ts";
+import { DEFAULT_MAX_ATTEMPTS, runAgent } from "./agent/agent.ts";
 import { selectModel } from "./agent/select_model.ts";
 import { formatAgentResult } from "./host/tools/generate_and_execute.ts";
 import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./log.ts";
@@ -126,15 +126,13 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
       }
       case "agent": {
         if (rest.length !== 1) throw new UsageError('agent takes exactly one "TASK" argument');
-        const maxAttempts = values["max-attempts"] === undefined
-          ? undefined
-          : Number(values["max-attempts"]);
-        if (
-          maxAttempts !== undefined &&
-          !(Number.isInteger(maxAttempts) && maxAttempts >= 1 && maxAttempts <= 10)
-        ) {
-          throw new UsageError("--max-attempts must be a whole number from 1 to 10");
-        }
+        const maxAttempts = wholeNumber(
+          values["max-attempts"],
+          "--max-attempts",
+          DEFAULT_MAX_ATTEMPTS,
+          1,
+          10,
+        );
         return await runAgentCommand(rest[0]!, {
           config: values.config,
           profile: values.profile,
@@ -222,15 +220,7 @@ async function runScript(file: string, options: RunOptions): Promise<number> {
     throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
   }
   await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 0 });
-  if (
-    options.profile !== undefined && !app.config.settings.allowed_profiles.includes(options.profile)
-  ) {
-    throw new UsageError(
-      `unknown profile "${options.profile}" (known: ${
-        app.config.settings.allowed_profiles.join(", ")
-      })`,
-    );
-  }
+  checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
   const result = await app.execute({ code, profile: options.profile, timeout_s: options.timeout });
   if (options.json) {
     options.out(JSON.stringify(result, null, 2) + "\n");
@@ -275,11 +265,7 @@ async function runAgentCommand(
   options: Omit<RunOptions, "timeout"> & { maxAttempts?: number },
 ): Promise<number> {
   await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 1 });
-  if (
-    options.profile !== undefined && !app.config.settings.allowed_profiles.includes(options.profile)
-  ) {
-    throw new UsageError(`unknown profile "${options.profile}"`);
-  }
+  checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
   const model = selectModel(app.openAI, null);
   const err = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
   const result = await runAgent(
@@ -311,6 +297,12 @@ async function runAgentCommand(
     err(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);
   }
   return result.success ? 0 : 1;
+}
+
+function checkProfileArgument(profile: string | undefined, allowed: string[]): void {
+  if (profile !== undefined && !allowed.includes(profile)) {
+    throw new UsageError(`unknown profile "${profile}" (known: ${allowed.join(", ")})`);
+  }
 }
 
 function wholeNumber(

@@ -11,6 +11,8 @@ import { extractCode } from "./code_extraction.ts";
 import { buildMessages } from "./prompt.ts";
 import { type Analysis, checkAnalysis } from "./validation.ts";
 
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
 export interface AgentAttempt {
   attempt: number;
   /** Where the attempt stopped: the model call, the checks before running, or the run. */
@@ -56,7 +58,7 @@ export async function runAgent(
   onAttempt: (attempt: AgentAttempt) => void = () => {},
   signal?: AbortSignal,
 ): Promise<AgentResult> {
-  const maxAttempts = Math.max(1, Math.min(10, request.max_attempts ?? 3));
+  const maxAttempts = Math.max(1, Math.min(10, request.max_attempts ?? DEFAULT_MAX_ATTEMPTS));
   const catalog = deps.catalog();
   const stubs = catalog.search(request.task, 8).map((hit) => hit.stub).join("\n");
   const attempts: AgentAttempt[] = [];

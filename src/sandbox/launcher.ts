@@ -97,6 +97,7 @@ export interface LaunchOptions {
 }
 
 const MAX_LINE_BYTES = 8 * 1024 * 1024;
+const encoder = new TextEncoder();
 const MAX_VIOLATIONS = 100;
 const MEMORY_POLL_MS = 20;
 const STDERR_TAIL_BYTES = 4096;
@@ -155,7 +156,7 @@ export class Sandbox implements AsyncDisposable {
     const booted = Promise.withResolvers<void>();
     this.#channel = new JsonRpcChannel({
       readable: this.#process.stdout,
-      write: (line) => writer.write(new TextEncoder().encode(line)),
+      write: (line) => writer.write(encoder.encode(line)),
       maxLineBytes: MAX_LINE_BYTES,
       handlers: {
         onRequest: (method, params) => this.#onRequest(method, params),
