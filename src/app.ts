@@ -8,7 +8,8 @@ import { createExecutor, type Executor, type ToolBridge } from "./host/executor.
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./host/sessions.ts";
-import { readResidentBytes } from "./sandbox/memory.ts";
+import { openResidentMemory } from "./sandbox/resident_memory.ts";
+import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
 import { PackageSources } from "./packages/package_sources.ts";
 import { join } from "node:path";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
@@ -61,12 +62,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
   const log = scrubbedLogger(options.log, redact.text);
   const audit = config.settings.audit_log ? openAuditLog(config.settings.audit_log) : null;
-  if (readResidentBytes(Deno.pid) === null) {
-    log.warn(
-      "cannot read process memory from /proc: the sandbox memory limit is not enforced here " +
-        "(only V8's heap flag applies; WebAssembly memory is unbounded)",
-    );
-  }
+  const memory = await openResidentMemory(memoryWatcherCommand(runtime), log);
   const upstream = new UpstreamPool({
     servers: config.servers,
     transports: options.transports ?? defaultTransportFactory,
@@ -95,6 +91,7 @@ export async function startApp(options: AppOptions): Promise<App> {
       snapshotPath,
       profile,
       log,
+      memory,
       persistent,
       prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
     });
@@ -148,6 +145,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   });
   const close = async () => {
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
+    await memory.close();
     audit?.close();
   };
   return {

@@ -5,6 +5,13 @@
 import { type Config, loadConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
+import {
+  directResidentMemory,
+  type ResidentMemory,
+  unknownResidentMemory,
+  WatchedResidentMemory,
+} from "./sandbox/resident_memory.ts";
+import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
 import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
 import { ensureSnapshot, isSnapshotIntact, snapshotKey, snapshotPath } from "./sandbox/snapshot.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
@@ -48,6 +55,21 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     snapshot = await ensureSnapshot(runtime, log);
     return fresh ? `cached at ${path}` : `built now at ${path}`;
   });
+  let memory: ResidentMemory = unknownResidentMemory;
+  await check("memory limit", async () => {
+    if (!runtime) throw new Error("needs the Pyodide files");
+    if (await directResidentMemory.read(Deno.pid) !== null) {
+      memory = directResidentMemory;
+      return "enforced (this process reads /proc)";
+    }
+    const watched = new WatchedResidentMemory(memoryWatcherCommand(runtime), log);
+    if (await watched.read(Deno.pid) === null) {
+      await watched.close();
+      throw new Error("not enforced: /proc is unreadable (only V8's heap flag applies)");
+    }
+    memory = watched;
+    return "enforced (through the memory watcher process)";
+  });
   let config: Config | null = null;
   await check("config", async () => {
     config = await loadConfig({ path: configPath });
@@ -60,7 +82,7 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     const c = config as Config;
     const profile = c.profiles.get(c.settings.default_profile)!;
     const started = performance.now();
-    await using sandbox = new Sandbox({ runtime, snapshotPath: snapshot, profile, log });
+    await using sandbox = new Sandbox({ runtime, snapshotPath: snapshot, profile, log, memory });
     const outcome = await sandbox.execute({
       code: "import sys\n'.'.join(map(str, sys.version_info[:3]))",
       timeoutMs: 30_000,
@@ -90,6 +112,7 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     }
     await upstream.close();
   }
+  await memory.close();
   return checks;
 }
 

@@ -8,6 +8,7 @@ import { silentLogger } from "../src/log.ts";
 import { type RawOutcome, Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
+import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
 import { sandboxCommand } from "../src/sandbox/sandbox_command.ts";
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { childEnv, ROOT } from "./_helpers.ts";
@@ -34,7 +35,13 @@ Deno.test("drop mode: a sandbox started with every permission keeps none of them
     return new Response("reached");
   });
   const run = async (code: string): Promise<RawOutcome> => {
-    await using sandbox = new Sandbox({ runtime, snapshotPath, profile, log: silentLogger });
+    await using sandbox = new Sandbox({
+      runtime,
+      snapshotPath,
+      profile,
+      log: silentLogger,
+      memory: directResidentMemory,
+    });
     return await sandbox.execute({
       code,
       timeoutMs: 30_000,

@@ -3,6 +3,7 @@ import { silentLogger } from "../src/log.ts";
 import { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
+import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
 import { ensureSnapshot, isSnapshotIntact } from "../src/sandbox/snapshot.ts";
 
 Deno.test("the snapshot is built on first use, and a corrupt one is detected and rebuilt", async () => {
@@ -25,6 +26,7 @@ Deno.test("the snapshot is built on first use, and a corrupt one is detected and
     runtime,
     snapshotPath: rebuilt,
     log: silentLogger,
+    memory: directResidentMemory,
     profile: {
       name: "t",
       description: "",

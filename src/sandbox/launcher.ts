@@ -30,7 +30,7 @@ import type { Logger } from "../log.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import type { Profile } from "./profile.ts";
 import { INTERRUPT_SIGNAL, sandboxCommand } from "./sandbox_command.ts";
-import { readResidentBytes } from "./memory.ts";
+import type { ResidentMemory } from "./resident_memory.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { childEnv } from "./snapshot.ts";
 
@@ -88,6 +88,8 @@ export interface LaunchOptions {
   snapshotPath: string;
   profile: Profile;
   log: Logger;
+  /** Where the memory limit's readings come from. */
+  memory: ResidentMemory;
   /** How long boot may take before the sandbox is given up. */
   bootTimeoutMs?: number;
   /** Keep the process and its Python scope across executions (a session). */
@@ -112,6 +114,8 @@ export class Sandbox implements AsyncDisposable {
   readonly #process: Deno.ChildProcess;
   readonly #channel: JsonRpcChannel;
   readonly #log: Logger;
+  readonly #memory: ResidentMemory;
+  #memoryReading = false;
   readonly #exited: Promise<Deno.CommandStatus>;
   #stderrTail = "";
   #hooks: ExecutionHooks | null = null;
@@ -133,6 +137,7 @@ export class Sandbox implements AsyncDisposable {
     this.profile = options.profile;
     this.persistent = options.persistent ?? false;
     this.#log = options.log;
+    this.#memory = options.memory;
     const { command, args, env } = sandboxCommand(
       options.runtime,
       options.snapshotPath,
@@ -319,9 +324,14 @@ export class Sandbox implements AsyncDisposable {
     this.#stopped.resolve();
   }
 
-  #checkMemory(limitBytes: number): void {
-    const resident = readResidentBytes(this.#process.pid);
-    if (resident !== null && resident > limitBytes) {
+  /** One reading at a time: a slow answer skips the polls that fall due meanwhile. */
+  async #checkMemory(limitBytes: number): Promise<void> {
+    if (this.#memoryReading || this.#stop) return;
+    this.#memoryReading = true;
+    const resident = await this.#memory.read(this.#process.pid).finally(() => {
+      this.#memoryReading = false;
+    });
+    if (resident !== null && resident > limitBytes && this.#hooks !== null) {
       const mb = (n: number) => Math.round(n / (1024 * 1024));
       this.#halt(
         "MEMORY_LIMIT",

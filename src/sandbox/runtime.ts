@@ -19,6 +19,8 @@ export interface SandboxRuntime {
   denoPath: string;
   /** The worker program (a file URL or path) the sandbox process runs. */
   workerPath: string;
+  /** The memory watcher program (see memory_watcher.ts). */
+  memoryWatcherPath: string;
   /** `pyodide.mjs` as a file URL, imported by the worker. */
   pyodideModuleUrl: string;
   /** Pyodide's package folder (real path). */
@@ -55,6 +57,7 @@ export function locateRuntime(
     standalone: Deno.build.standalone,
     denoPath: Deno.execPath(),
     workerPath: fromFileUrl(new URL("./worker.ts", import.meta.url)),
+    memoryWatcherPath: fromFileUrl(new URL("./memory_watcher.ts", import.meta.url)),
     pyodideModuleUrl,
     pyodideDir,
     pyodideAssets: PYODIDE_ASSETS.map((name) => join(pyodideDir, name)),

@@ -11,6 +11,7 @@
  */
 import { type Profile, SANDBOX_V8_TUNING, toDenoFlags } from "./profile.ts";
 import type { SandboxRuntime } from "./runtime.ts";
+import { MEMORY_WATCHER_ENTRY } from "./memory_watcher.ts";
 
 export interface ProcessCommand {
   command: string;
@@ -91,6 +92,30 @@ export function snapshotBuildCommand(runtime: SandboxRuntime, outPath: string): 
     };
   }
   return { ...entry(runtime, workerArgs), env: {} };
+}
+
+/**
+ * The command of the memory watcher. It needs `--allow-all`: Deno grants `/proc` to nothing less.
+ * It runs only our own helper, which reads process ids and answers with their memory.
+ */
+export function memoryWatcherCommand(runtime: SandboxRuntime): ProcessCommand {
+  if (runtime.standalone) {
+    return { command: runtime.denoPath, args: [MEMORY_WATCHER_ENTRY], env: {} };
+  }
+  return {
+    command: runtime.denoPath,
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-all",
+      "--no-config",
+      "--cached-only",
+      "--no-remote",
+      "--no-npm",
+      runtime.memoryWatcherPath,
+    ],
+    env: {},
+  };
 }
 
 function entry(runtime: SandboxRuntime, workerArgs: string[]): { command: string; args: string[] } {

@@ -1,0 +1,128 @@
+/**
+ * Where the host gets a sandbox's resident memory from. A host with every permission reads
+ * `/proc` itself; a host with least privilege cannot (Deno reserves `/proc` for `--allow-all`),
+ * so it asks the memory watcher, a helper process started once and kept for the host's life.
+ */
+import type { Logger } from "../log.ts";
+import { readLines } from "../rpc/lines.ts";
+import { readResidentBytes } from "./memory.ts";
+import type { ProcessCommand } from "./sandbox_command.ts";
+
+export interface ResidentMemory {
+  /** Resident bytes of process `pid`, or null when unknown (gone, or no way to tell). */
+  read(pid: number): Promise<number | null>;
+  close(): Promise<void>;
+}
+
+/** Reads `/proc` in this process (needs `--allow-all`). */
+export const directResidentMemory: ResidentMemory = {
+  read: (pid) => Promise.resolve(readResidentBytes(pid)),
+  close: () => Promise.resolve(),
+};
+
+/** Knows nothing: the memory limit then rests on V8's heap flag alone. */
+export const unknownResidentMemory: ResidentMemory = {
+  read: () => Promise.resolve(null),
+  close: () => Promise.resolve(),
+};
+
+interface Watcher {
+  process: Deno.ChildProcess;
+  writer: WritableStreamDefaultWriter<Uint8Array>;
+  /** Reads waiting for their answer line, oldest first. */
+  pending: ((bytes: number | null) => void)[];
+}
+
+/**
+ * Asks a memory watcher process (see memory_watcher.ts). Requests are answered in order, one
+ * line each. If the watcher dies, pending and later reads answer null until it is restarted
+ * (at most once per `restartAfterMs`).
+ */
+export class WatchedResidentMemory implements ResidentMemory {
+  readonly #command: ProcessCommand;
+  readonly #log: Logger;
+  #watcher: Watcher | null = null;
+  #lastStart = -Infinity;
+  #closed = false;
+  readonly #encoder = new TextEncoder();
+  static readonly restartAfterMs = 1000;
+
+  constructor(command: ProcessCommand, log: Logger) {
+    this.#command = command;
+    this.#log = log;
+  }
+
+  read(pid: number): Promise<number | null> {
+    const watcher = this.#watcher ?? this.#start();
+    if (watcher === null) return Promise.resolve(null);
+    const answer = new Promise<number | null>((resolve) => watcher.pending.push(resolve));
+    watcher.writer.write(this.#encoder.encode(`${pid}\n`)).catch(() => this.#lost(watcher));
+    return answer;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const watcher = this.#watcher;
+    this.#watcher = null;
+    if (watcher === null) return;
+    await watcher.writer.close().catch(() => {});
+    await watcher.process.status;
+  }
+
+  #start(): Watcher | null {
+    const now = performance.now();
+    if (this.#closed || now - this.#lastStart < WatchedResidentMemory.restartAfterMs) return null;
+    this.#lastStart = now;
+    let process: Deno.ChildProcess;
+    try {
+      process = new Deno.Command(this.#command.command, {
+        args: this.#command.args,
+        env: this.#command.env,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "inherit",
+      }).spawn();
+    } catch (error) {
+      this.#log.warn(`cannot start the memory watcher: ${(error as Error).message}`);
+      return null;
+    }
+    const watcher: Watcher = { process, writer: process.stdin.getWriter(), pending: [] };
+    this.#watcher = watcher;
+    readLines(process.stdout, 64, {
+      line: (text) => watcher.pending.shift()?.(/^\d+$/.test(text) ? Number(text) : null),
+      overlong: () => {},
+    }).catch(() => {}).finally(() => this.#lost(watcher));
+    process.status.then((status) => {
+      if (!this.#closed && !status.success) {
+        this.#log.warn(`the memory watcher exited with code ${status.code}`);
+      }
+    });
+    return watcher;
+  }
+
+  #lost(watcher: Watcher): void {
+    if (this.#watcher === watcher) this.#watcher = null;
+    for (const resolve of watcher.pending.splice(0)) resolve(null);
+  }
+}
+
+/**
+ * The best source this process has: `/proc` directly when it may read it, else a memory watcher
+ * started with `watcherCommand` (checked with one read), else none, with a warning.
+ */
+export async function openResidentMemory(
+  watcherCommand: ProcessCommand,
+  log: Logger,
+): Promise<ResidentMemory> {
+  if (readResidentBytes(Deno.pid) !== null) return directResidentMemory;
+  if (Deno.build.os === "linux") {
+    const watched = new WatchedResidentMemory(watcherCommand, log);
+    if (await watched.read(Deno.pid) !== null) return watched;
+    await watched.close();
+  }
+  log.warn(
+    "cannot read process memory from /proc: the sandbox memory limit is not enforced here " +
+      "(only V8's heap flag applies; WebAssembly memory is unbounded)",
+  );
+  return unknownResidentMemory;
+}
