@@ -8,6 +8,7 @@ import { encode } from "gpt-tokenizer";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { runSoak } from "./soak.ts";
+import { hostPid, SERVE_FLAGS } from "../tests/_helpers.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const MAIN = join(ROOT, "main.ts");
@@ -44,14 +45,14 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 async function connect(args: string[], extraEnv: Record<string, string> = {}) {
   const transport = new StdioClientTransport({
     command: Deno.execPath(),
-    args: ["run", "--no-prompt", "--allow-all", MAIN, "serve", "--log-level", "warn", ...args],
+    args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--log-level", "warn", ...args],
     env: env(extraEnv),
     stderr: "inherit",
     cwd: ROOT,
   });
   const client = new Client({ name: "bench", version: "0" });
   await client.connect(transport);
-  return { client, pid: transport.pid! };
+  return { client, pid: hostPid(transport.pid!) };
 }
 
 async function execute(client: Client, code: string): Promise<Record<string, unknown>> {

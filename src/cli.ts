@@ -15,11 +15,15 @@ import { VERSION } from "./version.ts";
 import { serveHttp } from "./host/http_server.ts";
 import { formatChecks, runDoctor } from "./doctor.ts";
 import { checkBind } from "./host/http_guard.ts";
+import { runRestrictedHost } from "./restricted_host.ts";
 
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 
 Usage:
-  main.ts serve [--config PATH]                     MCP server over stdio
+  main.ts serve [--config PATH] [--no-restrict]     MCP server over stdio; from source it
+                                                    re-starts itself with only the permissions
+                                                    its config needs (--no-restrict: keep this
+                                                    process's own permissions)
   main.ts serve --http [--host H] [--port P] [--stateless]
                 [--max-concurrent N] [--max-per-session N]
                                                     MCP over Streamable HTTP at /mcp (default
@@ -69,6 +73,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         "max-concurrent": { type: "string" },
         "max-per-session": { type: "string" },
         "allow-origin": { type: "string", multiple: true },
+        "no-restrict": { type: "boolean" },
       },
     });
   } catch (error) {
@@ -96,19 +101,26 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
   const [command, ...rest] = positionals;
   try {
     switch (command) {
-      case "serve":
+      case "serve": {
         if (rest.length > 0) throw new UsageError(`serve takes no arguments, got "${rest[0]}"`);
-        if (values.http) {
-          return await serveOverHttp(values.config, log, {
+        const http = values.http
+          ? {
             host: values.host ?? "127.0.0.1",
             port: wholeNumber(values.port, "--port", 8788, 0, 65535),
             stateless: values.stateless ?? false,
             maxConcurrent: wholeNumber(values["max-concurrent"], "--max-concurrent", 8, 1, 256),
             maxPerSession: wholeNumber(values["max-per-session"], "--max-per-session", 4, 1, 256),
             allowedOrigins: values["allow-origin"] ?? [],
-          });
+          }
+          : null;
+        // From source, the server re-starts itself with only the permissions it needs.
+        if (!values["no-restrict"] && !Deno.build.standalone) {
+          return await runRestrictedHost({ args, configPath: values.config, http, log });
         }
-        return await serve(values.config, log);
+        return http
+          ? await serveOverHttp(values.config, log, http)
+          : await serve(values.config, log);
+      }
       case "run": {
         if (rest.length !== 1) throw new UsageError("run takes exactly one FILE.py (or -)");
         const timeout = values.timeout === undefined ? undefined : Number(values.timeout);

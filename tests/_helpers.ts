@@ -9,6 +9,16 @@ import type { ExecutionResult } from "../src/host/execution_result.ts";
 export const ROOT = fromFileUrl(new URL("..", import.meta.url));
 export const MAIN = fromFileUrl(new URL("../main.ts", import.meta.url));
 
+/**
+ * The flags `deno task serve` starts the server with (read from deno.json, so tests start it
+ * exactly as users do).
+ */
+export const SERVE_FLAGS: string[] = (() => {
+  const config = JSON.parse(Deno.readTextFileSync(new URL("../deno.json", import.meta.url)));
+  const words = (config.tasks.serve as string).split(/\s+/);
+  return words.slice(words.indexOf("run") + 1, words.indexOf("main.ts"));
+})();
+
 /** The environment a child server needs (the SDK passes only a few defaults otherwise). */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
@@ -28,7 +38,7 @@ export interface TestServer extends AsyncDisposable {
     }
   >;
   stderr(): string;
-  /** PID of the server process. */
+  /** PID of the serving (restricted) host process, the parent of sandboxes and upstreams. */
   pid: number;
 }
 
@@ -40,7 +50,7 @@ export async function startServer(
 ): Promise<TestServer> {
   const transport = new StdioClientTransport({
     command: Deno.execPath(),
-    args: ["run", "--no-prompt", "--allow-all", MAIN, "serve", ...(options.args ?? [])],
+    args: ["run", ...SERVE_FLAGS, MAIN, "serve", ...(options.args ?? [])],
     env: childEnv(options.env),
     stderr: "pipe",
     cwd: ROOT,
@@ -65,7 +75,7 @@ export async function startServer(
       };
     },
     stderr: () => stderr,
-    pid: transport.pid!,
+    pid: hostPid(transport.pid!),
     async [Symbol.asyncDispose]() {
       await client.close();
     },
@@ -96,6 +106,16 @@ export async function runCli(args: string[], stdin?: string): Promise<CliResult>
   const out = await child.output();
   const decoder = new TextDecoder();
   return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
+/**
+ * The serving process behind `serve` started as `pid`: run from source, `serve` re-starts
+ * itself with least privilege, so the host is its only child (itself with --no-restrict).
+ */
+export function hostPid(pid: number): number {
+  const children = childPids(pid);
+  if (children.length !== 1) throw new Error(`expected one host under ${pid}, got ${children}`);
+  return children[0]!;
 }
 
 /** Lists the PIDs of processes whose parent is `ppid` (Linux /proc). */

@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startFakeChatApi } from "./_fake_chat_api.ts";
-import { childEnv, MAIN, ROOT, runCli, startServer } from "./_helpers.ts";
+import { childEnv, MAIN, ROOT, runCli, SERVE_FLAGS, startServer } from "./_helpers.ts";
 import type { AgentResult } from "../src/agent/agent.ts";
 
 const HELLO = `${ROOT}examples/files/hello.txt`;
@@ -173,7 +173,7 @@ Deno.test("without an API key the agent uses the client's model through MCP samp
   await client.connect(
     new StdioClientTransport({
       command: Deno.execPath(),
-      args: ["run", "--no-prompt", "-A", MAIN, "serve"],
+      args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
       env: childEnv(),
       stderr: "ignore",
       cwd: ROOT,

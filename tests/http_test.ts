@@ -8,7 +8,16 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { checkBind, guardRequest } from "../src/host/http_guard.ts";
 import type { ExecutionResult } from "../src/host/execution_result.ts";
-import { childEnv, delay, MAIN, ROOT, sandboxPids, startServer } from "./_helpers.ts";
+import {
+  childEnv,
+  delay,
+  hostPid,
+  MAIN,
+  ROOT,
+  sandboxPids,
+  SERVE_FLAGS,
+  startServer,
+} from "./_helpers.ts";
 
 const NO_SERVERS = `${ROOT}tests/fixtures/no_servers.json`;
 
@@ -26,8 +35,7 @@ async function startHttp(
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      "--no-prompt",
-      "-A",
+      ...SERVE_FLAGS,
       MAIN,
       "serve",
       "--http",
@@ -57,7 +65,7 @@ async function startHttp(
   void child.stdout.cancel();
   return {
     url: await url.promise,
-    pid: child.pid,
+    pid: hostPid(child.pid),
     child,
     stderr: () => stderr,
     async [Symbol.asyncDispose]() {
@@ -240,8 +248,7 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     const out = await new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        "--no-prompt",
-        "-A",
+        ...SERVE_FLAGS,
         MAIN,
         "serve",
         "--http",

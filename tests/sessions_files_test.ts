@@ -4,7 +4,15 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { childEnv, delay, MAIN, ROOT, startServer, type TestServer } from "./_helpers.ts";
+import {
+  childEnv,
+  delay,
+  MAIN,
+  ROOT,
+  SERVE_FLAGS,
+  startServer,
+  type TestServer,
+} from "./_helpers.ts";
 
 async function sessionConfig(idleSeconds = 60): Promise<string> {
   const dir = await Deno.makeTempDir();
@@ -63,7 +71,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     await client.connect(
       new StdioClientTransport({
         command: Deno.execPath(),
-        args: ["run", "--no-prompt", "-A", MAIN, "serve", "--config", await sessionConfig()],
+        args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--config", await sessionConfig()],
         env: childEnv(),
         stderr: "ignore",
         cwd: ROOT,

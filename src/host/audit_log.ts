@@ -1,6 +1,7 @@
 /**
  * The audit log: one JSON line per execution, appended to a file (never stdout).
  */
+import { dirname } from "node:path";
 import { sha256Hex } from "../digest.ts";
 import type { ExecutionResult } from "./execution_result.ts";
 
@@ -55,22 +56,31 @@ export interface AuditLog {
   close(): void;
 }
 
-/** Appends to `path` (created with its folder when missing). */
+/**
+ * Appends to `path` (created with its folder when missing). The folder is only touched when it
+ * is missing, so a host that may write just the file can keep a log in an existing folder.
+ */
 export function openAuditLog(path: string): AuditLog {
-  const folder = path.slice(0, path.lastIndexOf("/"));
-  if (folder) Deno.mkdirSync(folder, { recursive: true });
-  const file = Deno.openSync(path, { append: true, create: true });
+  const open = () => Deno.openSync(path, { append: true, create: true });
+  let file: Deno.FsFile;
+  try {
+    file = open();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    Deno.mkdirSync(dirname(path), { recursive: true });
+    file = open();
+  }
   const encoder = new TextEncoder();
-  let open = true;
+  let isOpen = true;
   return {
     write(record) {
-      if (!open) return;
+      if (!isOpen) return;
       let bytes = encoder.encode(JSON.stringify(record) + "\n");
       while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
     },
     close() {
-      if (open) file.close();
-      open = false;
+      if (isOpen) file.close();
+      isOpen = false;
     },
   };
 }

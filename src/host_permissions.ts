@@ -1,0 +1,153 @@
+/**
+ * The host's own least privilege: from the loaded config, the Deno permission flags the server
+ * process needs, and nothing more. `serve` (from source) re-starts itself under these flags;
+ * see restricted_host.ts. Pure: everything it looks at is passed in.
+ */
+import { dirname } from "node:path";
+import type { Config } from "./config.ts";
+import type { OpenAIModelConfig } from "./agent/openai_model.ts";
+
+export interface HostGrants {
+  read: string[];
+  write: string[];
+  run: string[];
+  env: string[];
+  net: string[];
+}
+
+export interface HostNeeds {
+  config: Config;
+  /** The config file's text, for the `${VAR}` names it reads from the environment. */
+  configText: string;
+  /** The Deno executable: runs sandboxes, the snapshot builder and the memory watcher. */
+  denoPath: string;
+  /** Pyodide's package folder (read to locate and check the runtime). */
+  pyodideDir: string;
+  /** Snapshot and downloaded-wheel cache (read and written). */
+  cacheDir: string;
+  /** The command each stdio server runs, as it will be spawned. */
+  serverCommands: string[];
+  /** Whether the audit log's folder exists (when not, the host creates it: a new folder). */
+  auditFolderExists: boolean;
+  /** The API model the agent may call (null: none configured). */
+  model: OpenAIModelConfig | null;
+  /** Where `serve --http` listens (null: stdio). */
+  http: { host: string; port: number } | null;
+}
+
+/**
+ * Environment variables the host reads, besides the config's `${VAR}` names. A trailing `*`
+ * is a prefix (Deno's own syntax).
+ */
+export const HOST_ENV = [
+  // Locating caches and data: Deno's, ours, and the XDG defaults.
+  "DENO_DIR",
+  "HOME",
+  "XDG_CACHE_HOME",
+  "XDG_DATA_HOME",
+  // Handed to stdio servers by the MCP SDK's default environment.
+  "PATH",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "TERM",
+  // Read at import time by Node-compatibility code (command lookup, child processes).
+  "OSTYPE",
+  "PATHEXT",
+  "NODE_*",
+  "NO_COLOR",
+  // Our own settings and the agent's model.
+  "CODEMODE_*",
+  "OPENAI_*",
+  "AZURE_OPENAI_*",
+];
+
+/** What the host needs, as lists (deduplicated, in a stable order). */
+export function hostGrants(needs: HostNeeds): HostGrants {
+  const { config, cacheDir } = needs;
+  const settings = config.settings;
+  const optional = (path: string) => (path ? [path] : []);
+  const profileFolders = [...config.profiles.values()].flatMap((p) => p.folders.map((f) => f.host));
+  const read = [
+    config.path,
+    settings.permissions_dir,
+    needs.pyodideDir,
+    cacheDir,
+    needs.denoPath,
+    settings.skills_dir,
+    ...optional(settings.wheels_dir),
+    // Checked at load for symlinks leading out (the sandbox mounts them, the host only looks).
+    ...profileFolders,
+  ];
+  // The audit log's folder only while it does not exist: a new folder holds nothing to protect.
+  const auditFolder = settings.audit_log && !needs.auditFolderExists
+    ? [dirname(settings.audit_log)]
+    : [];
+  const write = [cacheDir, settings.skills_dir, ...optional(settings.audit_log), ...auditFolder];
+  const net = [
+    ...config.servers.flatMap((s) => (s.kind === "http" ? [new URL(s.url).host] : [])),
+    ...(settings.package_index ? [new URL(settings.package_index).host] : []),
+    ...(needs.model ? [modelHost(needs.model)] : []),
+    ...(needs.http ? [bindAddress(needs.http)] : []),
+  ];
+  return {
+    read: unique(read),
+    write: unique(write),
+    run: unique([needs.denoPath, ...needs.serverCommands]),
+    env: unique([...HOST_ENV, ...configEnvNames(needs.configText)]),
+    net: unique(net),
+  };
+}
+
+/** `deno run` flags for `grants`; an empty list grants nothing (never "everything"). */
+export function hostFlags(grants: HostGrants): string[] {
+  const flag = (name: string, values: string[]) => {
+    if (values.length === 0) return [];
+    const withComma = values.find((v) => v.includes(","));
+    if (withComma !== undefined) {
+      throw new TypeError(
+        `Cannot grant the host ${name} "${withComma}": Deno permission lists cannot hold a comma ` +
+          "(rename it, or start the server with --no-restrict)",
+      );
+    }
+    return [`--allow-${name}=${values.join(",")}`];
+  };
+  return [
+    ...flag("read", grants.read),
+    ...flag("write", grants.write),
+    ...flag("run", grants.run),
+    ...flag("env", grants.env),
+    ...flag("net", grants.net),
+  ];
+}
+
+/** The names a config file reads as `${NAME}` (CONFIG_DIR is ours, not the environment's). */
+export function configEnvNames(text: string): string[] {
+  const names = [...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!);
+  return unique(names.filter((name) => name !== "CONFIG_DIR"));
+}
+
+/** The host (with port, when given) the agent's model API is at. */
+export function modelHost(model: OpenAIModelConfig): string {
+  const url = model.kind === "azure" ? model.endpoint! : model.baseURL ?? DEFAULT_OPENAI_URL;
+  return new URL(url).host;
+}
+
+const DEFAULT_OPENAI_URL = "https://api.openai.com/v1";
+
+/** `--allow-net` entry for listening: the host alone when the port is picked by the system. */
+function bindAddress({ host, port }: { host: string; port: number }): string {
+  const name = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  return port === 0 ? name : `${name}:${port}`;
+}
+
+function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}
+
+/** One line naming every grant (logged at start). */
+export function describeGrants(grants: HostGrants): string {
+  return (Object.keys(grants) as (keyof HostGrants)[])
+    .map((k) => `${k}: ${grants[k].length === 0 ? "none" : grants[k].join(", ")}`)
+    .join("; ");
+}

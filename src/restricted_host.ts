@@ -1,0 +1,98 @@
+/**
+ * Starting the server with least privilege. Run from source, `serve` does not serve itself: it
+ * reads the config, computes the host's flags (host_permissions.ts), and starts `main.ts serve`
+ * again under exactly those flags with `--no-restrict`. The child inherits stdin, stdout and
+ * stderr, so this process is not in the protocol's path: it waits, forwards signals, and exits
+ * with the child's code.
+ */
+import { dirname, join } from "node:path";
+import { loadConfig, PROJECT_ROOT } from "./config.ts";
+import { denoCommand } from "./upstream/transport.ts";
+import { openAIConfigFromEnv } from "./agent/openai_model.ts";
+import { describeGrants, hostFlags, hostGrants } from "./host_permissions.ts";
+import { locateRuntime } from "./sandbox/runtime.ts";
+import type { Logger } from "./log.ts";
+
+/** The flag a server started this way gets (and users may pass to skip the restart). */
+export const NO_RESTRICT = "--no-restrict";
+
+const FORWARDED_SIGNALS: Deno.Signal[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+
+export interface RestrictedHostOptions {
+  /** The CLI arguments of this `serve` (passed on to the child). */
+  args: string[];
+  configPath: string | undefined;
+  http: { host: string; port: number } | null;
+  log: Logger;
+}
+
+/** The permission flags the server needs for its config (reads the config and environment). */
+export async function computeHostFlags(
+  configPath: string | undefined,
+  http: RestrictedHostOptions["http"],
+  log: Logger,
+): Promise<string[]> {
+  const runtime = locateRuntime();
+  const config = await loadConfig({
+    path: configPath,
+    protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
+  });
+  const grants = hostGrants({
+    config,
+    configText: await Deno.readTextFile(config.path),
+    denoPath: runtime.denoPath,
+    pyodideDir: runtime.pyodideDir,
+    cacheDir: runtime.cacheDir,
+    serverCommands: config.servers.flatMap((
+      s,
+    ) => (s.kind === "stdio" ? [denoCommand(s.command)] : [])),
+    auditFolderExists: config.settings.audit_log === "" ||
+      await exists(dirname(config.settings.audit_log)),
+    model: openAIConfigFromEnv((name) => Deno.env.get(name)),
+    http,
+  });
+  log.debug(`host permissions: ${describeGrants(grants)}`);
+  return hostFlags(grants);
+}
+
+/** Runs the server as a child under `flags`; resolves with its exit code. */
+export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
+  const flags = await computeHostFlags(options.configPath, options.http, options.log);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-prompt",
+      `--config=${join(PROJECT_ROOT, "deno.json")}`,
+      ...flags,
+      join(PROJECT_ROOT, "main.ts"),
+      ...options.args,
+      NO_RESTRICT,
+    ],
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const forward = (signal: Deno.Signal) => () => {
+    try {
+      child.kill(signal);
+    } catch {
+      // already exited
+    }
+  };
+  const listeners = FORWARDED_SIGNALS.map((signal) => [signal, forward(signal)] as const);
+  for (const [signal, listener] of listeners) Deno.addSignalListener(signal, listener);
+  try {
+    return (await child.status).code;
+  } finally {
+    for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,173 @@
+import assert from "node:assert/strict";
+import type { Config } from "../src/config.ts";
+import { parseConfigFile } from "../src/config.ts";
+import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
+import {
+  configEnvNames,
+  HOST_ENV,
+  hostFlags,
+  hostGrants,
+  type HostNeeds,
+  modelHost,
+} from "../src/host_permissions.ts";
+import { childPids, delay, startServer } from "./_helpers.ts";
+
+const CONFIG_TEXT = JSON.stringify({
+  servers: {
+    files: {
+      command: "deno",
+      args: ["run", "${CONFIG_DIR}/files.ts"],
+      env: { KEY: "${FILES_KEY}" },
+    },
+    tools: { command: "npx", args: ["tools-server"] },
+    api: { url: "https://mcp.example:8443/mcp", headers: { Authorization: "Bearer ${API_TOKEN}" } },
+  },
+  settings: {
+    audit_log: "audit.jsonl",
+    permissions_dir: "profiles",
+    skills_dir: "/srv/skills",
+    package_index: "https://index.example/simple/",
+  },
+});
+
+function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
+  const parsed = parseConfigFile(JSON.parse(CONFIG_TEXT), {
+    path: "/etc/cm/mcp_servers.json",
+    env: (name) => ({ FILES_KEY: "k", API_TOKEN: "t" } as Record<string, string>)[name],
+  });
+  const workspace: Profile = {
+    name: "workspace",
+    description: "",
+    folders: [{ host: "/srv/work", mount: "/workspace", mode: "rw" }],
+    net: [],
+    allowed_tools: [],
+    limits: { ...DEFAULT_LIMITS },
+  };
+  const config: Config = {
+    path: "/etc/cm/mcp_servers.json",
+    servers: parsed.servers,
+    settings: parsed.settings,
+    profiles: new Map([["workspace", workspace]]),
+    secrets: parsed.secrets,
+  };
+  return {
+    config,
+    configText: CONFIG_TEXT,
+    denoPath: "/opt/deno/bin/deno",
+    pyodideDir: "/cache/deno/npm/pyodide",
+    cacheDir: "/cache/cm",
+    serverCommands: ["/opt/deno/bin/deno", "npx"],
+    auditFolderExists: true,
+    model: null,
+    http: null,
+    ...overrides,
+  };
+}
+
+Deno.test("hostGrants() grants the host exactly what its config names", () => {
+  const grants = hostGrants(needs());
+  assert.deepEqual(grants.read, [
+    "/etc/cm/mcp_servers.json",
+    "/etc/cm/profiles",
+    "/cache/deno/npm/pyodide",
+    "/cache/cm",
+    "/opt/deno/bin/deno",
+    "/srv/skills",
+    "/srv/work",
+  ]);
+  assert.deepEqual(grants.write, ["/cache/cm", "/srv/skills", "/etc/cm/audit.jsonl"]);
+  // A missing audit folder is created by the host, so it may write there (it is new and empty).
+  assert.deepEqual(hostGrants(needs({ auditFolderExists: false })).write.slice(-1), ["/etc/cm"]);
+  assert.deepEqual(grants.run, ["/opt/deno/bin/deno", "npx"]);
+  assert.deepEqual(grants.net, ["mcp.example:8443", "index.example"]);
+  assert.deepEqual(grants.env, [...HOST_ENV, "FILES_KEY", "API_TOKEN"]);
+});
+
+Deno.test("hostGrants() adds the model API host and the HTTP bind address", () => {
+  const model = {
+    kind: "openai" as const,
+    apiKey: "k",
+    model: "m",
+    baseURL: "http://127.0.0.1:9999/v1",
+    tokenLimitParam: "auto" as const,
+    timeoutMs: 1000,
+  };
+  const grants = hostGrants(needs({ model, http: { host: "127.0.0.1", port: 8788 } }));
+  assert.deepEqual(grants.net.slice(-2), ["127.0.0.1:9999", "127.0.0.1:8788"]);
+  // A system-picked port cannot be named in advance: the host alone is granted.
+  assert.deepEqual(hostGrants(needs({ http: { host: "::1", port: 0 } })).net.slice(-1), ["[::1]"]);
+});
+
+Deno.test("modelHost() covers OpenAI's default, a compatible base URL, and Azure", () => {
+  const base = { apiKey: "k", model: "m", tokenLimitParam: "auto" as const, timeoutMs: 1 };
+  assert.equal(modelHost({ ...base, kind: "openai" }), "api.openai.com");
+  assert.equal(
+    modelHost({ ...base, kind: "openai", baseURL: "http://llm.local:8000/v1" }),
+    "llm.local:8000",
+  );
+  assert.equal(
+    modelHost({ ...base, kind: "azure", endpoint: "https://r.openai.azure.com/", apiVersion: "x" }),
+    "r.openai.azure.com",
+  );
+});
+
+Deno.test("hostFlags() never turns an empty list into a grant of everything", () => {
+  const flags = hostFlags({
+    read: ["/a", "/b"],
+    write: [],
+    run: ["/deno"],
+    env: ["HOME"],
+    net: [],
+  });
+  assert.deepEqual(flags, ["--allow-read=/a,/b", "--allow-run=/deno", "--allow-env=HOME"]);
+  assert.ok(!flags.some((f) => /^--allow-(write|net)/.test(f)));
+});
+
+Deno.test("hostFlags() refuses a path Deno's comma-separated lists cannot express", () => {
+  assert.throws(
+    () => hostFlags({ read: ["/data/a,b"], write: [], run: [], env: [], net: [] }),
+    /read "\/data\/a,b".*--no-restrict/,
+  );
+});
+
+Deno.test("configEnvNames() lists ${VAR} names once, without CONFIG_DIR", () => {
+  assert.deepEqual(configEnvNames('{"a": "${X}/${CONFIG_DIR}", "b": "${Y_2}${X}", "c": "$Z"}'), [
+    "X",
+    "Y_2",
+  ]);
+});
+
+function cmdline(pid: number): string[] {
+  return Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+}
+
+Deno.test("deno task serve's host runs without --allow-all and watches memory through a helper", async () => {
+  await using server = await startServer();
+  const host = cmdline(server.pid);
+  assert.ok(host.includes("--no-restrict"), host.join(" "));
+  assert.ok(!host.some((a) => a === "-A" || a === "--allow-all"), host.join(" "));
+  for (const kind of ["read", "write", "run", "env"]) {
+    assert.ok(host.some((a) => a.startsWith(`--allow-${kind}=`)), `no --allow-${kind}= list`);
+  }
+  // Nothing the default config does not need: no network, no FFI, no system information.
+  assert.ok(!host.some((a) => /^--allow-(net|ffi|sys|import)/.test(a)), host.join(" "));
+  const watcher = childPids(server.pid).find((pid) =>
+    cmdline(pid).some((a) => a.endsWith("memory_watcher.ts"))
+  );
+  assert.ok(watcher !== undefined, "no memory watcher under the host");
+  const bomb = await server.execute({ code: "x = bytearray(900 * 1024 * 1024)\nlen(x)" });
+  assert.equal(bomb.diagnostics?.error_type, "MEMORY_LIMIT", bomb.text);
+
+  await server.client.close();
+  for (let i = 0; i < 200 && (isAlive(server.pid) || isAlive(watcher)); i++) await delay(50);
+  assert.equal(isAlive(server.pid), false, "the host outlived its launcher's client");
+  assert.equal(isAlive(watcher), false, "the memory watcher outlived the host");
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
