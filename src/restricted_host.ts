@@ -16,7 +16,10 @@ import type { Logger } from "./log.ts";
 /** The flag a server started this way gets (and users may pass to skip the restart). */
 export const NO_RESTRICT = "--no-restrict";
 
-const FORWARDED_SIGNALS: Deno.Signal[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+/** Signals passed on to the server (Windows can only listen for SIGINT and SIGBREAK). */
+const FORWARDED_SIGNALS: Deno.Signal[] = Deno.build.os === "windows"
+  ? ["SIGINT", "SIGBREAK"]
+  : ["SIGINT", "SIGTERM", "SIGHUP"];
 
 export interface RestrictedHostOptions {
   /** The CLI arguments of this `serve` (passed on to the child). */
