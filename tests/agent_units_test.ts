@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { extractCode } from "../src/agent/code_extraction.ts";
 import { checkAnalysis } from "../src/agent/validation.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
-import { openAIConfigFromEnv } from "../src/agent/openai_model.ts";
+import { openAIConfigFromEnv } from "../src/agent/model_config.ts";
 
 Deno.test("extractCode() takes code out of fences, or the reply as is", async (t) => {
   const table: [string, string, string][] = [

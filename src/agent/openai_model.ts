@@ -1,104 +1,29 @@
 /**
  * An OpenAI-compatible chat-completions API (OpenAI, Azure OpenAI, or any compatible server)
- * through the `openai` package.
+ * through the `openai` package, loaded on the first request (it is large, and most servers
+ * never call a model: this keeps their start fast).
  */
-import OpenAI, { AzureOpenAI } from "openai";
+import type OpenAI from "openai";
 import type { ChatMessage, ChatModel, ChatReply } from "./chat_model.ts";
-
-/** Which request field carries the output-token limit. */
-export type TokenLimitParam = "max_tokens" | "max_completion_tokens" | "auto";
-
-export interface OpenAIModelConfig {
-  kind: "openai" | "azure";
-  apiKey: string;
-  model: string;
-  /** OpenAI-compatible base URL (kind "openai"). */
-  baseURL?: string;
-  /** Azure endpoint and API version (kind "azure"); `model` is the deployment. */
-  endpoint?: string;
-  apiVersion?: string;
-  tokenLimitParam: TokenLimitParam;
-  timeoutMs: number;
-}
-
-/**
- * The model settings from the environment, or null when no API key is set:
- * OPENAI_API_KEY, OPENAI_BASE_URL, CODEMODE_MODEL (default gpt-4.1-mini); or
- * AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_DEPLOYMENT, OPENAI_API_VERSION.
- * CODEMODE_MAX_TOKENS_PARAM picks max_tokens, max_completion_tokens or auto (the default).
- */
-export function openAIConfigFromEnv(
-  env: (name: string) => string | undefined,
-): OpenAIModelConfig | null {
-  const param = env("CODEMODE_MAX_TOKENS_PARAM") ?? "auto";
-  if (!["max_tokens", "max_completion_tokens", "auto"].includes(param)) {
-    throw new TypeError(
-      `Cannot read CODEMODE_MAX_TOKENS_PARAM: "${param}" is not max_tokens, max_completion_tokens or auto`,
-    );
-  }
-  const tokenLimitParam = param as TokenLimitParam;
-  const timeoutMs = Number(env("CODEMODE_MODEL_TIMEOUT_S") ?? "120") * 1000;
-  const azureKey = env("AZURE_OPENAI_API_KEY");
-  if (azureKey) {
-    const endpoint = env("AZURE_OPENAI_ENDPOINT");
-    const deployment = env("AZURE_OPENAI_DEPLOYMENT");
-    if (!endpoint || !deployment) {
-      throw new TypeError(
-        "Cannot use Azure OpenAI: AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_DEPLOYMENT must be set with AZURE_OPENAI_API_KEY",
-      );
-    }
-    return {
-      kind: "azure",
-      apiKey: azureKey,
-      endpoint,
-      model: deployment,
-      apiVersion: env("OPENAI_API_VERSION") ?? "2024-10-21",
-      tokenLimitParam,
-      timeoutMs,
-    };
-  }
-  const apiKey = env("OPENAI_API_KEY");
-  if (!apiKey) return null;
-  return {
-    kind: "openai",
-    apiKey,
-    baseURL: env("OPENAI_BASE_URL"),
-    model: env("CODEMODE_MODEL") ?? "gpt-4.1-mini",
-    tokenLimitParam,
-    timeoutMs,
-  };
-}
+import type { OpenAIModelConfig } from "./model_config.ts";
 
 /** Whether an API error says the model wants max_completion_tokens instead of max_tokens. */
 export function rejectsMaxTokens(error: unknown): boolean {
-  if (!(error instanceof OpenAI.APIError) || error.status !== 400) return false;
-  const e = error as { param?: string | null; message: string };
-  return e.param === "max_tokens" || /max_completion_tokens/.test(e.message);
+  const e = error as { status?: unknown; param?: string | null; message?: string } | null;
+  if (!(error instanceof Error) || e?.status !== 400) return false;
+  return e.param === "max_tokens" || /max_completion_tokens/.test(error.message);
 }
 
 export class OpenAIChatModel implements ChatModel {
   readonly name: string;
-  readonly #client: OpenAI;
+  readonly #config: OpenAIModelConfig;
+  #client: Promise<OpenAI> | null = null;
   readonly #model: string;
   #param: "max_tokens" | "max_completion_tokens";
   readonly #auto: boolean;
 
   constructor(config: OpenAIModelConfig) {
-    this.#client = config.kind === "azure"
-      ? new AzureOpenAI({
-        apiKey: config.apiKey,
-        endpoint: config.endpoint,
-        deployment: config.model,
-        apiVersion: config.apiVersion,
-        timeout: config.timeoutMs,
-        maxRetries: 1,
-      })
-      : new OpenAI({
-        apiKey: config.apiKey,
-        baseURL: config.baseURL,
-        timeout: config.timeoutMs,
-        maxRetries: 1,
-      });
+    this.#config = config;
     this.#model = config.model;
     this.name = `${config.kind}:${config.model}`;
     this.#auto = config.tokenLimitParam === "auto";
@@ -133,11 +58,31 @@ export class OpenAIChatModel implements ChatModel {
     return { text, usage, notes };
   }
 
-  #create(messages: ChatMessage[], maxTokens: number) {
-    return this.#client.chat.completions.create({
+  async #create(messages: ChatMessage[], maxTokens: number) {
+    this.#client ??= createClient(this.#config);
+    return (await this.#client).chat.completions.create({
       model: this.#model,
       messages,
       [this.#param]: maxTokens,
     });
   }
+}
+
+async function createClient(config: OpenAIModelConfig): Promise<OpenAI> {
+  const { default: OpenAI, AzureOpenAI } = await import("openai");
+  return config.kind === "azure"
+    ? new AzureOpenAI({
+      apiKey: config.apiKey,
+      endpoint: config.endpoint,
+      deployment: config.model,
+      apiVersion: config.apiVersion,
+      timeout: config.timeoutMs,
+      maxRetries: 1,
+    })
+    : new OpenAI({
+      apiKey: config.apiKey,
+      baseURL: config.baseURL,
+      timeout: config.timeoutMs,
+      maxRetries: 1,
+    });
 }

@@ -4,7 +4,8 @@
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type ChatModel, NoModelError } from "./chat_model.ts";
-import { OpenAIChatModel, type OpenAIModelConfig } from "./openai_model.ts";
+import { OpenAIChatModel } from "./openai_model.ts";
+import type { OpenAIModelConfig } from "./model_config.ts";
 import { SamplingChatModel } from "./sampling_model.ts";
 
 export function selectModel(openAI: OpenAIModelConfig | null, client: Server | null): ChatModel {

@@ -15,7 +15,7 @@ import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts"
 import type { AgentDeps } from "../agent/agent.ts";
 import type { ChatModel } from "../agent/chat_model.ts";
 import { selectModel } from "../agent/select_model.ts";
-import type { OpenAIModelConfig } from "../agent/openai_model.ts";
+import type { OpenAIModelConfig } from "../agent/model_config.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 
 export interface HostDeps {

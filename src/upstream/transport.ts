@@ -8,21 +8,13 @@ import {
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ServerConfig } from "../config.ts";
+import { denoCommand } from "./deno_command.ts";
 
 export type TransportFactory = (server: ServerConfig) => {
   transport: Transport;
   /** Lines the server writes to stderr (stdio servers only). */
   onStderr?: (listener: (text: string) => void) => void;
 };
-
-/**
- * "deno" in a server entry means the Deno running this server; inside the single binary,
- * whose executable is not Deno, it means the `deno` on PATH.
- */
-export function denoCommand(command: string): string {
-  if (command !== "deno") return command;
-  return Deno.build.standalone ? "deno" : Deno.execPath();
-}
 
 /**
  * The real transports. `deno` as a command means the Deno running this server. A stdio child
