@@ -5,7 +5,7 @@
  */
 import { dirname } from "node:path";
 import type { Config } from "./config.ts";
-import type { OpenAIModelConfig } from "./agent/openai_model.ts";
+import type { OpenAIModelConfig } from "./agent/model_config.ts";
 
 export interface HostGrants {
   read: string[];

@@ -7,8 +7,8 @@
  */
 import { dirname, join } from "node:path";
 import { loadConfig, PROJECT_ROOT } from "./config.ts";
-import { denoCommand } from "./upstream/transport.ts";
-import { openAIConfigFromEnv } from "./agent/openai_model.ts";
+import { denoCommand } from "./upstream/deno_command.ts";
+import { openAIConfigFromEnv } from "./agent/model_config.ts";
 import { describeGrants, hostFlags, hostGrants } from "./host_permissions.ts";
 import { locateRuntime } from "./sandbox/runtime.ts";
 import type { Logger } from "./log.ts";

@@ -1,0 +1,185 @@
+/**
+ * What each CLI command does, loaded only when a command runs: `serve` from source first
+ * re-starts itself with least privilege (restricted_host.ts), and that launcher should not load
+ * the whole server to do so.
+ */
+import process from "node:process";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { startApp } from "./app.ts";
+import { formatResultText } from "./host/execution_result.ts";
+import { runAgent } from "./agent/agent.ts";
+import { selectModel } from "./agent/select_model.ts";
+import { formatAgentResult } from "./host/tools/generate_and_execute.ts";
+import type { Logger } from "./log.ts";
+import { serveHttp } from "./host/http_server.ts";
+import { checkBind } from "./host/http_guard.ts";
+import { UsageError } from "./usage_error.ts";
+
+export { DEFAULT_MAX_ATTEMPTS } from "./agent/agent.ts";
+export { formatChecks, runDoctor } from "./doctor.ts";
+
+export async function serveStdio(configPath: string | undefined, log: Logger): Promise<number> {
+  const app = await startApp({ configPath, log });
+  const host = app.createHost();
+  const transport = new StdioServerTransport();
+  const closed = Promise.withResolvers<void>();
+  let closing = false;
+  const shutdown = async (why: string) => {
+    if (closing) return;
+    closing = true;
+    log.info(`shutting down (${why})`);
+    await host.close().catch(() => {});
+    await app.close();
+    closed.resolve();
+  };
+  transport.onclose = () => void shutdown("transport closed");
+  process.stdin.on("end", () => void shutdown("stdin closed"));
+  Deno.addSignalListener("SIGINT", () => void shutdown("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void shutdown("SIGTERM"));
+  await host.server.connect(transport);
+  log.info("serving MCP over stdio", {
+    profiles: app.config.settings.allowed_profiles,
+    servers: app.config.servers.map((s) => s.name),
+  });
+  await closed.promise;
+  return 0;
+}
+
+export interface RunOptions {
+  config?: string;
+  profile?: string;
+  json: boolean;
+  timeout?: number;
+  log: Logger;
+  out: (text: string) => void;
+}
+
+export async function runScript(file: string, options: RunOptions): Promise<number> {
+  let code: string;
+  try {
+    code = file === "-"
+      ? await new Response(Deno.stdin.readable).text()
+      : await Deno.readTextFile(file);
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 0 });
+  checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
+  const result = await app.execute({ code, profile: options.profile, timeout_s: options.timeout });
+  if (options.json) {
+    options.out(JSON.stringify(result, null, 2) + "\n");
+  } else {
+    if (result.stdout) options.out(result.stdout);
+    if (result.stderr) Deno.stderr.writeSync(new TextEncoder().encode(result.stderr));
+    if (!result.success) {
+      const text = formatResultText({ ...result, stdout: "", stderr: "" });
+      Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
+    } else if (result.result !== null && result.result !== undefined) {
+      const shown = typeof result.result === "string"
+        ? result.result
+        : JSON.stringify(result.result);
+      options.out(shown + "\n");
+    }
+  }
+  return result.success ? 0 : 1;
+}
+
+export async function printTools(
+  configPath: string | undefined,
+  indexOnly: boolean,
+  log: Logger,
+  out: (text: string) => void,
+): Promise<number> {
+  await using app = await startApp({ configPath, log, poolSize: 0 });
+  const catalog = app.tools.catalog;
+  if (indexOnly) {
+    out(catalog.index() + "\n");
+  } else {
+    for (const entry of catalog.servers) {
+      out(`# ===== mcp_tools.${entry.moduleName} =====\n`);
+      if (entry.error) out(`# unavailable: ${entry.error}\n`);
+      out(entry.stub + "\n");
+    }
+  }
+  return catalog.servers.some((s) => s.error) ? 1 : 0;
+}
+
+export async function runAgentCommand(
+  task: string,
+  options: Omit<RunOptions, "timeout"> & { maxAttempts?: number },
+): Promise<number> {
+  await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 1 });
+  checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
+  const model = selectModel(app.openAI, null);
+  const err = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
+  const result = await runAgent(
+    { task, max_attempts: options.maxAttempts, profile: options.profile },
+    app.agentDeps(model),
+    (a) => {
+      err(
+        `--- attempt ${a.attempt} (${model.name}): ${
+          a.error ? `failed at ${a.phase}` : "succeeded"
+        } ---`,
+      );
+      if (a.code) err(a.code.trimEnd());
+      if (a.error) err(`error: ${a.error}`);
+      for (const note of a.notes) err(`note: ${note}`);
+    },
+  );
+  if (options.json) {
+    options.out(JSON.stringify(result, null, 2) + "\n");
+  } else {
+    const run = result.execution;
+    if (result.success && run) {
+      if (run.stdout) options.out(run.stdout);
+      if (run.result !== null && run.result !== undefined) {
+        options.out(
+          (typeof run.result === "string" ? run.result : JSON.stringify(run.result)) + "\n",
+        );
+      }
+    }
+    err(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);
+  }
+  return result.success ? 0 : 1;
+}
+
+function checkProfileArgument(profile: string | undefined, allowed: string[]): void {
+  if (profile !== undefined && !allowed.includes(profile)) {
+    throw new UsageError(`unknown profile "${profile}" (known: ${allowed.join(", ")})`);
+  }
+}
+
+export interface HttpFlags {
+  host: string;
+  port: number;
+  stateless: boolean;
+  maxConcurrent: number;
+  maxPerSession: number;
+  allowedOrigins: string[];
+}
+
+export async function serveOverHttp(
+  configPath: string | undefined,
+  log: Logger,
+  flags: HttpFlags,
+): Promise<number> {
+  const token = Deno.env.get("CODEMODE_HTTP_TOKEN") || undefined;
+  const refusal = checkBind(flags.host, token);
+  if (refusal) throw new UsageError(refusal);
+  const app = await startApp({ configPath, log });
+  const http = await serveHttp(app, { ...flags, token, log });
+  const stopped = Promise.withResolvers<void>();
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`shutting down (${why})`);
+    await http.shutdown();
+    await app.close();
+    stopped.resolve();
+  };
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  await stopped.promise;
+  return 0;
+}
