@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { UpstreamToolBridge } from "./host/tool_bridge.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
-import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/openai_model.ts";
+import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_config.ts";
 import type { Profile } from "./sandbox/profile.ts";
 import { createHost, type Host } from "./host/server.ts";
 import { type Logger, scrubbedLogger } from "./log.ts";
@@ -62,7 +62,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
   const log = scrubbedLogger(options.log, redact.text);
   const audit = config.settings.audit_log ? openAuditLog(config.settings.audit_log) : null;
-  const memory = await openResidentMemory(memoryWatcherCommand(runtime), log);
+  const memory = openResidentMemory(memoryWatcherCommand(runtime), log);
   const upstream = new UpstreamPool({
     servers: config.servers,
     transports: options.transports ?? defaultTransportFactory,
@@ -72,11 +72,10 @@ export async function startApp(options: AppOptions): Promise<App> {
   });
   const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream, redact);
   const skills = new SkillStore(config.settings.skills_dir, log);
-  const [snapshotPath] = await Promise.all([
-    ensureSnapshot(runtime, log),
-    upstream.start(),
-    skills.load(),
-  ]);
+  // Sandboxes boot while the upstream servers connect; they install the tool modules after.
+  const toolsReady = Promise.all([upstream.start(), skills.load()]);
+  toolsReady.catch(() => {}); // awaited below; this only keeps an early failure "handled"
+  const snapshotPath = await ensureSnapshot(runtime, log);
   // What every sandbox gets installed: the tool modules and the saved skills.
   const sandboxTools: ToolBridge = {
     packages: () => ({ ...tools.packages(), ...skills.packages(tools.catalog) }),
@@ -93,7 +92,10 @@ export async function startApp(options: AppOptions): Promise<App> {
       log,
       memory,
       persistent,
-      prepare: () => ({ version: sandboxTools.version, packages: sandboxTools.packages() }),
+      prepare: async () => {
+        await toolsReady;
+        return { version: sandboxTools.version, packages: sandboxTools.packages() };
+      },
     });
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
@@ -110,6 +112,12 @@ export async function startApp(options: AppOptions): Promise<App> {
   });
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;
   pool.warmUp(defaultProfile);
+  try {
+    await toolsReady;
+  } catch (error) {
+    await Promise.all([pool.close(), upstream.close(), memory.close()]);
+    throw error;
+  }
   const allowed = new Set(config.settings.allowed_profiles);
   const execute = createExecutor({
     pool,

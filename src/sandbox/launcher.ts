@@ -94,8 +94,11 @@ export interface LaunchOptions {
   bootTimeoutMs?: number;
   /** Keep the process and its Python scope across executions (a session). */
   persistent?: boolean;
-  /** Packages to install right after boot (part of being ready), with their version. */
-  prepare?: () => { version: number; packages: Packages };
+  /**
+   * Packages to install right after boot (part of being ready), with their version. Called once
+   * Pyodide has booted, so it may wait for the packages to be known (upstream servers connecting).
+   */
+  prepare?: () => Promise<{ version: number; packages: Packages }>;
 }
 
 const MAX_LINE_BYTES = 8 * 1024 * 1024;
@@ -176,11 +179,16 @@ export class Sandbox implements AsyncDisposable {
     });
     const bootTimeoutMs = options.bootTimeoutMs ?? 60_000;
     let bootTimer: ReturnType<typeof setTimeout> | undefined;
+    const spawned = performance.now();
     const prepared = booted.promise.then(async () => {
-      if (!options.prepare) return;
-      const { version, packages } = options.prepare();
-      await this.#channel.request(METHOD_PREPARE, { packages });
-      this.preparedVersion = version;
+      const bootMs = Math.round(performance.now() - spawned);
+      if (options.prepare) {
+        const { version, packages } = await options.prepare();
+        await this.#channel.request(METHOD_PREPARE, { packages });
+        this.preparedVersion = version;
+      }
+      const readyMs = Math.round(performance.now() - spawned);
+      this.#log.debug("sandbox ready", { pid: this.pid, boot_ms: bootMs, ready_ms: readyMs });
     });
     this.ready = Promise.race([
       prepared,

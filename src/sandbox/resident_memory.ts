@@ -108,21 +108,23 @@ export class WatchedResidentMemory implements ResidentMemory {
 
 /**
  * The best source this process has: `/proc` directly when it may read it, else a memory watcher
- * started with `watcherCommand` (checked with one read), else none, with a warning.
+ * started with `watcherCommand` (started now, in the background, and warned about if it cannot
+ * answer), else none, with a warning.
  */
-export async function openResidentMemory(
-  watcherCommand: ProcessCommand,
-  log: Logger,
-): Promise<ResidentMemory> {
+export function openResidentMemory(watcherCommand: ProcessCommand, log: Logger): ResidentMemory {
+  const warn = () =>
+    log.warn(
+      "cannot read process memory from /proc: the sandbox memory limit is not enforced here " +
+        "(only V8's heap flag applies; WebAssembly memory is unbounded)",
+    );
   if (readResidentBytes(Deno.pid) !== null) return directResidentMemory;
-  if (Deno.build.os === "linux") {
-    const watched = new WatchedResidentMemory(watcherCommand, log);
-    if (await watched.read(Deno.pid) !== null) return watched;
-    await watched.close();
+  if (Deno.build.os !== "linux") {
+    warn();
+    return unknownResidentMemory;
   }
-  log.warn(
-    "cannot read process memory from /proc: the sandbox memory limit is not enforced here " +
-      "(only V8's heap flag applies; WebAssembly memory is unbounded)",
-  );
-  return unknownResidentMemory;
+  const watched = new WatchedResidentMemory(watcherCommand, log);
+  watched.read(Deno.pid).then((bytes) => {
+    if (bytes === null) warn();
+  });
+  return watched;
 }
