@@ -138,19 +138,22 @@ export async function startApp(options: AppOptions): Promise<App> {
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
   const analyser = analysisProfile(defaultProfile);
-  const analyse = async (code: string): Promise<Analysis> => {
-    const run = await execute({ code: analysisScript(code) }, { profileOverride: analyser });
-    if (!run.success) throw new Error(run.diagnostics?.message ?? "the analysis failed");
-    return run.result as Analysis;
+  // The agent and skill analysis run through the executor of the host they serve, so an HTTP
+  // session's concurrency cap covers them too.
+  const analyseWith = (run: Executor) => async (code: string): Promise<Analysis> => {
+    const outcome = await run({ code: analysisScript(code) }, { profileOverride: analyser });
+    if (!outcome.success) throw new Error(outcome.diagnostics?.message ?? "the analysis failed");
+    return outcome.result as Analysis;
   };
-  const agentDeps = (model: ChatModel): AgentDeps => ({
+  const agentDepsWith = (run: Executor) => (model: ChatModel): AgentDeps => ({
     model,
-    execute,
+    execute: run,
     catalog: () => tools.catalog,
     sandboxRules: rules,
-    analyse,
+    analyse: analyseWith(run),
     log,
   });
+  const agentDeps = agentDepsWith(execute);
   const close = async () => {
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
     await memory.close();
@@ -165,19 +168,21 @@ export async function startApp(options: AppOptions): Promise<App> {
     tools,
     openAI,
     agentDeps,
-    createHost: (overrides = {}) =>
-      createHost({
-        execute: overrides.execute ?? execute,
+    createHost: (overrides = {}) => {
+      const run = overrides.execute ?? execute;
+      return createHost({
+        execute: run,
         describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.catalog.index()),
         catalog: () => tools.catalog,
         onCatalogChange: (listener) => tools.onChange(listener),
         profiles: config.settings.allowed_profiles,
         defaultProfile: defaultProfile.name,
         openAI,
-        agent: agentDeps,
-        skills: { store: skills, catalog: () => tools.catalog, analyse },
+        agent: agentDepsWith(run),
+        skills: { store: skills, catalog: () => tools.catalog, analyse: analyseWith(run) },
         sessions,
-      }),
+      });
+    },
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -5,7 +5,10 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { checkBind, guardRequest } from "../src/host/http_guard.ts";
 import type { ExecutionResult } from "../src/host/execution_result.ts";
 import {
@@ -181,6 +184,37 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     assert.equal(slow.result, "slow");
     assert.equal(fast.diagnostics?.error_type, "BUSY");
     assert.match(fast.diagnostics!.message, /in this session \(limit 1\)/);
+    await client.close();
+  });
+
+  await t.step("generate_and_execute counts against the same session cap", async () => {
+    const client = new Client({ name: "sampling-client", version: "0" }, {
+      capabilities: { sampling: {} },
+    });
+    client.setRequestHandler(CreateMessageRequestSchema, () => ({
+      role: "assistant",
+      model: "client-model",
+      content: { type: "text", text: "```python\n'written by the agent'\n```" },
+    }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    const generate = async () => {
+      const reply = await client.callTool(
+        { name: "generate_and_execute", arguments: { task: "say hi", max_attempts: 1 } },
+        undefined,
+        { timeout: 60_000 },
+      );
+      return reply.structuredContent as { success: boolean; execution?: { result: unknown } };
+    };
+    const [slow, blocked] = await Promise.all([
+      execute(client, "import time\ntime.sleep(1.5)\n'slow'"),
+      delay(300).then(generate),
+    ]);
+    assert.equal(slow.result, "slow");
+    assert.equal(blocked.success, false);
+    assert.match(JSON.stringify(blocked), /in this session \(limit 1\)/);
+    const free = await generate();
+    assert.equal(free.success, true, JSON.stringify(free));
+    assert.equal(free.execution?.result, "written by the agent");
     await client.close();
   });
 
