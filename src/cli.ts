@@ -3,6 +3,7 @@
  * Everything but a command's own output goes to stderr.
  */
 import { parseArgs } from "node:util";
+import { resolve } from "node:path";
 import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./log.ts";
 import { VERSION } from "./version.ts";
 import { runRestrictedHost } from "./restricted_host.ts";
@@ -14,10 +15,7 @@ const commands = () => import("./commands.ts");
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 
 Usage:
-  main.ts serve [--config PATH] [--no-restrict]     MCP server over stdio; from source it
-                                                    re-starts itself with only the permissions
-                                                    its config needs (--no-restrict: keep this
-                                                    process's own permissions)
+  main.ts serve [--config PATH]                     MCP server over stdio
   main.ts serve --http [--host H] [--port P] [--stateless]
                 [--max-concurrent N] [--max-per-session N]
                                                     MCP over Streamable HTTP at /mcp (default
@@ -39,6 +37,8 @@ Options:
   --config PATH      mcp_servers.json to use (default: $CODEMODE_CONFIG, then the project's)
   --log-level LEVEL  debug, info, warn or error (default info; logs go to stderr)
   --log-format F     text (default) or json: one JSON object per line
+  --no-restrict      keep this process's permissions; otherwise serve, run, agent and tools
+                     (from source) re-start themselves with only what their config needs
 `;
 
 export async function runCli(args: string[], out = writeStdout): Promise<number> {
@@ -91,6 +91,11 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
     return usageError((error as Error).message);
   }
   const [command, ...rest] = positionals;
+  // From source, a command that runs scripts re-starts itself with only the permissions its
+  // config needs (plus `extraRead`), and this process just waits for it.
+  const restrict = !values["no-restrict"] && !Deno.build.standalone;
+  const relaunch = (extraRead: string[], http: { host: string; port: number } | null = null) =>
+    runRestrictedHost({ args, configPath: values.config, http, extraRead, log });
   try {
     switch (command) {
       case "serve": {
@@ -105,10 +110,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
             allowedOrigins: values["allow-origin"] ?? [],
           }
           : null;
-        // From source, the server re-starts itself with only the permissions it needs.
-        if (!values["no-restrict"] && !Deno.build.standalone) {
-          return await runRestrictedHost({ args, configPath: values.config, http, log });
-        }
+        if (restrict) return await relaunch([], http);
         const { serveOverHttp, serveStdio } = await commands();
         return http
           ? await serveOverHttp(values.config, log, http)
@@ -120,6 +122,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         if (timeout !== undefined && !(timeout > 0)) {
           throw new UsageError(`--timeout must be a positive number of seconds`);
         }
+        if (restrict) return await relaunch(rest[0] === "-" ? [] : [resolve(rest[0]!)]);
         const { runScript } = await commands();
         return await runScript(rest[0]!, {
           config: values.config,
@@ -132,14 +135,11 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
       }
       case "agent": {
         if (rest.length !== 1) throw new UsageError('agent takes exactly one "TASK" argument');
-        const { DEFAULT_MAX_ATTEMPTS, runAgentCommand } = await commands();
-        const maxAttempts = wholeNumber(
-          values["max-attempts"],
-          "--max-attempts",
-          DEFAULT_MAX_ATTEMPTS,
-          1,
-          10,
-        );
+        const maxAttempts = values["max-attempts"] === undefined
+          ? undefined
+          : wholeNumber(values["max-attempts"], "--max-attempts", 0, 1, 10);
+        if (restrict) return await relaunch([]);
+        const { runAgentCommand } = await commands();
         return await runAgentCommand(rest[0]!, {
           config: values.config,
           profile: values.profile,
@@ -158,6 +158,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
       }
       case "tools":
         if (rest.length > 0) throw new UsageError(`tools takes no arguments, got "${rest[0]}"`);
+        if (restrict) return await relaunch([]);
         return await (await commands()).printTools(values.config, values.index ?? false, log, out);
       case undefined:
         throw new UsageError("a command is required");

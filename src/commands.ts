@@ -15,7 +15,6 @@ import { serveHttp } from "./host/http_server.ts";
 import { checkBind } from "./host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 
-export { DEFAULT_MAX_ATTEMPTS } from "./agent/agent.ts";
 export { formatChecks, runDoctor } from "./doctor.ts";
 
 export async function serveStdio(configPath: string | undefined, log: Logger): Promise<number> {

@@ -33,6 +33,8 @@ export interface HostNeeds {
   model: OpenAIModelConfig | null;
   /** Where `serve --http` listens (null: stdio). */
   http: { host: string; port: number } | null;
+  /** Other files the command reads (the script of `run FILE`). */
+  extraRead: string[];
 }
 
 /**
@@ -78,6 +80,7 @@ export function hostGrants(needs: HostNeeds): HostGrants {
     ...optional(settings.wheels_dir),
     // Checked at load for symlinks leading out (the sandbox mounts them, the host only looks).
     ...profileFolders,
+    ...needs.extraRead,
   ];
   // The audit log's folder only while it does not exist: a new folder holds nothing to protect.
   const auditFolder = settings.audit_log && !needs.auditFolderExists

@@ -1,7 +1,8 @@
 /**
- * Starting the server with least privilege. Run from source, `serve` does not serve itself: it
- * reads the config, computes the host's flags (host_permissions.ts), and starts `main.ts serve`
- * again under exactly those flags with `--no-restrict`. The child inherits stdin, stdout and
+ * Starting the server with least privilege. Run from source, `serve` (and `run`, `agent`,
+ * `tools`) does not do the work itself: it reads the config, computes the host's flags
+ * (host_permissions.ts), and starts `main.ts` again with the same arguments under exactly those
+ * flags, plus `--no-restrict`. The child inherits stdin, stdout and
  * stderr, so this process is not in the protocol's path: it waits, forwards signals, and exits
  * with the child's code.
  */
@@ -26,15 +27,16 @@ export interface RestrictedHostOptions {
   args: string[];
   configPath: string | undefined;
   http: { host: string; port: number } | null;
+  /** Files the command itself reads (the script of `run FILE`). */
+  extraRead: string[];
   log: Logger;
 }
 
 /** The permission flags the server needs for its config (reads the config and environment). */
 export async function computeHostFlags(
-  configPath: string | undefined,
-  http: RestrictedHostOptions["http"],
-  log: Logger,
+  options: Omit<RestrictedHostOptions, "args">,
 ): Promise<string[]> {
+  const { configPath, http, extraRead, log } = options;
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: configPath,
@@ -53,6 +55,7 @@ export async function computeHostFlags(
       await exists(dirname(config.settings.audit_log)),
     model: openAIConfigFromEnv((name) => Deno.env.get(name)),
     http,
+    extraRead,
   });
   log.debug(`host permissions: ${describeGrants(grants)}`);
   return hostFlags(grants);
@@ -60,7 +63,7 @@ export async function computeHostFlags(
 
 /** Runs the server as a child under `flags`; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
-  const flags = await computeHostFlags(options.configPath, options.http, options.log);
+  const flags = await computeHostFlags(options);
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

@@ -60,6 +60,7 @@ function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
     auditFolderExists: true,
     model: null,
     http: null,
+    extraRead: [],
     ...overrides,
   };
 }
@@ -83,7 +84,7 @@ Deno.test("hostGrants() grants the host exactly what its config names", () => {
   assert.deepEqual(grants.env, [...HOST_ENV, "FILES_KEY", "API_TOKEN"]);
 });
 
-Deno.test("hostGrants() adds the model API host and the HTTP bind address", () => {
+Deno.test("hostGrants() adds the model API host, the HTTP bind address and a script file", () => {
   const model = {
     kind: "openai" as const,
     apiKey: "k",
@@ -94,6 +95,9 @@ Deno.test("hostGrants() adds the model API host and the HTTP bind address", () =
   };
   const grants = hostGrants(needs({ model, http: { host: "127.0.0.1", port: 8788 } }));
   assert.deepEqual(grants.net.slice(-2), ["127.0.0.1:9999", "127.0.0.1:8788"]);
+  assert.deepEqual(hostGrants(needs({ extraRead: ["/ci/smoke.py"] })).read.slice(-1), [
+    "/ci/smoke.py",
+  ]);
   // A system-picked port cannot be named in advance: the host alone is granted.
   assert.deepEqual(hostGrants(needs({ http: { host: "::1", port: 0 } })).net.slice(-1), ["[::1]"]);
 });
