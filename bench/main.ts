@@ -328,7 +328,12 @@ async function benchSoak(total: number): Promise<void> {
   record(`\n## Soak (issue 5): ${total} mixed executions through one server\n`);
   const fsDir = await Deno.makeTempDir();
   const memoryDir = await Deno.makeTempDir();
-  const patterns = ["src/sandbox/worker.ts", "@modelcontextprotocol/server-"];
+  const patterns = [
+    "src/sandbox/worker.ts",
+    "src/sandbox/memory_watcher.ts",
+    "--no-restrict",
+    "@modelcontextprotocol/server-",
+  ];
   const processesBefore = processesMatching(patterns);
   const tempBefore = tempEntries();
   const { client, pid } = await connect(["--config", SERVERS], {
