@@ -309,6 +309,13 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     const r = await execute(client, "print('stateless ok')");
     assert.equal(r.stdout, "stateless ok\n");
     await client.close();
+    // No session, so no standalone SSE stream to leave open.
+    const get = await fetch(server.url, {
+      headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+      signal: AbortSignal.timeout(10_000), // a stream that never answers fails, not hangs
+    });
+    assert.equal(get.status, 405);
+    await get.body?.cancel();
   });
 });
 

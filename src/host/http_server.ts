@@ -40,6 +40,9 @@ interface Session {
   host: Host;
 }
 
+/** How long shutdown waits for in-flight requests. */
+const SHUTDOWN_GRACE_MS = 5000;
+
 export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   const refusal = checkBind(options.host, options.token);
   if (refusal) return Promise.reject(new TypeError(refusal));
@@ -63,6 +66,14 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
 
     if (options.stateless) {
+      // No session, so nothing to push: no standalone SSE stream, which would stay open (and
+      // hold up shutdown) after its client has gone.
+      if (request.method !== "POST") {
+        return Response.json(jsonRpcError("Stateless server: only POST is supported"), {
+          status: 405,
+          headers: { allow: "POST" },
+        });
+      }
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
       });
@@ -130,7 +141,17 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       await host.close().catch(() => {});
     }));
     sessions.clear();
-    await closing;
+    // In-flight requests get a few seconds to finish; a stream a client left open does not
+    // keep the server from stopping.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        log.warn(`requests still open after ${SHUTDOWN_GRACE_MS / 1000} s; stopping anyway`);
+        resolve();
+      }, SHUTDOWN_GRACE_MS);
+    });
+    await Promise.race([closing, deadline]);
+    clearTimeout(timer);
   }
 
   return Promise.resolve({ port, url, shutdown, finished: server.finished });
