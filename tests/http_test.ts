@@ -10,6 +10,7 @@ import {
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { checkBind, guardRequest } from "../src/host/http_guard.ts";
+import { passes } from "../src/host/log_level.ts";
 import type { ExecutionResult } from "../src/host/execution_result.ts";
 import {
   childEnv,
@@ -340,6 +341,23 @@ Deno.test("live output and progress also reach a stdio client", async () => {
   assert.equal(reply.isError, false);
   assert.deepEqual(logs, ["hello\n"]);
   assert.deepEqual(progress, [0.5]);
+
+  // logging/setLevel applies: at "warning", stdout (info) is not sent, stderr (warning) is.
+  await server.client.setLoggingLevel("warning");
+  logs.length = 0;
+  const quiet = await server.execute({
+    code: "import sys\nprint('not sent')\nprint('sent', file=sys.stderr)",
+  });
+  assert.equal(quiet.stdout, "not sent\n", "the result still carries all output");
+  assert.deepEqual(logs, ["sent\n"]);
+});
+
+Deno.test("passes() orders log levels by severity", () => {
+  assert.equal(passes("info", null), true);
+  assert.equal(passes("info", "warning"), false);
+  assert.equal(passes("warning", "warning"), true);
+  assert.equal(passes("error", "warning"), true);
+  assert.equal(passes("warning", "error"), false);
 });
 
 function isAlive(pid: number): boolean {

@@ -6,6 +6,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { VERSION } from "../version.ts";
 import type { Executor } from "./executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
+import { trackLogLevel } from "./log_level.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
 import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
 import { registerSessionTools } from "./tools/sessions.ts";
@@ -49,7 +50,9 @@ export function createHost(deps: HostDeps): Host {
   );
   // Sessions belong to the connection that opened them.
   const owner = crypto.randomUUID();
+  const wantsLog = trackLogLevel(server);
   const executeCode = registerExecuteCodeTool(server, {
+    wantsLog,
     execute: (request, options) => deps.execute(request, { ...options, owner }),
     description: deps.describeExecuteCode,
     profiles: deps.profiles,

@@ -7,6 +7,7 @@ import type { ExecuteRequest, Executor } from "../executor.ts";
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../execution_result.ts";
 import { isText } from "../mime_types.ts";
+import type { LogLevel } from "../log_level.ts";
 
 export interface ExecuteCodeToolOptions {
   execute: Executor;
@@ -14,6 +15,8 @@ export interface ExecuteCodeToolOptions {
   description: () => string;
   profiles: string[];
   defaultProfile: string;
+  /** Whether the client wants log messages at a level (its `logging/setLevel`). */
+  wantsLog: (level: LogLevel) => boolean;
 }
 
 const toolCallRecord = z.object({
@@ -78,7 +81,7 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
     annotations: { openWorldHint: true },
     // The SDK's inference of these types fails under this TypeScript; they are spelled out.
   }, async (args: ExecuteRequest, extra: RequestExtra) => {
-    const { flush, ...live } = liveFeedback(extra);
+    const { flush, ...live } = liveFeedback(extra, options.wantsLog);
     const result = await options.execute(args, { signal: extra.signal, ...live });
     await flush(); // notifications about a request must reach the client before its result
     return toToolResult(result);
@@ -101,7 +104,10 @@ export interface RequestExtra {
  * notifications when the client sent a progressToken. Both go with the request, so they reach
  * the client on stdio and on HTTP alike.
  */
-export function liveFeedback(extra: RequestExtra) {
+export function liveFeedback(
+  extra: RequestExtra,
+  wantsLog: (level: LogLevel) => boolean = () => true,
+) {
   const pending = new Set<Promise<void>>();
   let lastProgress = 0;
   const send = (method: string, params: Record<string, unknown>) => {
@@ -112,12 +118,11 @@ export function liveFeedback(extra: RequestExtra) {
   };
   const token = extra._meta?.progressToken;
   return {
-    onOutput: (stream: "stdout" | "stderr", text: string) =>
-      send("notifications/message", {
-        level: stream === "stderr" ? "warning" : "info",
-        logger: `execute_code.${stream}`,
-        data: text,
-      }),
+    onOutput: (stream: "stdout" | "stderr", text: string) => {
+      const level = stream === "stderr" ? "warning" : "info";
+      if (!wantsLog(level)) return;
+      send("notifications/message", { level, logger: `execute_code.${stream}`, data: text });
+    },
     onProgress: token === undefined
       ? undefined
       : (report: ProgressParams) =>
