@@ -5,6 +5,8 @@
 import { type Config, loadConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
+import { computeHostGrants } from "./restricted_host.ts";
+import { describeGrants, hostFlags } from "./host_permissions.ts";
 import {
   directResidentMemory,
   type ResidentMemory,
@@ -55,10 +57,19 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     snapshot = await ensureSnapshot(runtime, log);
     return fresh ? `cached at ${path}` : `built now at ${path}`;
   });
+  await check("host permissions", async () => {
+    if (Deno.build.standalone) {
+      return "all (a compiled binary keeps the permissions it was built with)";
+    }
+    const grants = await computeHostGrants({ configPath, http: null, extraRead: [] });
+    hostFlags(grants); // refuses what Deno cannot express
+    return describeGrants(grants);
+  });
   let memory: ResidentMemory = unknownResidentMemory;
   await check("memory limit", async () => {
     if (!runtime) throw new Error("needs the Pyodide files");
-    if (await directResidentMemory.read(Deno.pid) !== null) {
+    // The server from source has no /proc access (least privilege): check its way of reading.
+    if (Deno.build.standalone && await directResidentMemory.read(Deno.pid) !== null) {
       memory = directResidentMemory;
       return "enforced (this process reads /proc)";
     }

@@ -10,7 +10,7 @@ import { dirname, join } from "node:path";
 import { loadConfig, PROJECT_ROOT } from "./config.ts";
 import { denoCommand } from "./upstream/deno_command.ts";
 import { openAIConfigFromEnv } from "./agent/model_config.ts";
-import { describeGrants, hostFlags, hostGrants } from "./host_permissions.ts";
+import { describeGrants, hostFlags, type HostGrants, hostGrants } from "./host_permissions.ts";
 import { locateRuntime } from "./sandbox/runtime.ts";
 import type { Logger } from "./log.ts";
 
@@ -32,38 +32,39 @@ export interface RestrictedHostOptions {
   log: Logger;
 }
 
-/** The permission flags the server needs for its config (reads the config and environment). */
-export async function computeHostFlags(
-  options: Omit<RestrictedHostOptions, "args">,
-): Promise<string[]> {
-  const { configPath, http, extraRead, log } = options;
+/** What the server needs for its config (reads the config and the environment). */
+export async function computeHostGrants(
+  options: Omit<RestrictedHostOptions, "args" | "log">,
+): Promise<HostGrants> {
+  const { configPath, http, extraRead } = options;
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: configPath,
     protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
   });
-  const grants = hostGrants({
+  const stdioCommands = config.servers.flatMap((s) =>
+    s.kind === "stdio" ? [denoCommand(s.command)] : []
+  );
+  return hostGrants({
     config,
     configText: await Deno.readTextFile(config.path),
     denoPath: runtime.denoPath,
     pyodideDir: runtime.pyodideDir,
     cacheDir: runtime.cacheDir,
-    serverCommands: config.servers.flatMap((
-      s,
-    ) => (s.kind === "stdio" ? [denoCommand(s.command)] : [])),
+    serverCommands: stdioCommands,
     auditFolderExists: config.settings.audit_log === "" ||
       await exists(dirname(config.settings.audit_log)),
     model: openAIConfigFromEnv((name) => Deno.env.get(name)),
     http,
     extraRead,
   });
-  log.debug(`host permissions: ${describeGrants(grants)}`);
-  return hostFlags(grants);
 }
 
 /** Runs the server as a child under `flags`; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
-  const flags = await computeHostFlags(options);
+  const grants = await computeHostGrants(options);
+  options.log.debug(`host permissions: ${describeGrants(grants)}`);
+  const flags = hostFlags(grants);
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

@@ -53,6 +53,14 @@ Deno.test("doctor checks everything and exits 1 when something is broken", async
   assert.equal(good.code, 0, good.stdout + good.stderr);
   assert.match(good.stdout, /^ok {4}deno/m);
   assert.match(good.stdout, /^ok {4}sandbox +Python 3\.\d+/m);
+  assert.match(
+    good.stdout,
+    /^ok {4}host permissions +read: .*mcp_servers\.json.*; run: .*; net: none$/m,
+  );
+  assert.match(
+    good.stdout,
+    /^ok {4}memory limit +enforced \(through the memory watcher process\)/m,
+  );
   assert.match(good.stdout, /^ok {4}server filesystem +\d+ tools/m);
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(
