@@ -29,6 +29,16 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   return { ...env, NO_COLOR: "1", ...extra };
 }
 
+/** Writes `config` as `<dir>/mcp_servers.json` (no servers unless given); returns its path. */
+export async function writeConfig(
+  dir: string,
+  config: { servers?: Record<string, unknown>; settings?: Record<string, unknown> },
+): Promise<string> {
+  const path = `${dir}/mcp_servers.json`;
+  await Deno.writeTextFile(path, JSON.stringify({ servers: {}, ...config }));
+  return path;
+}
+
 export interface TestServer extends AsyncDisposable {
   client: Client;
   execute(args: { code: string; timeout_s?: number; profile?: string }): Promise<

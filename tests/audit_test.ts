@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
 import type { AuditRecord } from "../src/host/audit_log.ts";
-import { startServer } from "./_helpers.ts";
+import { startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("createRedactor() replaces secrets in text and in JSON values", () => {
   const r = createRedactor(["hunter22", "abc", "sk-long-secret-value"]);
@@ -20,12 +20,11 @@ Deno.test("createRedactor() replaces secrets in text and in JSON values", () => 
 Deno.test("every execution writes one audit line, never to stdout", async () => {
   const dir = await Deno.makeTempDir();
   const auditFile = `${dir}/logs/audit.jsonl`;
-  await Deno.writeTextFile(
-    `${dir}/mcp_servers.json`,
-    JSON.stringify({ servers: {}, settings: { pool_size: 1, audit_log: "logs/audit.jsonl" } }),
-  );
+  const config = await writeConfig(dir, {
+    settings: { pool_size: 1, audit_log: "logs/audit.jsonl" },
+  });
   {
-    await using server = await startServer({ args: ["--config", `${dir}/mcp_servers.json`] });
+    await using server = await startServer({ args: ["--config", config] });
     await server.execute({ code: "print('fine')" });
     await server.execute({ code: "while True:\n    pass", timeout_s: 1 });
     await server.execute({ code: "1/0" });

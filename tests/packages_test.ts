@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { normalizeName, parseWheelName, scriptDependencies } from "../src/packages/wheels.ts";
-import { ROOT, startServer } from "./_helpers.ts";
+import { ROOT, startServer, writeConfig } from "./_helpers.ts";
 import { defaultCacheDir } from "../src/sandbox/runtime.ts";
 
 Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
@@ -38,14 +38,10 @@ with zipfile.ZipFile("outputs/tinymath-1.0.0-py3-none-any.whl", "w") as whl:
 Deno.test("scripts install pure-Python wheels from the local folder", async (t) => {
   const dir = await Deno.makeTempDir();
   await Deno.mkdir(`${dir}/wheels`);
-  await Deno.writeTextFile(
-    `${dir}/mcp_servers.json`,
-    JSON.stringify({
-      servers: {},
-      settings: { pool_size: 1, wheels_dir: "wheels", permissions_dir: `${ROOT}permissions` },
-    }),
-  );
-  await using server = await startServer({ args: ["--config", `${dir}/mcp_servers.json`] });
+  const config = await writeConfig(dir, {
+    settings: { pool_size: 1, wheels_dir: "wheels", permissions_dir: `${ROOT}permissions` },
+  });
+  await using server = await startServer({ args: ["--config", config] });
 
   await t.step("a wheel built in a sandbox lands in the wheel folder", async () => {
     const reply = await server.client.callTool({
@@ -139,18 +135,14 @@ Deno.test("packages come from a package index only for profiles that allow its h
     `${dir}/permissions/indexed.json`,
     JSON.stringify({ net: [`127.0.0.1:${port}`] }),
   );
-  await Deno.writeTextFile(
-    `${dir}/mcp_servers.json`,
-    JSON.stringify({
-      servers: {},
-      settings: {
-        pool_size: 1,
-        permissions_dir: "permissions",
-        package_index: `http://127.0.0.1:${port}/simple/`,
-      },
-    }),
-  );
-  await using server = await startServer({ args: ["--config", `${dir}/mcp_servers.json`] });
+  const config = await writeConfig(dir, {
+    settings: {
+      pool_size: 1,
+      permissions_dir: "permissions",
+      package_index: `http://127.0.0.1:${port}/simple/`,
+    },
+  });
+  await using server = await startServer({ args: ["--config", config] });
   wheel = await buildWheel(server, name);
   const use = (profile?: string) =>
     server.execute(

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { loadProfiles } from "../src/config.ts";
-import { startServer } from "./_helpers.ts";
+import { startServer, writeConfig } from "./_helpers.ts";
 
 async function setUp(httpPort: number) {
   const root = Deno.realPathSync(await Deno.makeTempDir());
@@ -26,14 +26,10 @@ async function setUp(httpPort: number) {
     net: [`127.0.0.1:${httpPort}`],
     limits: { timeout_s: 20 },
   });
-  await Deno.writeTextFile(
-    `${root}/mcp_servers.json`,
-    JSON.stringify({
-      servers: {},
-      settings: { pool_size: 1, permissions_dir: `${root}/permissions` },
-    }),
-  );
-  return root;
+  const config = await writeConfig(root, {
+    settings: { pool_size: 1, permissions_dir: `${root}/permissions` },
+  });
+  return { root, config };
 }
 
 Deno.test("profiles grant exactly their folders and hosts", async (t) => {
@@ -42,8 +38,8 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
     hits++;
     return Response.json({ greeting: "hello from loopback" });
   });
-  const root = await setUp(http.addr.port);
-  await using server = await startServer({ args: ["--config", `${root}/mcp_servers.json`] });
+  const { root, config } = await setUp(http.addr.port);
+  await using server = await startServer({ args: ["--config", config] });
 
   await t.step(
     "workspace: files written in one run are there in the next, and on the host",

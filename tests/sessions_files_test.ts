@@ -12,23 +12,20 @@ import {
   SERVE_FLAGS,
   startServer,
   type TestServer,
+  writeConfig,
 } from "./_helpers.ts";
 
 async function sessionConfig(idleSeconds = 60): Promise<string> {
   const dir = await Deno.makeTempDir();
-  await Deno.writeTextFile(
-    `${dir}/mcp_servers.json`,
-    JSON.stringify({
-      servers: {},
-      settings: {
-        pool_size: 1,
-        max_sessions: 3,
-        session_idle_s: idleSeconds,
-        permissions_dir: `${ROOT}permissions`,
-      },
-    }),
-  );
-  return `${dir}/mcp_servers.json`;
+  const config = await writeConfig(dir, {
+    settings: {
+      pool_size: 1,
+      max_sessions: 3,
+      session_idle_s: idleSeconds,
+      permissions_dir: `${ROOT}permissions`,
+    },
+  });
+  return config;
 }
 
 async function tool(server: TestServer, name: string, args: Record<string, unknown> = {}) {

@@ -3,7 +3,7 @@
  * saving, and marked stale when a tool they call disappears.
  */
 import assert from "node:assert/strict";
-import { delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
+import { delay, ROOT, startServer, type TestServer, writeConfig } from "./_helpers.ts";
 
 async function setUp() {
   const root = Deno.realPathSync(await Deno.makeTempDir());
@@ -11,32 +11,29 @@ async function setUp() {
   await Deno.mkdir(`${root}/skills`);
   await Deno.writeTextFile(`${root}/files/poem.txt`, "roses are red\nviolets are blue\n");
   await Deno.writeTextFile(`${root}/skills/broken.json`, "{ this is not json");
-  await Deno.writeTextFile(
-    `${root}/mcp_servers.json`,
-    JSON.stringify({
-      servers: {
-        filesystem: {
-          command: "deno",
-          args: [
-            "run",
-            "--no-prompt",
-            "--allow-env",
-            `--allow-read=${root}/files`,
-            "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
-            `${root}/files`,
-          ],
-          cwd: ROOT,
-        },
-        dynamic: {
-          command: "deno",
-          args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
-          cwd: ROOT,
-        },
+  const config = await writeConfig(root, {
+    servers: {
+      filesystem: {
+        command: "deno",
+        args: [
+          "run",
+          "--no-prompt",
+          "--allow-env",
+          `--allow-read=${root}/files`,
+          "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
+          `${root}/files`,
+        ],
+        cwd: ROOT,
       },
-      settings: { pool_size: 1, skills_dir: "skills", permissions_dir: `${ROOT}permissions` },
-    }),
-  );
-  return root;
+      dynamic: {
+        command: "deno",
+        args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
+        cwd: ROOT,
+      },
+    },
+    settings: { pool_size: 1, skills_dir: "skills", permissions_dir: `${ROOT}permissions` },
+  });
+  return { root, config };
 }
 
 async function call(server: TestServer, name: string, args: Record<string, unknown>) {
@@ -58,8 +55,8 @@ def first_line(path):
 `;
 
 Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
-  const root = await setUp();
-  await using server = await startServer({ args: ["--config", `${root}/mcp_servers.json`] });
+  const { root, config } = await setUp();
+  await using server = await startServer({ args: ["--config", config] });
   const poem = JSON.stringify(`${root}/files/poem.txt`);
 
   await t.step("a corrupt skill file is reported and skipped", async () => {
@@ -146,8 +143,8 @@ Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
 });
 
 Deno.test("a skill whose tool disappears is marked stale and warns on import", async () => {
-  const root = await setUp();
-  await using server = await startServer({ args: ["--config", `${root}/mcp_servers.json`] });
+  const { root, config } = await setUp();
+  await using server = await startServer({ args: ["--config", config] });
   const added = await server.execute({
     code: "from mcp_tools import dynamic\ndynamic.add_tool(name='fleeting')",
   });
