@@ -1,7 +1,7 @@
 /**
  * The host's own least privilege: from the loaded config, the Deno permission flags the server
- * process needs, and nothing more. `serve` (from source) re-starts itself under these flags;
- * see restricted_host.ts. Pure: everything it looks at is passed in.
+ * process needs, and nothing more. Run from source, the server re-starts itself under these
+ * flags; see restricted_host.ts. Pure: everything it looks at is passed in.
  */
 import { dirname } from "node:path";
 import type { Config } from "./config.ts";

@@ -1,10 +1,10 @@
 /**
  * Starting the server with least privilege. Run from source, `serve` (and `run`, `agent`,
  * `tools`) does not do the work itself: it reads the config, computes the host's flags
- * (host_permissions.ts), and starts `main.ts` again with the same arguments under exactly those
- * flags, plus `--no-restrict`. The child inherits stdin, stdout and
- * stderr, so this process is not in the protocol's path: it waits, forwards signals, and exits
- * with the child's code.
+ * (host_permissions.ts), and starts `main.ts` again with the same arguments plus
+ * `--no-restrict`, under exactly those flags. The child inherits stdin, stdout and stderr, so
+ * this process is not in the protocol's path: it waits, forwards signals, and exits with the
+ * child's code.
  */
 import { dirname, join } from "node:path";
 import { loadConfig, PROJECT_ROOT } from "./config.ts";
@@ -23,7 +23,7 @@ const FORWARDED_SIGNALS: Deno.Signal[] = Deno.build.os === "windows"
   : ["SIGINT", "SIGTERM", "SIGHUP"];
 
 export interface RestrictedHostOptions {
-  /** The CLI arguments of this `serve` (passed on to the child). */
+  /** This command's CLI arguments (passed on to the child). */
   args: string[];
   configPath: string | undefined;
   http: { host: string; port: number } | null;
@@ -60,7 +60,7 @@ export async function computeHostGrants(
   });
 }
 
-/** Runs the server as a child under `flags`; resolves with its exit code. */
+/** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
   const grants = await computeHostGrants(options);
   options.log.debug(`host permissions: ${describeGrants(grants)}`);
