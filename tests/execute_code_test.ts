@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { delay } from "./_helpers.ts";
 import { childPids, sandboxPids, startServer } from "./_helpers.ts";
 
@@ -96,13 +97,19 @@ Deno.test("cancelling a call kills its sandbox; shutdown leaves no child process
   };
   const before = await sandboxes(2);
   assert.equal(before.length, 2);
+  // Cancel once the script runs (not while it waits for a booting sandbox).
+  const started = Promise.withResolvers<void>();
+  server.client.setNotificationHandler(LoggingMessageNotificationSchema, () => started.resolve());
   const controller = new AbortController();
   const call = server.client.callTool(
-    { name: "execute_code", arguments: { code: "while True:\n    pass", timeout_s: 120 } },
+    {
+      name: "execute_code",
+      arguments: { code: "print('started')\nwhile True:\n    pass", timeout_s: 120 },
+    },
     undefined,
     { signal: controller.signal },
   );
-  await delay(1000);
+  await started.promise;
   controller.abort();
   await assert.rejects(call);
   // The busy sandbox is one of `before`; it must die long before its 120 s timeout.

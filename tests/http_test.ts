@@ -223,9 +223,14 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     const client = await connect(server.url);
     for (let i = 0; i < 200 && sandboxPids(server.pid).length !== 2; i++) await delay(50);
     const before = sandboxPids(server.pid);
+    // Cancel once the script runs (not while it waits for a booting sandbox).
+    const started = Promise.withResolvers<void>();
+    client.setNotificationHandler(LoggingMessageNotificationSchema, () => started.resolve());
     const controller = new AbortController();
-    const running = execute(client, "while True:\n    pass", { signal: controller.signal });
-    await delay(800);
+    const running = execute(client, "print('started')\nwhile True:\n    pass", {
+      signal: controller.signal,
+    });
+    await started.promise;
     controller.abort();
     await assert.rejects(running);
     let gone: number[] = [];
