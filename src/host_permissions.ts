@@ -3,7 +3,7 @@
  * process needs, and nothing more. Run from source, the server re-starts itself under these
  * flags; see restricted_host.ts. Pure: everything it looks at is passed in.
  */
-import { dirname } from "node:path";
+import { dirname, isAbsolute, resolve } from "node:path";
 import type { Config } from "./config.ts";
 import type { OpenAIModelConfig } from "./agent/model_config.ts";
 
@@ -122,6 +122,15 @@ export function hostFlags(grants: HostGrants): string[] {
     ...flag("env", grants.env),
     ...flag("net", grants.net),
   ];
+}
+
+/**
+ * A stdio server's command as `--allow-run` must name it: a relative path (`./bin/server`) is
+ * spawned from the server's `cwd`, and Deno matches a granted path only in absolute form; bare
+ * names (`npx`) are looked up on PATH by Deno itself.
+ */
+export function runGrantFor(command: string, cwd: string): string {
+  return command.includes("/") && !isAbsolute(command) ? resolve(cwd, command) : command;
 }
 
 /** The names a config file reads as `${NAME}` (CONFIG_DIR is ours, not the environment's). */

@@ -10,7 +10,13 @@ import { dirname, join } from "node:path";
 import { loadConfig, PROJECT_ROOT } from "./config.ts";
 import { denoCommand } from "./upstream/deno_command.ts";
 import { openAIConfigFromEnv } from "./agent/model_config.ts";
-import { describeGrants, hostFlags, type HostGrants, hostGrants } from "./host_permissions.ts";
+import {
+  describeGrants,
+  hostFlags,
+  type HostGrants,
+  hostGrants,
+  runGrantFor,
+} from "./host_permissions.ts";
 import { locateRuntime } from "./sandbox/runtime.ts";
 import type { Logger } from "./log.ts";
 
@@ -43,7 +49,7 @@ export async function computeHostGrants(
     protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
   });
   const stdioCommands = config.servers.flatMap((s) =>
-    s.kind === "stdio" ? [denoCommand(s.command)] : []
+    s.kind === "stdio" ? [runGrantFor(denoCommand(s.command), s.cwd)] : []
   );
   return hostGrants({
     config,

@@ -9,8 +9,9 @@ import {
   hostGrants,
   type HostNeeds,
   modelHost,
+  runGrantFor,
 } from "../src/host_permissions.ts";
-import { childPids, delay, startServer } from "./_helpers.ts";
+import { childPids, delay, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 const CONFIG_TEXT = JSON.stringify({
   servers: {
@@ -134,6 +135,13 @@ Deno.test("hostFlags() refuses a path Deno's comma-separated lists cannot expres
   );
 });
 
+Deno.test("runGrantFor() makes relative command paths absolute from the server's cwd", () => {
+  assert.equal(runGrantFor("./bin/server", "/srv/mcp"), "/srv/mcp/bin/server");
+  assert.equal(runGrantFor("bin/server", "/srv/mcp"), "/srv/mcp/bin/server");
+  assert.equal(runGrantFor("/usr/bin/node", "/srv/mcp"), "/usr/bin/node");
+  assert.equal(runGrantFor("npx", "/srv/mcp"), "npx"); // found on PATH by Deno
+});
+
 Deno.test("configEnvNames() lists ${VAR} names once, without CONFIG_DIR", () => {
   assert.deepEqual(configEnvNames('{"a": "${X}/${CONFIG_DIR}", "b": "${Y_2}${X}", "c": "$Z"}'), [
     "X",
@@ -175,3 +183,26 @@ function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+Deno.test("a stdio server started by a relative path runs under the restricted host", async () => {
+  const dir = Deno.realPathSync(await Deno.makeTempDir());
+  await Deno.mkdir(`${dir}/bin`);
+  await Deno.writeTextFile(
+    `${dir}/bin/dynamic.sh`,
+    `#!/bin/sh\nexec "${Deno.execPath()}" run --no-prompt -A "${ROOT}tests/fixtures/dynamic_server.ts" stdio\n`,
+  );
+  await Deno.chmod(`${dir}/bin/dynamic.sh`, 0o755);
+  const config = await writeConfig(dir, {
+    servers: { dynamic: { command: "./bin/dynamic.sh", cwd: dir } },
+    settings: { pool_size: 1, permissions_dir: `${ROOT}permissions` },
+  });
+  try {
+    await using server = await startServer({ args: ["--config", config] });
+    const r = await server.execute({
+      code: "from mcp_tools import dynamic\ndynamic.greet(name='relative')",
+    });
+    assert.equal(r.result, "hello relative", r.text);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
