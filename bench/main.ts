@@ -8,7 +8,7 @@ import { encode } from "gpt-tokenizer";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { runSoak } from "./soak.ts";
-import { hostPid, SERVE_FLAGS } from "../tests/_helpers.ts";
+import { hostPid, sandboxPids, SERVE_FLAGS } from "../tests/_helpers.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const MAIN = join(ROOT, "main.ts");
@@ -73,22 +73,6 @@ async function startToFirstResult(extraEnv: Record<string, string>): Promise<num
   const ms = performance.now() - t0;
   await client.close();
   return ms;
-}
-
-function sandboxPids(ppid: number): number[] {
-  const pids: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const cmd = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
-      if (parent === ppid && cmd.includes("worker.ts")) pids.push(Number(entry.name));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
 }
 
 function statusKb(pid: number, field: string): number | null {

@@ -144,6 +144,15 @@ export function childPids(ppid: number): number[] {
   return pids;
 }
 
+/** Whether process `pid` is running (not gone, not a zombie). */
+export function isAlive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
+
 /** PIDs of the sandbox processes of server `ppid` (children running the sandbox worker). */
 export function sandboxPids(ppid: number): number[] {
   return childPids(ppid).filter((pid) => {

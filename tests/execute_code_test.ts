@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { delay } from "./_helpers.ts";
+import { delay, isAlive } from "./_helpers.ts";
 import { childPids, sandboxPids, startServer } from "./_helpers.ts";
 
 Deno.test("execute_code runs Python and returns stdout, stderr and the last expression", async () => {
@@ -127,12 +127,3 @@ Deno.test("cancelling a call kills its sandbox; shutdown leaves no child process
   for (let i = 0; i < 200 && live.some(isAlive); i++) await delay(50);
   assert.deepEqual(live.filter(isAlive), [], "child processes outlived the server");
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return !/\) Z /.test(stat);
-  } catch {
-    return false;
-  }
-}

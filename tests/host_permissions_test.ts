@@ -11,7 +11,7 @@ import {
   modelHost,
   runGrantFor,
 } from "../src/host_permissions.ts";
-import { childPids, delay, ROOT, startServer, writeConfig } from "./_helpers.ts";
+import { childPids, delay, isAlive, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 const CONFIG_TEXT = JSON.stringify({
   servers: {
@@ -175,14 +175,6 @@ Deno.test("deno task serve's host runs without --allow-all and watches memory th
   assert.equal(isAlive(server.pid), false, "the host outlived its launcher's client");
   assert.equal(isAlive(watcher), false, "the memory watcher outlived the host");
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    return !/\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("a stdio server started by a relative path runs under the restricted host", async () => {
   const dir = Deno.realPathSync(await Deno.makeTempDir());

@@ -16,6 +16,7 @@ import {
   childEnv,
   delay,
   hostPid,
+  isAlive,
   MAIN,
   ROOT,
   sandboxPids,
@@ -364,11 +365,3 @@ Deno.test("passes() orders log levels by severity", () => {
   assert.equal(passes("error", "warning"), true);
   assert.equal(passes("warning", "error"), false);
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    return !/\) Z /.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return false;
-  }
-}
