@@ -21,27 +21,39 @@ export async function serveStdio(configPath: string | undefined, log: Logger): P
   const app = await startApp({ configPath, log });
   const host = app.createHost();
   const transport = new StdioServerTransport();
-  const closed = Promise.withResolvers<void>();
-  let closing = false;
-  const shutdown = async (why: string) => {
-    if (closing) return;
-    closing = true;
-    log.info(`shutting down (${why})`);
+  const { stop, stopped } = stopOnce(log, async () => {
     await host.close().catch(() => {});
     await app.close();
-    closed.resolve();
-  };
-  transport.onclose = () => void shutdown("transport closed");
-  process.stdin.on("end", () => void shutdown("stdin closed"));
-  Deno.addSignalListener("SIGINT", () => void shutdown("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void shutdown("SIGTERM"));
+  });
+  transport.onclose = () => void stop("transport closed");
+  process.stdin.on("end", () => void stop("stdin closed"));
   await host.server.connect(transport);
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,
     servers: app.config.servers.map((s) => s.name),
   });
-  await closed.promise;
+  await stopped;
   return 0;
+}
+
+/**
+ * Shutdown that runs once: on the first `stop(why)` or SIGINT/SIGTERM it logs why and runs
+ * `teardown`; `stopped` resolves when that is done.
+ */
+function stopOnce(log: Logger, teardown: () => Promise<void>) {
+  const stopped = Promise.withResolvers<void>();
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`shutting down (${why})`);
+    await teardown();
+    stopped.resolve();
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    Deno.addSignalListener(signal, () => void stop(signal));
+  }
+  return { stop, stopped: stopped.promise };
 }
 
 export interface RunOptions {
@@ -167,18 +179,10 @@ export async function serveOverHttp(
   if (refusal) throw new UsageError(refusal);
   const app = await startApp({ configPath, log });
   const http = await serveHttp(app, { ...flags, token, log });
-  const stopped = Promise.withResolvers<void>();
-  let stopping = false;
-  const stop = async (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info(`shutting down (${why})`);
+  const { stopped } = stopOnce(log, async () => {
     await http.shutdown();
     await app.close();
-    stopped.resolve();
-  };
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
-  await stopped.promise;
+  });
+  await stopped;
   return 0;
 }
