@@ -8,6 +8,7 @@ import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./log.
 import { VERSION } from "./version.ts";
 import { runRestrictedHost } from "./restricted_host.ts";
 import { UsageError } from "./usage_error.ts";
+import { writeAllSync } from "./write_all.ts";
 
 /** The commands' code (the whole server), loaded when a command runs in this process. */
 const commands = () => import("./commands.ts");
@@ -173,14 +174,12 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
 }
 
 function usageError(message: string): number {
-  Deno.stderr.writeSync(new TextEncoder().encode(`error: ${message}\n\n${USAGE}`));
+  writeAllSync(Deno.stderr, `error: ${message}\n\n${USAGE}`);
   return 2;
 }
 
 function writeStdout(text: string): void {
-  const bytes = new TextEncoder().encode(text);
-  let offset = 0;
-  while (offset < bytes.length) offset += Deno.stdout.writeSync(bytes.subarray(offset));
+  writeAllSync(Deno.stdout, text);
 }
 
 function wholeNumber(

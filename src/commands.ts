@@ -14,6 +14,7 @@ import type { Logger } from "./log.ts";
 import { serveHttp } from "./host/http_server.ts";
 import { checkBind } from "./host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
+import { writeAllSync } from "./write_all.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
 
@@ -81,10 +82,10 @@ export async function runScript(file: string, options: RunOptions): Promise<numb
     options.out(JSON.stringify(result, null, 2) + "\n");
   } else {
     if (result.stdout) options.out(result.stdout);
-    if (result.stderr) Deno.stderr.writeSync(new TextEncoder().encode(result.stderr));
+    if (result.stderr) writeAllSync(Deno.stderr, result.stderr);
     if (!result.success) {
       const text = formatResultText({ ...result, stdout: "", stderr: "" });
-      Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
+      writeAllSync(Deno.stderr, text + "\n");
     } else if (result.result !== null && result.result !== undefined) {
       const shown = typeof result.result === "string"
         ? result.result
@@ -122,7 +123,7 @@ export async function runAgentCommand(
   await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 1 });
   checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
   const model = selectModel(app.openAI, null);
-  const err = (text: string) => Deno.stderr.writeSync(new TextEncoder().encode(text + "\n"));
+  const err = (text: string) => writeAllSync(Deno.stderr, text + "\n");
   const result = await runAgent(
     { task, max_attempts: options.maxAttempts, profile: options.profile },
     app.agentDeps(model),

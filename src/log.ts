@@ -1,6 +1,7 @@
 /**
  * Logging to stderr only: in stdio mode stdout belongs to the MCP protocol.
  */
+import { writeAllSync } from "./write_all.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
@@ -70,9 +71,8 @@ export function scrubbedLogger(log: Logger, scrub: (text: string) => string): Lo
 /** A logger that drops everything (for tests that do not look at logs). */
 export const silentLogger: Logger = createLogger("error", () => {});
 
-const encoder = new TextEncoder();
 function writeStderr(line: string): void {
-  Deno.stderr.writeSync(encoder.encode(line));
+  writeAllSync(Deno.stderr, line);
 }
 
 export function parseLogLevel(value: string | undefined): LogLevel {

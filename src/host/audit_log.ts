@@ -4,6 +4,7 @@
 import { dirname } from "node:path";
 import { sha256Hex } from "../digest.ts";
 import type { ExecutionResult } from "./execution_result.ts";
+import { writeAllSync } from "../write_all.ts";
 
 export interface AuditRecord {
   time: string;
@@ -70,13 +71,11 @@ export function openAuditLog(path: string): AuditLog {
     Deno.mkdirSync(dirname(path), { recursive: true });
     file = open();
   }
-  const encoder = new TextEncoder();
   let isOpen = true;
   return {
     write(record) {
       if (!isOpen) return;
-      let bytes = encoder.encode(JSON.stringify(record) + "\n");
-      while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
+      writeAllSync(file, JSON.stringify(record) + "\n");
     },
     close() {
       if (isOpen) file.close();

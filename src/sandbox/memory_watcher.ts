@@ -7,6 +7,7 @@
  */
 import { readLines } from "../rpc/lines.ts";
 import { readResidentBytes } from "./memory.ts";
+import { writeAllSync } from "../write_all.ts";
 
 /** First argument that makes the compiled binary act as the memory watcher. */
 export const MEMORY_WATCHER_ENTRY = "__memory-watcher";
@@ -19,17 +20,9 @@ export function answerLine(request: string): string {
 }
 
 export async function runMemoryWatcher(): Promise<number> {
-  const encoder = new TextEncoder();
-  const out = Deno.stdout;
   await readLines(Deno.stdin.readable, 64, {
-    line: (request) => {
-      const bytes = encoder.encode(answerLine(request));
-      let written = 0;
-      while (written < bytes.length) written += out.writeSync(bytes.subarray(written));
-    },
-    overlong: () => {
-      out.writeSync(encoder.encode("-\n"));
-    },
+    line: (request) => writeAllSync(Deno.stdout, answerLine(request)),
+    overlong: () => writeAllSync(Deno.stdout, "-\n"),
   });
   return 0;
 }

@@ -24,6 +24,7 @@ import {
 import { PRELUDE_PY } from "./prelude_py.ts";
 import { SNAPSHOT_HEADER_BYTES } from "./snapshot_format.ts";
 import { INTERRUPT_LISTENER_JS } from "./interrupt_listener.ts";
+import { writeAllSync } from "../write_all.ts";
 
 // Pyodide's private loader options (stable for the exact version pinned in deno.json).
 interface LoaderOptions {
@@ -56,16 +57,14 @@ interface PyodideLike {
 }
 type LoadPyodide = (options: LoaderOptions) => Promise<PyodideLike>;
 
-const encoder = new TextEncoder();
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 function writeLineSync(line: string): void {
-  let bytes = encoder.encode(line);
-  while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+  writeAllSync(Deno.stdout, line);
 }
 
 function logToStderr(text: string): void {
-  Deno.stderr.writeSync(encoder.encode(text + "\n"));
+  writeAllSync(Deno.stderr, text + "\n");
 }
 
 async function importLoader(moduleUrl: string): Promise<LoadPyodide> {
