@@ -4,25 +4,18 @@
  * for "warning" gets only stderr, and "error" gets neither.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { SetLevelRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type LoggingLevel,
+  LoggingLevelSchema,
+  SetLevelRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
-/** RFC 5424 severities, least severe first (the order MCP uses). */
-export const LOG_LEVELS = [
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency",
-] as const;
-
-export type LogLevel = (typeof LOG_LEVELS)[number];
+/** MCP's severities (RFC 5424), least severe first, as the SDK lists them. */
+const SEVERITY_ORDER: readonly LoggingLevel[] = LoggingLevelSchema.options;
 
 /** Whether a message at `level` passes the client's `threshold` (none set: everything). */
-export function passes(level: LogLevel, threshold: LogLevel | null): boolean {
-  return threshold === null || LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(threshold);
+export function passes(level: LoggingLevel, threshold: LoggingLevel | null): boolean {
+  return threshold === null || SEVERITY_ORDER.indexOf(level) >= SEVERITY_ORDER.indexOf(threshold);
 }
 
 /**
@@ -30,13 +23,13 @@ export function passes(level: LogLevel, threshold: LogLevel | null): boolean {
  * SDK keeps its own record only for its `sendLoggingMessage`, which a tool's request-bound
  * notifications do not go through.)
  */
-export function trackLogLevel(server: McpServer): (level: LogLevel) => boolean {
-  let threshold: LogLevel | null = null;
+export function trackLogLevel(server: McpServer): (level: LoggingLevel) => boolean {
+  let threshold: LoggingLevel | null = null;
   server.server.setRequestHandler(
     SetLevelRequestSchema,
     (request: { params: { level: string } }) => {
-      const level = request.params.level as LogLevel;
-      if (LOG_LEVELS.includes(level)) threshold = level;
+      const parsed = LoggingLevelSchema.safeParse(request.params.level);
+      if (parsed.success) threshold = parsed.data;
       return {};
     },
   );

@@ -7,7 +7,7 @@ import type { ExecuteRequest, Executor } from "../executor.ts";
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../execution_result.ts";
 import { isText } from "../mime_types.ts";
-import type { LogLevel } from "../log_level.ts";
+import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
 
 export interface ExecuteCodeToolOptions {
   execute: Executor;
@@ -16,7 +16,7 @@ export interface ExecuteCodeToolOptions {
   profiles: string[];
   defaultProfile: string;
   /** Whether the client wants log messages at a level (its `logging/setLevel`). */
-  wantsLog: (level: LogLevel) => boolean;
+  wantsLog: (level: LoggingLevel) => boolean;
 }
 
 const toolCallRecord = z.object({
@@ -106,7 +106,7 @@ export interface RequestExtra {
  */
 export function liveFeedback(
   extra: RequestExtra,
-  wantsLog: (level: LogLevel) => boolean = () => true,
+  wantsLog: (level: LoggingLevel) => boolean = () => true,
 ) {
   const pending = new Set<Promise<void>>();
   let lastProgress = 0;
