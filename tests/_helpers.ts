@@ -157,7 +157,7 @@ export function isAlive(pid: number): boolean {
 export function sandboxPids(ppid: number): number[] {
   return childPids(ppid).filter((pid) => {
     try {
-      return Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes("worker.ts");
+      return /sandbox\/worker/.test(Deno.readTextFileSync(`/proc/${pid}/cmdline`));
     } catch {
       return false;
     }

@@ -27,7 +27,7 @@ Deno.test("drop mode: a sandbox started with every permission keeps none of them
   const snapshotPath = await ensureSnapshot(runtime, silentLogger);
   const command = sandboxCommand(runtime, snapshotPath, profile);
   assert.ok(command.args.includes("--allow-all"), "this really starts with every permission");
-  assert.ok(command.args.includes("--drop-permissions"));
+  assert.equal(command.boot.drop_permissions, true);
 
   let hits = 0;
   await using http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {

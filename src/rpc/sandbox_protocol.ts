@@ -1,6 +1,7 @@
 /**
  * The messages between the host and one sandbox process (newline-delimited JSON-RPC 2.0).
  *
+ *   host -> sandbox  notification "boot"        BootParams, first (launch parameters)
  *   sandbox -> host  notification "ready"       once Pyodide has booted
  *   host -> sandbox  request      "prepare"     PrepareParams -> {} (while idle in the pool)
  *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (exactly once)
@@ -11,6 +12,7 @@
  * The host checks every field of everything it receives: the sandbox runs untrusted code.
  */
 
+export const METHOD_BOOT = "boot";
 export const METHOD_READY = "ready";
 export const METHOD_PREPARE = "prepare";
 export const METHOD_EXECUTE = "execute";
@@ -98,3 +100,38 @@ export type ToolReply =
   | { error: { kind: ToolErrorKind; message: string } };
 
 export type ToolErrorKind = "tool_error" | "denied" | "timeout" | "unavailable" | "invalid";
+
+/** How a sandbox boots: sent by the host as the first message, so no host path is in argv. */
+export interface BootParams {
+  /** `pyodide.mjs` as a file URL. */
+  pyodide_module_url: string;
+  /** The verified memory snapshot. */
+  snapshot_path: string;
+  /** Host folders to mount: real host path -> absolute path inside Python. */
+  mounts: { host: string; mount: string }[];
+  /** Take SIGUSR1 as "interrupt the running script" (sessions). */
+  interruptible: boolean;
+  /** Revoke every permission after boot (the single binary; see sandbox_command.ts). */
+  drop_permissions: boolean;
+}
+
+/** The boot message as the worker trusts it, or null when it is malformed. */
+export function parseBootParams(value: unknown): BootParams | null {
+  if (typeof value !== "object" || value === null) return null;
+  const v = value as Record<string, unknown>;
+  if (typeof v.pyodide_module_url !== "string" || typeof v.snapshot_path !== "string") return null;
+  if (typeof v.interruptible !== "boolean" || typeof v.drop_permissions !== "boolean") return null;
+  if (!Array.isArray(v.mounts)) return null;
+  const mounts: BootParams["mounts"] = [];
+  for (const m of v.mounts) {
+    if (typeof m?.host !== "string" || typeof m?.mount !== "string") return null;
+    mounts.push({ host: m.host, mount: m.mount });
+  }
+  return {
+    pyodide_module_url: v.pyodide_module_url,
+    snapshot_path: v.snapshot_path,
+    mounts,
+    interruptible: v.interruptible,
+    drop_permissions: v.drop_permissions,
+  };
+}

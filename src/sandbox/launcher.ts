@@ -13,6 +13,7 @@ import {
   type CallToolParams,
   type ExecuteReply,
   type InputFile,
+  METHOD_BOOT,
   METHOD_CALL_TOOL,
   METHOD_EXECUTE,
   METHOD_OUTPUT,
@@ -32,7 +33,6 @@ import type { Profile } from "./profile.ts";
 import { INTERRUPT_SIGNAL, sandboxCommand } from "./sandbox_command.ts";
 import type { ResidentMemory } from "./resident_memory.ts";
 import type { SandboxRuntime } from "./runtime.ts";
-import { childEnv } from "./snapshot.ts";
 
 /** Why the host stopped a sandbox before it finished on its own. */
 export type StopReason =
@@ -141,18 +141,17 @@ export class Sandbox implements AsyncDisposable {
     this.persistent = options.persistent ?? false;
     this.#log = options.log;
     this.#memory = options.memory;
-    const { command, args, env } = sandboxCommand(
+    const { command, args, env, cwd, boot } = sandboxCommand(
       options.runtime,
       options.snapshotPath,
       options.profile,
-      {
-        interruptible: this.persistent,
-      },
+      { interruptible: this.persistent },
     );
     this.#process = new Deno.Command(command, {
       args,
       clearEnv: true,
-      env: { ...childEnv(), ...env },
+      env,
+      cwd,
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -177,6 +176,7 @@ export class Sandbox implements AsyncDisposable {
         onViolation: (reason) => this.#violation(reason),
       },
     });
+    void this.#channel.notify(METHOD_BOOT, boot).catch(() => {}); // a dead child shows below
     const bootTimeoutMs = options.bootTimeoutMs ?? 60_000;
     let bootTimer: ReturnType<typeof setTimeout> | undefined;
     const spawned = performance.now();

@@ -17,7 +17,7 @@ export interface SandboxRuntime {
   standalone: boolean;
   /** The Deno executable (or the compiled binary) that runs sandboxes. */
   denoPath: string;
-  /** The worker program (a file URL or path) the sandbox process runs. */
+  /** The worker program the sandbox process runs: worker.ts bundled into plain JavaScript. */
   workerPath: string;
   /** The memory watcher program (see memory_watcher.ts). */
   memoryWatcherPath: string;
@@ -31,8 +31,18 @@ export interface SandboxRuntime {
   cacheDir: string;
 }
 
-/** Files Pyodide reads at boot (besides the snapshot). */
-const PYODIDE_ASSETS = ["pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
+/**
+ * Files of Pyodide's folder a sandbox reads at boot (besides the snapshot): its two JavaScript
+ * modules (a sandbox's Deno has no npm cache of its own, so importing them needs read access),
+ * the WebAssembly binary, the standard library and the lock file.
+ */
+const PYODIDE_ASSETS = [
+  "pyodide.mjs",
+  "pyodide.asm.mjs",
+  "pyodide.asm.wasm",
+  "python_stdlib.zip",
+  "pyodide-lock.json",
+];
 
 /**
  * Finds the runtime's files. `cacheDir` defaults to `$CODEMODE_CACHE_DIR`, then
@@ -56,7 +66,7 @@ export function locateRuntime(
     mode,
     standalone: Deno.build.standalone,
     denoPath: Deno.execPath(),
-    workerPath: fromFileUrl(new URL("./worker.ts", import.meta.url)),
+    workerPath: fromFileUrl(new URL("./worker_bundle.js", import.meta.url)),
     memoryWatcherPath: fromFileUrl(new URL("./memory_watcher.ts", import.meta.url)),
     pyodideModuleUrl,
     pyodideDir,

@@ -9,6 +9,7 @@
  *   narrow a broad grant to some paths, so profiles that grant folders or hosts are refused.
  *   The same mode runs under plain `deno run -A` for tests.
  */
+import type { BootParams } from "../rpc/sandbox_protocol.ts";
 import { type Profile, SANDBOX_V8_TUNING, toDenoFlags } from "./profile.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { MEMORY_WATCHER_ENTRY } from "./memory_watcher.ts";
@@ -16,15 +17,35 @@ import { MEMORY_WATCHER_ENTRY } from "./memory_watcher.ts";
 export interface ProcessCommand {
   command: string;
   args: string[];
-  /** Extra environment for the child (the script cannot read it: no env permission). */
+  /** The child's whole environment (the script cannot read it: no env permission). */
   env: Record<string, string>;
 }
 
+export interface SandboxCommand extends ProcessCommand {
+  /** The child's working folder: "/", so `Deno.cwd()` tells the script nothing. */
+  cwd: string;
+  /** The first message the host sends (launch parameters stay off the command line). */
+  boot: BootParams;
+}
+
+/**
+ * The sandbox's `DENO_DIR`: a path that cannot exist (its parent is a device), so the process
+ * can store nothing on the host's disk, even as root. Deno keeps `localStorage`, the Cache API
+ * and V8's code cache under DENO_DIR, keyed by the main module: with the host's own DENO_DIR, one
+ * execution could leave data for the next, or fill the disk, with no write permission at all.
+ * The worker is plain JavaScript (worker_bundle.js), so Deno has nothing to transpile and cache.
+ */
+export const SANDBOX_DENO_DIR = "/dev/null/mcp-code-mode-sandbox";
+
+/** The environment of a sandbox process: nothing from the host's. */
+export const SANDBOX_ENV: Readonly<Record<string, string>> = Object.freeze({
+  DENO_DIR: SANDBOX_DENO_DIR,
+  DENO_NO_UPDATE_CHECK: "1",
+  NO_COLOR: "1",
+});
+
 /** First argument that makes the compiled binary act as a sandbox worker. */
 export const SANDBOX_ENTRY = "__sandbox";
-export const DROP_PERMISSIONS = "--drop-permissions";
-/** The worker takes SIGUSR1 as "interrupt the running script" (sessions). */
-export const INTERRUPTIBLE = "--interruptible";
 /** The signal the host sends to interrupt a session's script. */
 export const INTERRUPT_SIGNAL: Deno.Signal = "SIGUSR1";
 
@@ -34,15 +55,14 @@ export function sandboxCommand(
   snapshotPath: string,
   profile: Profile,
   options: { interruptible?: boolean } = {},
-): ProcessCommand {
-  const mounts = JSON.stringify(profile.folders.map(({ host, mount }) => ({ host, mount })));
-  const workerArgs = [
-    "serve",
-    runtime.pyodideModuleUrl,
-    snapshotPath,
-    mounts,
-    ...(options.interruptible ? [INTERRUPTIBLE] : []),
-  ];
+): SandboxCommand {
+  const boot: BootParams = {
+    pyodide_module_url: runtime.pyodideModuleUrl,
+    snapshot_path: snapshotPath,
+    mounts: profile.folders.map(({ host, mount }) => ({ host, mount })),
+    interruptible: options.interruptible ?? false,
+    drop_permissions: runtime.mode === "drop",
+  };
   if (runtime.mode === "flags") {
     const readPaths = [...runtime.pyodideAssets, snapshotPath];
     return {
@@ -53,11 +73,14 @@ export function sandboxCommand(
         "--cached-only",
         "--no-remote",
         "--no-npm",
+        "--no-code-cache",
         ...toDenoFlags(profile, { readPaths }),
         runtime.workerPath,
-        ...workerArgs,
+        "serve",
       ],
-      env: {},
+      env: { ...SANDBOX_ENV },
+      cwd: "/",
+      boot,
     };
   }
   if (profile.folders.length > 0 || profile.net.length > 0) {
@@ -67,8 +90,13 @@ export function sandboxCommand(
     );
   }
   return {
-    ...entry(runtime, [...workerArgs, DROP_PERMISSIONS]),
-    env: { DENO_V8_FLAGS: `--max-old-space-size=${profile.limits.memory_mb},${SANDBOX_V8_TUNING}` },
+    ...entry(runtime, ["serve"]),
+    env: {
+      ...SANDBOX_ENV,
+      DENO_V8_FLAGS: `--max-old-space-size=${profile.limits.memory_mb},${SANDBOX_V8_TUNING}`,
+    },
+    cwd: "/",
+    boot,
   };
 }
 
@@ -123,6 +151,14 @@ function entry(runtime: SandboxRuntime, workerArgs: string[]): { command: string
     ? { command: runtime.denoPath, args: [SANDBOX_ENTRY, ...workerArgs] }
     : {
       command: runtime.denoPath,
-      args: ["run", "--no-prompt", "--allow-all", "--no-config", runtime.workerPath, ...workerArgs],
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-all",
+        "--no-config",
+        "--no-code-cache",
+        runtime.workerPath,
+        ...workerArgs,
+      ],
     };
 }

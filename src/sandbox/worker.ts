@@ -9,10 +9,13 @@
  * Once user code runs, nothing here is trusted by the host: Python can reach every object in
  * this process through `import js`. The host treats this side as hostile.
  */
+import process from "node:process";
+import { fileURLToPath as fromFileUrl } from "node:url";
 import { JsonRpcChannel, RemoteError, RPC_METHOD_NOT_FOUND } from "../rpc/channel.ts";
 import {
   type CallToolParams,
   type ExecuteReply,
+  METHOD_BOOT,
   METHOD_CALL_TOOL,
   METHOD_EXECUTE,
   METHOD_OUTPUT,
@@ -20,6 +23,7 @@ import {
   METHOD_PROGRESS,
   METHOD_READY,
   type OutputStream,
+  parseBootParams,
 } from "../rpc/sandbox_protocol.ts";
 import { PRELUDE_PY } from "./prelude_py.ts";
 import { SNAPSHOT_HEADER_BYTES } from "./snapshot_format.ts";
@@ -30,6 +34,7 @@ import { writeAllSync } from "../write_all.ts";
 interface LoaderOptions {
   _makeSnapshot?: boolean;
   _loadSnapshot?: Uint8Array;
+  indexURL?: string;
   stdout?: (text: string) => void;
   stderr?: (text: string) => void;
 }
@@ -164,41 +169,81 @@ async function listenForInterrupts(pyodide: PyodideLike): Promise<Int32Array> {
   return buffer;
 }
 
-async function serve(
-  moduleUrl: string,
-  snapshotPath: string,
-  mountsJson: string,
-  flags: string[],
-): Promise<void> {
-  const dropPermissions = flags.includes("--drop-permissions");
-  const loadPyodide = await importLoader(moduleUrl);
-  const snapshotFile = await Deno.readFile(snapshotPath);
+/**
+ * Hides the host facts Deno and its Node layer would tell a script: the worker's path and,
+ * where Deno lets us, the binary's (`process.argv0` keeps it). The working folder is "/" and the
+ * arguments are only "serve" already. Paths of the runtime's own files remain visible in
+ * JavaScript stack traces; the README says so.
+ */
+function hideHostPaths(): void {
+  const fixed = (target: object, key: string, value: unknown) =>
+    Object.defineProperty(target, key, { value, configurable: false, writable: false });
+  fixed(Deno, "execPath", () => {
+    throw new Deno.errors.NotCapable("Cannot tell host paths to a sandbox");
+  });
+  fixed(Deno, "mainModule", SANDBOX_MAIN_MODULE);
+  process.execPath = "deno"; // not redefinable, but settable (argv0 is neither)
+  fixed(process, "argv", ["deno", fromFileUrl(SANDBOX_MAIN_MODULE)]);
+}
+
+/** What a script is told the sandbox's main module is. */
+const SANDBOX_MAIN_MODULE = "file:///sandbox/worker.js";
+
+/**
+ * Serves one sandbox: waits for the host's "boot" message (launch parameters travel on stdin,
+ * not the command line, where `Deno.args` would show host paths to the script), boots Pyodide
+ * from the snapshot, says "ready", then answers "prepare" and exactly one "execute" (or many,
+ * for a session).
+ */
+async function serve(): Promise<void> {
+  const booted = Promise.withResolvers<unknown>();
+  let onRequest: (method: string, params: unknown) => Promise<unknown> = (method) => {
+    throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
+  };
+  const finished = Promise.withResolvers<void>();
+  const channel: JsonRpcChannel = new JsonRpcChannel({
+    readable: Deno.stdin.readable,
+    write: writeLineSync,
+    maxLineBytes: MAX_LINE_BYTES,
+    handlers: {
+      onRequest: (method, params) => onRequest(method, params),
+      onNotification(method, params) {
+        if (method === METHOD_BOOT) booted.resolve(params);
+      },
+      onViolation(reason) {
+        logToStderr(`sandbox: ignored ${reason}`);
+      },
+    },
+  });
+  const boot = parseBootParams(await Promise.race([booted.promise, channel.done]));
+  if (boot === null) throw new Error("Cannot boot: no valid boot message from the host");
+
+  const loadPyodide = await importLoader(boot.pyodide_module_url);
+  const snapshotFile = await Deno.readFile(boot.snapshot_path);
   const pyodide = await loadPyodide({
     _loadSnapshot: snapshotFile.subarray(SNAPSHOT_HEADER_BYTES),
+    // Given, not guessed from a stack trace: the sandbox's Deno has no npm cache to map from.
+    indexURL: fromFileUrl(new URL(".", boot.pyodide_module_url)),
     stdout: logToStderr,
     stderr: logToStderr,
   });
-  const mounts = JSON.parse(mountsJson) as { host: string; mount: string }[];
+  const mounts = boot.mounts;
   if (mounts.length > 0) mapPermissionErrors(pyodide);
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
     pyodide.mountNodeFS(mount, host);
   }
 
-  // Python reaches the host through this module; the channel exists once we serve, and
-  // output and progress flow only while the script runs.
-  let channel: JsonRpcChannel | null = null;
+  // Python reaches the host through this module; output and progress flow only while the
+  // script runs.
   let forwarding = false;
   pyodide.registerJsModule("_codemode_host", {
     call_tool: async (server: string, tool: string, argumentsJson: string): Promise<string> => {
-      if (channel === null) throw new Error("Cannot call tools outside an execution");
       const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
       return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
     },
     report_progress: (reportJson: string): void => {
-      if (forwarding && channel !== null) {
-        void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
-      }
+      if (forwarding) void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
     },
   });
   const codemode = pyodide.pyimport("_codemode");
@@ -210,64 +255,53 @@ async function serve(
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
   // Warm the execution path before the host can hand us a script.
   await codemode.warm_up!.callPromising();
-  const interrupts = flags.includes("--interruptible") ? await listenForInterrupts(pyodide) : null;
-  if (dropPermissions) {
+  const interrupts = boot.interruptible ? await listenForInterrupts(pyodide) : null;
+  if (boot.drop_permissions) {
     if (mounts.length > 0) throw new Error("Cannot drop permissions: host folders are mounted");
     dropAllPermissions(); // before any user code can run
   }
+  hideHostPaths();
 
   let executed = false;
   let running = false;
   let persistent = false;
-  const finished = Promise.withResolvers<void>();
-  const served: JsonRpcChannel = new JsonRpcChannel({
-    readable: Deno.stdin.readable,
-    write: writeLineSync,
-    maxLineBytes: MAX_LINE_BYTES,
-    handlers: {
-      async onRequest(method, params) {
-        if (method === METHOD_PREPARE && !executed) {
-          await prepareInPython.callPromising(JSON.stringify(params));
-          return {};
-        }
-        if (method !== METHOD_EXECUTE || (executed && !persistent) || running) {
-          throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
-        }
-        executed = true;
-        running = true;
-        persistent = (params as { persistent?: boolean }).persistent === true;
-        forwarding = true;
-        if (interrupts) Atomics.store(interrupts, 0, 0); // a late signal must not hit this run
-        try {
-          const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
-          return JSON.parse(replyJson) as ExecuteReply;
-        } finally {
-          running = false;
-          if (!persistent) finished.resolve(); // a session serves until the host kills it
-        }
-      },
-      onNotification() {},
-      onViolation(reason) {
-        logToStderr(`sandbox: ignored ${reason}`);
-      },
-    },
-  });
-  channel = served;
-  await served.notify(METHOD_READY, {});
-  await Promise.race([finished.promise, served.done]);
+  onRequest = async (method, params) => {
+    if (method === METHOD_PREPARE && !executed) {
+      await prepareInPython.callPromising(JSON.stringify(params));
+      return {};
+    }
+    if (method !== METHOD_EXECUTE || (executed && !persistent) || running) {
+      throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
+    }
+    executed = true;
+    running = true;
+    persistent = (params as { persistent?: boolean }).persistent === true;
+    forwarding = true;
+    if (interrupts) Atomics.store(interrupts, 0, 0); // a late signal must not hit this run
+    try {
+      const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
+      return JSON.parse(replyJson) as ExecuteReply;
+    } finally {
+      running = false;
+      forwarding = false;
+      if (!persistent) finished.resolve(); // a session serves until the host kills it
+    }
+  };
+  await channel.notify(METHOD_READY, {});
+  await Promise.race([finished.promise, channel.done]);
 }
 
 async function main(args: string[]): Promise<number> {
-  const [mode, moduleUrl, path, mountsJson, ...flags] = args;
+  const [mode, moduleUrl, path] = args;
   if (mode === "build-snapshot" && moduleUrl && path) {
     await buildSnapshot(moduleUrl, path);
     return 0;
   }
-  if (mode === "serve" && moduleUrl && path) {
-    await serve(moduleUrl, path, mountsJson ?? "[]", flags);
+  if (mode === "serve") {
+    await serve();
     return 0;
   }
-  logToStderr("usage: worker.ts build-snapshot|serve <pyodide module URL> <path> [mounts]");
+  logToStderr("usage: worker build-snapshot <pyodide module URL> <path> | worker serve");
   return 2;
 }
 
