@@ -131,6 +131,8 @@ export class Sandbox implements AsyncDisposable {
   #interrupted: string | null = null;
   #graceTimer: ReturnType<typeof setTimeout> | undefined;
   #used = false;
+  /** A session's process between its scripts (SIGSTOP). */
+  #paused = false;
   /** Version of the packages installed in the process (-1: none). */
   preparedVersion = -1;
   /** A session's sandbox runs many scripts in one scope; others run one and die. */
@@ -221,6 +223,7 @@ export class Sandbox implements AsyncDisposable {
     if (this.#stop) throw new Error("Cannot execute: this sandbox was stopped");
     this.#used = true;
     await this.ready;
+    this.#resume();
     const started = performance.now();
     this.#hooks = hooks;
     this.#violations = [];
@@ -277,7 +280,11 @@ export class Sandbox implements AsyncDisposable {
       clearInterval(memoryWatch);
       hooks.signal?.removeEventListener("abort", onAbort);
       this.#hooks = null;
-      if (!this.persistent) this.kill(); // a session's process lives on unless it was stopped
+      // A session's process lives on unless it was stopped, but does nothing until its next
+      // script: JavaScript work a script scheduled (a timer) would otherwise run on, outside
+      // every limit, while the session sits idle.
+      if (!this.persistent) this.kill();
+      else if (!this.#stop) this.#pause();
     }
     return {
       reply: this.#stop ? null : reply,
@@ -308,6 +315,26 @@ export class Sandbox implements AsyncDisposable {
   /** Resolves when the process has exited. */
   get exited(): Promise<Deno.CommandStatus> {
     return this.#exited;
+  }
+
+  /** Freezes the process (SIGSTOP): it can neither run nor allocate until resumed. */
+  #pause(): void {
+    try {
+      this.#process.kill("SIGSTOP");
+      this.#paused = true;
+    } catch {
+      // already exited
+    }
+  }
+
+  #resume(): void {
+    if (!this.#paused) return;
+    try {
+      this.#process.kill("SIGCONT");
+    } catch {
+      // already exited: the execution reports it
+    }
+    this.#paused = false;
   }
 
   /** Asks the sandbox to raise KeyboardInterrupt; kills it if that does not end the run. */

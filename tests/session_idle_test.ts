@@ -1,0 +1,66 @@
+/**
+ * A persistent session does nothing between its executions: JavaScript work its script
+ * scheduled (a timer that spins and allocates) must not run on, outside every limit, while the
+ * session sits idle.
+ */
+import assert from "node:assert/strict";
+import { delay, ROOT, sandboxPids, startServer, writeConfig } from "./_helpers.ts";
+
+/** CPU time (clock ticks) and resident memory (kB) of a process. */
+function usage(pid: number): { ticks: number; rssKb: number; state: string } {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return {
+    state: fields[0]!,
+    ticks: Number(fields[11]) + Number(fields[12]),
+    rssKb: Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0),
+  };
+}
+
+Deno.test("a session's sandbox neither runs nor grows between its executions", async () => {
+  const dir = await Deno.makeTempDir();
+  const config = await writeConfig(dir, {
+    settings: { pool_size: 0, max_sessions: 2, permissions_dir: `${ROOT}permissions` },
+  });
+  await using server = await startServer({ args: ["--config", config] });
+  const scheduled = await server.client.callTool({
+    name: "execute_code",
+    arguments: {
+      session_id: "busy-idle",
+      code: [
+        "import js",
+        "from pyodide.ffi import create_proxy",
+        "hold = []",
+        "def spin():",
+        "    total = 0",
+        "    for i in range(300_000):",
+        "        total += i",
+        "    hold.append(bytearray(8_000_000))",
+        "js.setInterval(create_proxy(spin), 5)",
+        "'scheduled'",
+      ].join("\n"),
+    },
+  });
+  assert.equal((scheduled.structuredContent as { result: unknown }).result, "scheduled");
+  const [pid] = sandboxPids(server.pid);
+  assert.ok(pid, "the session's sandbox is running");
+  const before = usage(pid);
+  await delay(1500);
+  const after = usage(pid);
+  assert.ok(
+    after.ticks - before.ticks <= 5,
+    `idle session used ${after.ticks - before.ticks} ticks`,
+  );
+  assert.ok(
+    after.rssKb - before.rssKb < 16_000,
+    `idle session grew ${after.rssKb - before.rssKb} kB`,
+  );
+
+  const next = await server.client.callTool({
+    name: "execute_code",
+    arguments: { session_id: "busy-idle", code: "isinstance(hold, list)" },
+  });
+  assert.equal((next.structuredContent as { result: unknown }).result, true);
+  await Deno.remove(dir, { recursive: true });
+});
