@@ -17,6 +17,7 @@ import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
 import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
 import { ensureSnapshot, isSnapshotIntact, snapshotKey, snapshotPath } from "./sandbox/snapshot.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
+import { createRedactor } from "./policy/redaction.ts";
 import { defaultTransportFactory } from "./upstream/transport.ts";
 import { PYODIDE_VERSION } from "./version.ts";
 
@@ -107,11 +108,14 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
   });
   if (config) {
     const c = config as Config;
+    // A failed server's stderr may quote a secret; doctor's table is a log too.
+    const redact = createRedactor(c.secrets);
     const upstream = new UpstreamPool({
       servers: c.servers,
       transports: defaultTransportFactory,
       log,
       callTimeoutMs: c.settings.tool_timeout_s * 1000,
+      redact: redact.text,
     });
     await upstream.start();
     for (const server of upstream.snapshot()) {

@@ -8,6 +8,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startFakeChatApi } from "./_fake_chat_api.ts";
 import { childEnv, MAIN, ROOT, runCli, SERVE_FLAGS, startServer } from "./_helpers.ts";
+import { assertNoSecret, SECRET, startWithLeakyServer } from "./_secret_fixture.ts";
 import type { AgentResult } from "../src/agent/agent.ts";
 
 const HELLO = `${ROOT}examples/files/hello.txt`;
@@ -111,6 +112,24 @@ Deno.test("generate_and_execute repairs a buggy script from its error", async (t
       assert.ok("max_completion_tokens" in api.requests[5]! && !("max_tokens" in api.requests[5]!));
     },
   );
+});
+
+Deno.test("generate_and_execute sends the model API no secret from the task or the tool catalog", async () => {
+  await using api = startFakeChatApi(["```python\nprint('ok')\n```"]);
+  await using server = await startWithLeakyServer(modelEnv(api.baseURL));
+  const { result } = await generate(
+    server,
+    `Get the billing token with key ${SECRET}; the model's key is test-key.`,
+  );
+  assert.equal(result.success, true, JSON.stringify(result));
+  assert.equal(api.requests.length, 1);
+  const body = JSON.stringify(api.requests[0]);
+  assert.match(body, /with key \[REDACTED\]; the model's key is \[REDACTED\]\./);
+  assert.match(body, /def get_token\(/, "the leaky tool's stub is in the prompt");
+  assert.match(body, /Calls the billing API with key \[REDACTED\]/);
+  assert.match(body, /broken: unavailable: .*\[REDACTED\]/, "the index is in the prompt");
+  assertNoSecret(body, "the request to the model API");
+  assert.ok(!body.includes("test-key"), "the model API key is in the request body");
 });
 
 Deno.test("generate_and_execute gives up after max_attempts", async () => {

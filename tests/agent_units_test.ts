@@ -83,25 +83,50 @@ Deno.test("openAIConfigFromEnv() reads OpenAI-compatible and Azure settings", ()
   const env = (vars: Record<string, string>) => (name: string) => vars[name];
   assert.equal(openAIConfigFromEnv(env({})), null);
   const openai = openAIConfigFromEnv(
-    env({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: "http://h/v1", CODEMODE_MODEL: "m" }),
+    env({ OPENAI_API_KEY: "sk-test-key", OPENAI_BASE_URL: "http://h/v1", CODEMODE_MODEL: "m" }),
   )!;
   assert.equal(openai.kind, "openai");
   assert.equal(openai.baseURL, "http://h/v1");
   assert.equal(openai.model, "m");
   assert.equal(openai.tokenLimitParam, "auto");
   const azure = openAIConfigFromEnv(env({
-    AZURE_OPENAI_API_KEY: "k",
+    AZURE_OPENAI_API_KEY: "azure-test-key",
     AZURE_OPENAI_ENDPOINT: "https://x.openai.azure.com",
     AZURE_OPENAI_DEPLOYMENT: "d",
   }))!;
   assert.equal(azure.kind, "azure");
   assert.equal(azure.model, "d");
   assert.throws(
-    () => openAIConfigFromEnv(env({ AZURE_OPENAI_API_KEY: "k" })),
+    () => openAIConfigFromEnv(env({ AZURE_OPENAI_API_KEY: "azure-test-key" })),
     /AZURE_OPENAI_ENDPOINT/,
   );
   assert.throws(
-    () => openAIConfigFromEnv(env({ OPENAI_API_KEY: "k", CODEMODE_MAX_TOKENS_PARAM: "x" })),
+    () =>
+      openAIConfigFromEnv(env({ OPENAI_API_KEY: "sk-test-key", CODEMODE_MAX_TOKENS_PARAM: "x" })),
     /CODEMODE_MAX_TOKENS_PARAM/,
+  );
+});
+
+Deno.test("openAIConfigFromEnv() refuses an API key too short to scrub, naming the variable", () => {
+  const env = (vars: Record<string, string>) => (name: string) => vars[name];
+  assert.throws(
+    () => openAIConfigFromEnv(env({ OPENAI_API_KEY: "sk-1" })),
+    (e: Error) => {
+      assert.ok(e instanceof TypeError);
+      assert.match(
+        e.message,
+        /^Cannot use OPENAI_API_KEY: the secret is 4 characters; secrets shorter than 8 characters cannot be scrubbed safely/,
+      );
+      return true;
+    },
+  );
+  assert.throws(
+    () =>
+      openAIConfigFromEnv(env({
+        AZURE_OPENAI_API_KEY: "k",
+        AZURE_OPENAI_ENDPOINT: "https://x.openai.azure.com",
+        AZURE_OPENAI_DEPLOYMENT: "d",
+      })),
+    /^TypeError: Cannot use AZURE_OPENAI_API_KEY: the secret is 1 character;/,
   );
 });

@@ -3,6 +3,11 @@
  */
 import assert from "node:assert/strict";
 import { childPids, delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
+import type { ServerConfig } from "../src/config.ts";
+import { silentLogger } from "../src/log.ts";
+import { createRedactor } from "../src/policy/redaction.ts";
+import { UpstreamPool } from "../src/upstream/pool.ts";
+import { defaultTransportFactory } from "../src/upstream/transport.ts";
 
 export const SECRET = "sk-test-9f8e7d6c5b4a";
 
@@ -276,5 +281,51 @@ Deno.test("agents discover tools through search_tools, get_tool_docs and stub re
     ]);
     const read = await server.client.readResource({ uri: "codemode://stubs/memory.pyi" });
     assert.match((read.contents[0] as { text: string }).text, /def read_graph\(\) -> Any:/);
+  });
+});
+
+Deno.test("a failed server's stderr is scrubbed before it is cut, so no fragment of a secret shows", async (t) => {
+  const secret = 'sk-"e2e\\secret"-9f8e7d6c';
+  const prefix = "fatal: the API rejected key ";
+  const failing = (before: number, after: number): ServerConfig => ({
+    kind: "stdio",
+    name: "broken",
+    command: "deno",
+    args: ["run", "--no-prompt", "-A", "secret_server.ts", "fail", `${before}`, `${after}`],
+    env: { FIXTURE_SECRET: secret },
+    cwd: `${ROOT}tests/fixtures`,
+    description: "",
+  });
+  const lastError = async (server: ServerConfig) => {
+    await using pool = new UpstreamPool({
+      servers: [server],
+      transports: defaultTransportFactory,
+      log: silentLogger,
+      callTimeoutMs: 5000,
+      redact: createRedactor([secret]).text,
+    });
+    await pool.start();
+    const [snapshot] = pool.snapshot();
+    const call = await pool.call("broken", "anything", {});
+    assert.ok("error" in call);
+    assert.equal(
+      call.error.message,
+      `server "broken" is not connected (reconnecting): ${snapshot!.error}`,
+    );
+    return snapshot!.error!;
+  };
+
+  await t.step("a secret where the message is cut to 500 characters", async () => {
+    // The secret starts 10 characters before the cut.
+    const error = await lastError(failing(500 - prefix.length - 10, 0));
+    assert.match(error, /\(stderr: fatal: the API rejected key x+\[REDACTED\]\)$/);
+    assert.ok(!error.includes(secret.slice(0, 10)), error);
+  });
+
+  await t.step("a secret where the kept stderr was cut at its front", async () => {
+    // 16,384 characters of stderr are kept; they start with the secret's last 10 characters.
+    const error = await lastError(failing(0, 16_384 - 1 - 10));
+    assert.match(error, /\(stderr: y{300}/);
+    assert.ok(!error.includes(secret.slice(-10)), error);
   });
 });

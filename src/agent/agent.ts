@@ -6,6 +6,7 @@ import type { Catalog } from "../catalog/catalog.ts";
 import type { ExecutionResult } from "../host/execution_result.ts";
 import type { Executor } from "../host/executor.ts";
 import type { Logger } from "../log.ts";
+import type { Redactor } from "../policy/redaction.ts";
 import type { ChatModel, TokenUsage } from "./chat_model.ts";
 import { extractCode } from "./code_extraction.ts";
 import { buildMessages } from "./prompt.ts";
@@ -43,6 +44,11 @@ export interface AgentDeps {
   /** Runs the static analysis of code in a sandbox. */
   analyse: (code: string) => Promise<Analysis>;
   log: Logger;
+  /**
+   * Scrubs secrets from every message before it goes to the model: the task, tool docs and
+   * fed-back errors may hold one, and the model is a third party (an API, or the client's model).
+   */
+  redact: Redactor;
   maxTokens?: number;
 }
 
@@ -82,12 +88,14 @@ export async function runAgent(
       index: catalog.index(),
       sandboxRules: deps.sandboxRules(request.profile),
       previous: attempts.filter((a) => a.code).map((a) => ({ code: a.code, error: a.error ?? "" })),
-    });
+    }).map((message) => ({ ...message, content: deps.redact.text(message.content) }));
     let reply;
     try {
       reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096 });
     } catch (error) {
-      const message = `Cannot get code from ${deps.model.name}: ${(error as Error).message}`;
+      const message = deps.redact.text(
+        `Cannot get code from ${deps.model.name}: ${(error as Error).message}`,
+      );
       const failed: AgentAttempt = {
         attempt: n,
         phase: "model",

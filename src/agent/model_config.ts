@@ -2,6 +2,7 @@
  * The agent's API model settings, read from the environment. Kept apart from the `openai`
  * client so that reading them (e.g. to grant the host network access) loads nothing else.
  */
+import { secretProblem } from "../policy/redaction.ts";
 
 /** Which request field carries the output-token limit. */
 export type TokenLimitParam = "max_tokens" | "max_completion_tokens" | "auto";
@@ -24,6 +25,7 @@ export interface OpenAIModelConfig {
  * OPENAI_API_KEY, OPENAI_BASE_URL, CODEMODE_MODEL (default gpt-4.1-mini); or
  * AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_DEPLOYMENT, OPENAI_API_VERSION.
  * CODEMODE_MAX_TOKENS_PARAM picks max_tokens, max_completion_tokens or auto (the default).
+ * The API key is a secret scrubbed from all output, so one too short to scrub is refused.
  */
 export function openAIConfigFromEnv(
   env: (name: string) => string | undefined,
@@ -38,6 +40,7 @@ export function openAIConfigFromEnv(
   const timeoutMs = Number(env("CODEMODE_MODEL_TIMEOUT_S") ?? "120") * 1000;
   const azureKey = env("AZURE_OPENAI_API_KEY");
   if (azureKey) {
+    refuseUnsafeKey("AZURE_OPENAI_API_KEY", azureKey);
     const endpoint = env("AZURE_OPENAI_ENDPOINT");
     const deployment = env("AZURE_OPENAI_DEPLOYMENT");
     if (!endpoint || !deployment) {
@@ -57,6 +60,7 @@ export function openAIConfigFromEnv(
   }
   const apiKey = env("OPENAI_API_KEY");
   if (!apiKey) return null;
+  refuseUnsafeKey("OPENAI_API_KEY", apiKey);
   return {
     kind: "openai",
     apiKey,
@@ -65,4 +69,9 @@ export function openAIConfigFromEnv(
     tokenLimitParam,
     timeoutMs,
   };
+}
+
+function refuseUnsafeKey(name: string, key: string): void {
+  const problem = secretProblem(key);
+  if (problem) throw new TypeError(`Cannot use ${name}: ${problem}`);
 }

@@ -1,24 +1,67 @@
 /**
- * Secrets out: replaces every known secret value in text, or in every string of a JSON value.
- * Very short values are left alone (they would redact ordinary text and protect nothing).
+ * Secrets out: replaces every known secret value with `[REDACTED]`, in text or in every string
+ * (and number) of a JSON value, in each form the secret can take in text:
+ *
+ * | form           | examples of what writes it                                              |
+ * | -------------- | ----------------------------------------------------------------------- |
+ * | as is          | anything                                                                |
+ * | escaped        | JSON.stringify, json.dumps (`\"`, `\\`, `\/`, `\u00e9`), `\'` literals   |
+ * | URL-encoded    | encodeURIComponent, URLSearchParams (`%22` in either case, `+` for " ") |
+ * | escaped twice  | JSON in a JSON string, a URL in JSON, %-encoding applied twice          |
+ * | base64         | standard and URL-safe, alone or at any of the 3 alignments in a blob    |
+ * | hex            | the UTF-8 bytes, either case                                            |
+ *
+ * Base64 and hex cover the secret's bytes and the bytes of its JSON-escaped form. Out of reach:
+ * base64 broken across lines (MIME), other escapes composed more than twice, and anything an
+ * upstream server transforms on purpose (it holds the secret and can always hide it).
+ *
+ * A secret shorter than `MIN_SECRET_LENGTH` cannot be scrubbed safely: ordinary text would
+ * match it and its encodings, and what is left around a replaced base64 run would say too much
+ * about it. `secretProblem` is the rule; config.ts and model_config.ts refuse such secrets at
+ * start, so `createRedactor` never sees one in the server (given one anyway, it leaves it out).
  */
 export const REDACTED = "[REDACTED]";
-const MIN_SECRET_LENGTH = 6;
+export const MIN_SECRET_LENGTH = 8;
 
 export interface Redactor {
   text(value: string): string;
-  /** A deep copy of a JSON value with secrets replaced in every string (keys included). */
+  /**
+   * A deep copy of a JSON value with secrets replaced in every string (keys included); a number
+   * whose digits hold a secret becomes the scrubbed string.
+   */
   json<T>(value: T): T;
 }
 
+/** Why `secret` cannot be scrubbed safely (to follow "<where>: "), or null when it can. */
+export function secretProblem(secret: string): string | null {
+  const length = [...secret].length;
+  if (length < MIN_SECRET_LENGTH) {
+    return `the secret is ${length} character${length === 1 ? "" : "s"}; secrets shorter than ` +
+      `${MIN_SECRET_LENGTH} characters cannot be scrubbed safely from tool replies, results, ` +
+      "logs and prompts";
+  }
+  if (REDACTED.includes(secret)) {
+    return `the secret is part of the marker ${REDACTED} that replaces secrets, so it cannot be ` +
+      "scrubbed";
+  }
+  return null;
+}
+
 export function createRedactor(secrets: Iterable<string>): Redactor {
-  const list = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH)
-    .sort((a, b) => b.length - a.length);
+  const list = [...new Set(secrets)].filter((s) => secretProblem(s) === null);
   if (list.length === 0) return { text: (v) => v, json: (v) => v };
-  const pattern = new RegExp(list.map(escapeRegExp).join("|"), "g");
-  const text = (value: string) => value.replace(pattern, REDACTED);
+  const sources = [...new Set(list.flatMap(secretPatterns))];
+  // One pass answers "any secret here?" (almost always no); only then is each form looked for.
+  const anyForm = new RegExp(sources.join("|"));
+  const forms = sources.map((source) => new RegExp(source, "g"));
+  const text = (value: string) => anyForm.test(value) ? replaceAll(value, forms) : value;
   const json = <T>(value: T): T => {
     if (typeof value === "string") return text(value) as T;
+    if (typeof value === "number") {
+      const digits = String(value);
+      const scrubbed = text(digits);
+      return (scrubbed === digits ? value : scrubbed) as T;
+    }
     if (Array.isArray(value)) return value.map(json) as T;
     if (value !== null && typeof value === "object") {
       return Object.fromEntries(Object.entries(value).map(([k, v]) => [text(k), json(v)])) as T;
@@ -28,6 +71,189 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
   return { text, json };
 }
 
+/** Regular expression sources, one per form of `secret` (see the table above). */
+export function secretPatterns(secret: string): string[] {
+  const utf8 = new TextEncoder();
+  const escaped = JSON.stringify(secret).slice(1, -1);
+  const blobs = escaped === secret ? [secret] : [secret, escaped];
+  const patterns = textPatterns(secret);
+  for (const blob of blobs) {
+    const bytes = utf8.encode(blob);
+    patterns.push(
+      ...base64Patterns(bytes, BASE64),
+      ...base64Patterns(bytes, BASE64_URL),
+      hexPattern(bytes),
+    );
+  }
+  return [...new Set(patterns)];
+}
+
+/**
+ * Replaces every character that lies in some occurrence of some form with the marker, one
+ * marker per run. Occurrences are found overlapping, per form, so that two secrets sharing
+ * characters (or one secret's encodings overlapping another's) leave no fragment behind.
+ */
+function replaceAll(value: string, forms: RegExp[]): string {
+  const ranges: [number, number][] = [];
+  for (const form of forms) {
+    form.lastIndex = 0;
+    for (let match = form.exec(value); match !== null; match = form.exec(value)) {
+      if (match[0].length > 0) ranges.push([match.index, match.index + match[0].length]);
+      form.lastIndex = match.index + 1;
+    }
+  }
+  ranges.sort((a, b) => a[0] - b[0]);
+  let out = "";
+  let at = 0;
+  for (let i = 0; i < ranges.length;) {
+    const start = ranges[i]![0];
+    let end = ranges[i]![1];
+    for (i++; i < ranges.length && ranges[i]![0] <= end; i++) end = Math.max(end, ranges[i]![1]);
+    out += value.slice(at, start) + REDACTED;
+    at = end;
+  }
+  return out + value.slice(at);
+}
+
+// ---- Text forms: the secret as is, escaped, URL-encoded, or two of these stacked ----
+
+type Codec = (char: string) => string[];
+
+/** Characters that no serializer escapes or %-encodes. */
+const PLAIN_CHAR = /^[A-Za-z0-9_.-]$/;
+
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  "\\": "\\\\",
+  "/": "\\/",
+  "'": "\\'",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+};
+
+/**
+ * Backslash escapes: JSON (JSON.stringify; json.dumps and Go also write `\uXXXX` for other
+ * characters), plus `\/` and `\'` of other writers. `"`, `\` and control characters are
+ * always escaped; others may be.
+ */
+const escapeCodec: Codec = (char) => {
+  if (PLAIN_CHAR.test(char)) return [char];
+  const units = Array.from({ length: char.length }, (_, i) => hex4(char.charCodeAt(i)));
+  const forms = [
+    units.map((u) => `\\u${u}`).join(""),
+    units.map((u) => `\\u${u.toUpperCase()}`).join(""),
+  ];
+  const short = SHORT_ESCAPES[char];
+  if (short) forms.push(short);
+  if (!(char === '"' || char === "\\" || char < " ")) forms.push(char);
+  return forms;
+};
+
+/** %XX per UTF-8 byte in either case (encodeURIComponent, URLSearchParams' + for a space). */
+const urlCodec: Codec = (char) => {
+  if (PLAIN_CHAR.test(char)) return [char];
+  const bytes = [...new TextEncoder().encode(char)].map((b) => b.toString(16).padStart(2, "0"));
+  const forms = [
+    bytes.map((b) => `%${b}`).join(""),
+    bytes.map((b) => `%${b.toUpperCase()}`).join(""),
+  ];
+  if (char === " ") forms.push("+");
+  else if (char !== "%") forms.push(char);
+  return forms;
+};
+
+/** Which encodings, innermost first, may stand between the secret and the text. */
+const CODEC_CHAINS: Codec[][] = [
+  [],
+  [escapeCodec],
+  [urlCodec],
+  [escapeCodec, escapeCodec],
+  [urlCodec, urlCodec],
+  [urlCodec, escapeCodec],
+  [escapeCodec, urlCodec],
+];
+
+/** One pattern per chain of encodings, each applied to every character alike. */
+function textPatterns(secret: string): string[] {
+  return CODEC_CHAINS.map((chain) => [...secret].map((c) => charPattern(c, chain)).join(""));
+}
+
+/**
+ * The ways one character reads after `chain`. Longer forms come first, so a match takes a whole
+ * escape (`\\` rather than its first `\`): scrubbed JSON text stays JSON.
+ */
+function charPattern(char: string, chain: Codec[]): string {
+  const [codec, ...rest] = chain;
+  if (codec === undefined) return escapeRegExp(char);
+  const forms = [...new Set(codec(char))].sort((a, b) => b.length - a.length);
+  const alternatives = [
+    ...new Set(forms.map((form) => [...form].map((c) => charPattern(c, rest)).join(""))),
+  ];
+  return alternatives.length === 1 ? alternatives[0]! : `(?:${alternatives.join("|")})`;
+}
+
+function hex4(unit: number): string {
+  return unit.toString(16).padStart(4, "0");
+}
+
+// ---- Binary forms: base64 and hex of the bytes ----
+
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const BASE64_URL = BASE64.slice(0, 62) + "-_";
+
+/**
+ * The secret's bytes inside a base64 blob, at each of the three alignments. A base64 character
+ * holds 6 bits; the characters made only of the secret's bits are fixed, and the one at each
+ * edge that shares bits with the neighbouring bytes is matched by a class of the characters
+ * that agree on the secret's bits, so it is replaced too (taking a few neighbouring bits along).
+ */
+function base64Patterns(bytes: Uint8Array, alphabet: string): string[] {
+  const bits = bytes.length * 8;
+  const bit = (i: number) => (bytes[i >> 3]! >> (7 - (i & 7))) & 1;
+  /** The value of secret bits [from, from + count). */
+  const value = (from: number, count: number) => {
+    let v = 0;
+    for (let i = from; i < from + count; i++) v = (v << 1) | bit(i);
+    return v;
+  };
+  const charClass = (matches: (v: number) => boolean) =>
+    `[${[...alphabet].filter((_, v) => matches(v)).map(escapeRegExp).join("")}]`;
+  const patterns: string[] = [];
+  for (const offset of [0, 1, 2]) {
+    const start = offset * 8; // where the secret's bits start in the blob's 24-bit group
+    const end = start + bits;
+    const first = Math.ceil(start / 6);
+    const last = Math.floor(end / 6);
+    let pattern = "";
+    if (start % 6 !== 0) {
+      // Its low bits are the secret's first bits.
+      const known = (first * 6) - start;
+      const want = value(0, known);
+      pattern += `${charClass((v) => (v & ((1 << known) - 1)) === want)}?`;
+    }
+    for (let i = first; i < last; i++) pattern += escapeRegExp(alphabet[value(i * 6 - start, 6)]!);
+    if (end % 6 !== 0) {
+      // Its high bits are the secret's last bits; padding may follow when the blob ends.
+      const known = end - last * 6;
+      const want = value(bits - known, known);
+      pattern += `(?:${charClass((v) => v >> (6 - known) === want)}={0,2})?`;
+    }
+    patterns.push(pattern);
+  }
+  return patterns;
+}
+
+function hexPattern(bytes: Uint8Array): string {
+  const nibble = (n: number) => {
+    const digit = n.toString(16);
+    return n < 10 ? digit : `[${digit}${digit.toUpperCase()}]`;
+  };
+  return [...bytes].map((b) => nibble(b >> 4) + nibble(b & 15)).join("");
+}
+
 function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 }

@@ -34,9 +34,22 @@ export interface UpstreamOptions {
   onChange?: () => void;
   /** Largest tool result passed on to a sandbox, as JSON characters. */
   maxResultChars?: number;
+  /**
+   * Scrubs secrets from the text the pool writes itself (connection errors, a server's stderr,
+   * error replies), before that text is cut to length: a cut could split a secret so that no
+   * later scrubbing recognises the part left. Default: none.
+   */
+  redact?: (text: string) => string;
 }
 
 const MAX_BACKOFF_MS = 30_000;
+/** How much of a server's stderr is kept (its last lines go into error messages). */
+const STDERR_KEPT_CHARS = 16_384;
+/**
+ * Once the kept stderr has been cut at its front, this many characters after the cut are never
+ * shown: a secret split by the cut (up to this long) cannot be recognised, so it is dropped.
+ */
+const STDERR_CUT_MARGIN = 4096;
 
 class UpstreamConnection {
   state: UpstreamState = "connecting";
@@ -46,15 +59,29 @@ class UpstreamConnection {
   #attempt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stderrTail = "";
+  #stderrCut = false;
 
   constructor(readonly config: ServerConfig, readonly options: UpstreamOptions) {}
+
+  #redact(text: string): string {
+    return this.options.redact ? this.options.redact(text) : text;
+  }
+
+  /** The last `lines` lines of the server's stderr, scrubbed, then cut to `max` characters. */
+  #stderrLines(lines: number, max: number): string {
+    let text = this.#redact(this.#stderrTail);
+    if (this.#stderrCut) text = text.slice(STDERR_CUT_MARGIN);
+    return text.trim().split("\n").slice(-lines).join(" | ").slice(0, max);
+  }
 
   async connect(): Promise<void> {
     if (this.state === "closed") return;
     const { log } = this.options;
     const { transport, onStderr } = this.options.transports(this.config);
     onStderr?.((text) => {
-      this.#stderrTail = (this.#stderrTail + text).slice(-2000);
+      const tail = this.#stderrTail + text;
+      this.#stderrCut ||= tail.length > STDERR_KEPT_CHARS;
+      this.#stderrTail = tail.slice(-STDERR_KEPT_CHARS);
     });
     const client = new Client({ name: "mcp-code-mode", version: VERSION }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -85,8 +112,8 @@ class UpstreamConnection {
       this.options.onChange?.();
     } catch (error) {
       await client.close().catch(() => {});
-      const stderr = this.#stderrTail.trim().split("\n").slice(-3).join(" | ");
-      this.lastError = `${errorText(error)}${stderr ? ` (stderr: ${stderr.slice(0, 500)})` : ""}`;
+      const stderr = this.#stderrLines(3, 500);
+      this.lastError = `${this.#redact(errorText(error))}${stderr ? ` (stderr: ${stderr})` : ""}`;
       log.error("cannot connect upstream server", {
         server: this.config.name,
         error: this.lastError,
@@ -97,8 +124,8 @@ class UpstreamConnection {
 
   #dropped(reason: string): void {
     if (this.state === "closed") return;
-    const stderr = this.#stderrTail.trim().split("\n").slice(-2).join(" | ");
-    this.lastError = `${reason}${stderr ? ` (stderr: ${stderr.slice(0, 300)})` : ""}`;
+    const stderr = this.#stderrLines(2, 300);
+    this.lastError = `${reason}${stderr ? ` (stderr: ${stderr})` : ""}`;
     this.options.log.warn("upstream server disconnected; reconnecting", {
       server: this.config.name,
       reason: this.lastError,
@@ -163,12 +190,11 @@ class UpstreamConnection {
       if (code === ErrorCode.ConnectionClosed) {
         return unavailable(`server "${this.config.name}" went away during the call`);
       }
-      return { error: { kind: "tool_error", message: errorText(error) } };
+      return { error: { kind: "tool_error", message: this.#redact(errorText(error)) } };
     }
     if (result.isError) {
-      return {
-        error: { kind: "tool_error", message: contentText(result) || "the tool reported an error" },
-      };
+      const message = contentText(result, (text) => this.#redact(text));
+      return { error: { kind: "tool_error", message: message || "the tool reported an error" } };
     }
     const max = this.options.maxResultChars ?? 8 * 1024 * 1024;
     const size = JSON.stringify(result).length;
@@ -247,12 +273,11 @@ function unavailable(message: string): ToolReply {
   return { error: { kind: "unavailable", message } };
 }
 
-function contentText(result: CallToolResult): string {
+/** The text of an error result, scrubbed before it is cut to length. */
+function contentText(result: CallToolResult, redact: (text: string) => string): string {
   const content = (result.content ?? []) as { type: string; text?: string }[];
-  return content
-    .map((c) => (c.type === "text" ? c.text : `[${c.type}]`))
-    .join("\n")
-    .slice(0, 4000);
+  const text = content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join("\n");
+  return redact(text).slice(0, 4000);
 }
 
 function errorText(error: unknown): string {

@@ -1,0 +1,82 @@
+/**
+ * End to end: a real upstream server puts a secret it was given into its tool docs, its replies
+ * and its stderr; no surface of the host shows it, in any encoding.
+ */
+import assert from "node:assert/strict";
+import { assertNoSecret, startWithLeakyServer } from "./_secret_fixture.ts";
+
+Deno.test("a secret in an upstream server's docs, replies and stderr reaches no surface", async (t) => {
+  await using server = await startWithLeakyServer();
+
+  await t.step("the execute_code description's index", async () => {
+    const tools = await server.client.listTools();
+    const description = (tools.tools as { name: string; description?: string }[])
+      .find((tool) => tool.name === "execute_code")!.description!;
+    assert.match(description, /\n {2}get_token: Calls the billing API with key \[REDACTED\]/);
+    assert.match(description, /broken: unavailable: .*\(stderr: .*\[REDACTED\]/);
+    assertNoSecret(description, "the execute_code description");
+  });
+
+  await t.step("search_tools", async () => {
+    const reply = await server.client.callTool({
+      name: "search_tools",
+      arguments: { query: "billing token" },
+    });
+    const text = JSON.stringify(reply);
+    assert.match(text, /def get_token\(/);
+    assert.match(text, /\[REDACTED\]/);
+    assertNoSecret(text, "search_tools");
+  });
+
+  await t.step("get_tool_docs", async () => {
+    const reply = await server.client.callTool({
+      name: "get_tool_docs",
+      arguments: { names: ["leaky.get_token"] },
+    });
+    const docs = (reply.structuredContent as { docs: { stub: string | null }[] }).docs;
+    assert.match(docs[0]!.stub!, /API key is \[REDACTED\]/);
+    assertNoSecret(JSON.stringify(reply), "get_tool_docs");
+  });
+
+  await t.step("the stub resource", async () => {
+    const read = await server.client.readResource({ uri: "codemode://stubs/leaky.pyi" });
+    const text = (read.contents[0] as { text: string }).text;
+    assert.match(text, /def get_token\(/);
+    assert.match(text, /\[REDACTED\]/);
+    assertNoSecret(text, "codemode://stubs/leaky.pyi");
+  });
+
+  await t.step("the sandbox: docstrings, help(), replies, errors", async () => {
+    const r = await server.execute({
+      code: [
+        "import inspect, json, _codemode",
+        "from mcp_tools import leaky, ToolError",
+        "print(leaky.get_token.__doc__)",
+        "help(leaky.get_token)",
+        "print(inspect.signature(leaky.get_token))",
+        "reply = leaky.get_token(account='a')",
+        "print(json.dumps(reply, default=str))",
+        "for call in [lambda: leaky.fail_with_token(),",
+        "             lambda: _codemode.call_tool('broken', 'anything', {})]:",
+        "    try:",
+        "        call()",
+        "    except Exception as e:",
+        "        print(type(e).__name__, e)",
+        "reply",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.match(r.stdout, /Calls the billing API with key \[REDACTED\]/);
+    assert.match(r.stdout, /key=\[REDACTED\]/);
+    assert.match(r.stdout, /ToolError .*unauthorized: key \[REDACTED\] was revoked/);
+    assert.match(r.stdout, /UpstreamUnavailable .*broken.*not connected.*\[REDACTED\]/);
+    assert.equal(r.tool_calls.count, 3);
+    assertNoSecret(r.stdout, "the sandbox's output");
+    assertNoSecret(JSON.stringify(r), "the execute_code result");
+  });
+
+  await t.step("the host's log", () => {
+    assert.match(server.stderr(), /cannot connect upstream server/);
+    assertNoSecret(server.stderr(), "the log");
+  });
+});
