@@ -8,6 +8,7 @@ import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./log.
 import { VERSION } from "./version.ts";
 import { runRestrictedHost } from "./restricted_host.ts";
 import { UsageError } from "./usage_error.ts";
+import { parseAllowedHost } from "./host/http_guard.ts";
 import { writeAllSync } from "./write_all.ts";
 
 /** The commands' code (the whole server), loaded when a command runs in this process. */
@@ -17,11 +18,14 @@ const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodi
 
 Usage:
   main.ts serve [--config PATH]                     MCP server over stdio
-  main.ts serve --http [--host H] [--port P] [--stateless]
+  main.ts serve --http [--host H] [--port P] [--stateless] [--allow-host NAME]...
                 [--max-concurrent N] [--max-per-session N]
+                [--max-http-sessions N] [--http-idle-s S]
                                                     MCP over Streamable HTTP at /mcp (default
                                                     127.0.0.1:8788); any other host requires
-                                                    CODEMODE_HTTP_TOKEN (bearer token)
+                                                    CODEMODE_HTTP_TOKEN (bearer token), and
+                                                    0.0.0.0 or :: the --allow-host names
+                                                    clients use in the Host header
   main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
                                                     exit 0 on success, 1 when it fails
@@ -66,6 +70,9 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         "max-concurrent": { type: "string" },
         "max-per-session": { type: "string" },
         "allow-origin": { type: "string", multiple: true },
+        "allow-host": { type: "string", multiple: true },
+        "max-http-sessions": { type: "string" },
+        "http-idle-s": { type: "string" },
         "no-restrict": { type: "boolean" },
       },
     });
@@ -109,6 +116,18 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
             maxConcurrent: wholeNumber(values["max-concurrent"], "--max-concurrent", 8, 1, 256),
             maxPerSession: wholeNumber(values["max-per-session"], "--max-per-session", 4, 1, 256),
             allowedOrigins: values["allow-origin"] ?? [],
+            allowedHosts: (values["allow-host"] ?? []).map(allowedHost),
+            maxSessions: wholeNumber(
+              values["max-http-sessions"],
+              "--max-http-sessions",
+              256,
+              1,
+              65_536,
+            ),
+            // Default: settings.session_idle_s, known once the config is loaded.
+            sessionIdleS: values["http-idle-s"] === undefined
+              ? undefined
+              : wholeNumber(values["http-idle-s"], "--http-idle-s", 0, 1, 86_400),
           }
           : null;
         if (restrict) return await relaunch([], http);
@@ -180,6 +199,14 @@ function usageError(message: string): number {
 
 function writeStdout(text: string): void {
   writeAllSync(Deno.stdout, text);
+}
+
+function allowedHost(value: string): string {
+  try {
+    return parseAllowedHost(value);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 function wholeNumber(

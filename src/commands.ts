@@ -168,6 +168,12 @@ export interface HttpFlags {
   maxConcurrent: number;
   maxPerSession: number;
   allowedOrigins: string[];
+  /** Host names served besides the bound address's own (--allow-host). */
+  allowedHosts: string[];
+  /** HTTP sessions open at once (--max-http-sessions). */
+  maxSessions: number;
+  /** Idle seconds before an HTTP session is closed (default: settings.session_idle_s). */
+  sessionIdleS?: number;
 }
 
 export async function serveOverHttp(
@@ -176,10 +182,18 @@ export async function serveOverHttp(
   flags: HttpFlags,
 ): Promise<number> {
   const token = Deno.env.get("CODEMODE_HTTP_TOKEN") || undefined;
-  const refusal = checkBind(flags.host, token);
+  const refusal = checkBind(flags.host, token, flags.allowedHosts);
   if (refusal) throw new UsageError(refusal);
   const app = await startApp({ configPath, log });
-  const http = await serveHttp(app, { ...flags, token, log });
+  const { sessionIdleS, ...options } = flags;
+  const idleS = sessionIdleS ?? app.config.settings.session_idle_s;
+  let http;
+  try {
+    http = await serveHttp(app, { ...options, sessionIdleMs: idleS * 1000, token, log });
+  } catch (error) {
+    await app.close(); // e.g. the port is taken: leave no sandbox behind
+    throw error;
+  }
   const { stopped } = stopOnce(log, async () => {
     await http.shutdown();
     await app.close();

@@ -87,3 +87,24 @@ Deno.test("--log-format json writes one JSON object per stderr line, with the ex
   assert.match(finished.execution, /^[0-9a-f-]{36}$/);
   assert.equal(finished.level, "debug");
 });
+
+Deno.test("serve --http refuses bad --allow-host, --max-http-sessions and --http-idle-s values", async (t) => {
+  const cases: [string[], string][] = [
+    [
+      ["--allow-host", "*.example.test"],
+      'error: Cannot allow host "*.example.test": give a host name or IP address, optionally with :PORT (e.g. mcp.example.com)',
+    ],
+    [
+      ["--max-http-sessions", "0"],
+      "error: --max-http-sessions must be a whole number from 1 to 65536",
+    ],
+    [["--http-idle-s", "0"], "error: --http-idle-s must be a whole number from 1 to 86400"],
+  ];
+  for (const [args, message] of cases) {
+    await t.step(args.join(" "), async () => {
+      const r = await runCli(["serve", "--http", ...args]);
+      assert.equal(r.code, 2);
+      assert.equal(r.stderr.split("\n")[0], message);
+    });
+  }
+});

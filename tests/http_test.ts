@@ -9,13 +9,11 @@ import {
   CreateMessageRequestSchema,
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { checkBind, guardRequest } from "../src/host/http_guard.ts";
+import { allowedFor, checkBind, guardRequest, parseAllowedHost } from "../src/host/http_guard.ts";
 import { passes } from "../src/host/log_level.ts";
-import type { ExecutionResult } from "../src/host/execution_result.ts";
 import {
   childEnv,
   delay,
-  hostPid,
   isAlive,
   MAIN,
   ROOT,
@@ -23,86 +21,13 @@ import {
   SERVE_FLAGS,
   startServer,
 } from "./_helpers.ts";
-
-const NO_SERVERS = `${ROOT}tests/fixtures/no_servers.json`;
-
-interface HttpProcess extends AsyncDisposable {
-  url: string;
-  pid: number;
-  child: Deno.ChildProcess;
-  stderr(): string;
-}
-
-async function startHttp(
-  args: string[] = [],
-  env: Record<string, string> = {},
-): Promise<HttpProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...SERVE_FLAGS,
-      MAIN,
-      "serve",
-      "--http",
-      "--port",
-      "0",
-      "--config",
-      NO_SERVERS,
-      ...args,
-    ],
-    env: childEnv(env),
-    clearEnv: true,
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let stderr = "";
-  const url = Promise.withResolvers<string>();
-  void (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
-      stderr += chunk;
-      const match = /"url":"(http:[^"]+)"/.exec(stderr);
-      if (match) url.resolve(match[1]!);
-    }
-    url.reject(new Error(`the server exited:\n${stderr}`));
-  })();
-  void child.stdout.cancel();
-  return {
-    url: await url.promise,
-    pid: hostPid(child.pid),
-    child,
-    stderr: () => stderr,
-    async [Symbol.asyncDispose]() {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* gone */ }
-      await child.status;
-    },
-  };
-}
-
-async function connect(url: string, headers: Record<string, string> = {}) {
-  const client = new Client({ name: "http-test", version: "0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }),
-  );
-  return client;
-}
-
-async function execute(client: Client, code: string, options: Record<string, unknown> = {}) {
-  const reply = await client.callTool({ name: "execute_code", arguments: { code } }, undefined, {
-    timeout: 60_000,
-    ...options,
-  });
-  return reply.structuredContent as unknown as ExecutionResult;
-}
+import { connect, execute, INITIALIZE, NO_SERVERS, startHttp, statusWithHost } from "./_http.ts";
 
 Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server", () => {
   assert.equal(checkBind("127.0.0.1", undefined), null);
   assert.match(checkBind("0.0.0.0", undefined)!, /requires a bearer token/);
   assert.match(checkBind("0.0.0.0", "short")!, /at least 16 characters/);
-  assert.equal(checkBind("0.0.0.0", "a-long-enough-token-value"), null);
+  assert.equal(checkBind("0.0.0.0", "a-long-enough-token-value", ["example.test"]), null);
   const options = {
     token: "a-long-enough-token-value",
     allowedHosts: ["127.0.0.1:8788"],
@@ -125,6 +50,69 @@ Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server
       ?.status,
     401,
   );
+});
+
+Deno.test("allowedFor() and guardRequest() admit only the names the server serves", async (t) => {
+  const token = "a-long-enough-token-value";
+  const auth = { authorization: `Bearer ${token}` };
+  // [bind address, --allow-host names, Host header, Origin header or null, expected status]
+  const cases: [string, string[], string, string | null, number | null][] = [
+    ["127.0.0.1", [], "127.0.0.1:8788", null, null],
+    ["127.0.0.1", [], "localhost:8788", "http://localhost:8788", null],
+    ["127.0.0.1", [], "[::1]:8788", null, null],
+    ["127.0.0.1", [], "evil.test:8788", null, 403],
+    ["127.0.0.1", [], "127.0.0.1:9999", null, 403],
+    ["127.0.0.1", ["proxy.test"], "proxy.test:8788", null, null],
+    ["0.0.0.0", ["example.test"], "example.test:8788", "https://example.test:8788", null],
+    ["0.0.0.0", ["example.test"], "EXAMPLE.test:8788", null, null],
+    // A reverse proxy on the default port that keeps the client's Host.
+    ["0.0.0.0", ["example.test"], "example.test", "https://example.test", null],
+    ["0.0.0.0", ["example.test"], "127.0.0.1:8788", null, null],
+    ["0.0.0.0", ["example.test"], "evil.test:8788", null, 403],
+    ["0.0.0.0", ["example.test"], "0.0.0.0:8788", null, 403],
+    ["0.0.0.0", ["example.test"], "example.test:8788", "http://evil.test", 403],
+    ["0.0.0.0", ["example.test:443"], "example.test:443", null, null],
+    ["0.0.0.0", ["example.test:443"], "example.test:8788", null, 403],
+    ["::", ["example.test"], "example.test:8788", null, null],
+    ["192.0.2.7", [], "192.0.2.7:8788", null, null],
+    ["192.0.2.7", [], "example.test:8788", null, 403],
+    ["2001:db8::7", [], "[2001:db8::7]:8788", null, null],
+  ];
+  for (const [bind, hosts, host, origin, status] of cases) {
+    await t.step(`bound to ${bind} with [${hosts}]: Host ${host}, Origin ${origin}`, () => {
+      const options = { token, ...allowedFor(bind, 8788, { hosts }) };
+      const headers = new Headers({ host, ...auth, ...(origin ? { origin } : {}) });
+      const refused = guardRequest(headers, options);
+      assert.equal(refused?.status ?? null, status, refused?.message);
+      if (status === 403 && refused!.message.startsWith("Host")) {
+        assert.equal(refused!.message, `Host ${host} is not allowed`);
+      }
+    });
+  }
+});
+
+Deno.test("checkBind() refuses a wildcard address without --allow-host; parseAllowedHost() checks names", () => {
+  const token = "a-long-enough-token-value";
+  for (const wildcard of ["0.0.0.0", "::"]) {
+    assert.equal(
+      checkBind(wildcard, token),
+      `Cannot serve HTTP on ${wildcard}: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME (repeatable)`,
+    );
+    assert.equal(checkBind(wildcard, token, ["example.test"]), null);
+  }
+  assert.equal(checkBind("192.0.2.7", token), null, "a specific address names itself");
+  assert.equal(checkBind("127.0.0.1", undefined), null);
+  assert.equal(parseAllowedHost("MCP.Example.test"), "mcp.example.test");
+  assert.equal(parseAllowedHost("example.test:8443"), "example.test:8443");
+  assert.equal(parseAllowedHost("[2001:db8::7]:80"), "[2001:db8::7]:80");
+  assert.equal(parseAllowedHost("192.0.2.7"), "192.0.2.7");
+  for (const bad of ["*", "*.example.test", "http://example.test", "example.test:99999", "a b"]) {
+    assert.throws(() => parseAllowedHost(bad), {
+      name: "TypeError",
+      message:
+        `Cannot allow host "${bad}": give a host name or IP address, optionally with :PORT (e.g. mcp.example.com)`,
+    });
+  }
 });
 
 Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, cancellation", async (t) => {
@@ -307,6 +295,52 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     assert.equal(out.code, 2);
     assert.match(new TextDecoder().decode(out.stderr), /requires a bearer token/);
   });
+
+  await t.step(
+    "binding 0.0.0.0 without --allow-host refuses to start, naming the option",
+    async () => {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          ...SERVE_FLAGS,
+          MAIN,
+          "serve",
+          "--http",
+          "--host",
+          "0.0.0.0",
+          "--config",
+          NO_SERVERS,
+        ],
+        env: childEnv({ CODEMODE_HTTP_TOKEN: "test-token-0123456789abcdef" }),
+        clearEnv: true,
+        cwd: ROOT,
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(60_000), // a server that starts anyway fails, not hangs
+      }).output();
+      assert.equal(out.code, 2);
+      assert.match(
+        new TextDecoder().decode(out.stderr),
+        /error: Cannot serve HTTP on 0\.0\.0\.0: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME \(repeatable\)/,
+      );
+    },
+  );
+
+  await t.step(
+    "with --allow-host, that name passes the Host check and others get 403",
+    async () => {
+      const token = "test-token-0123456789abcdef";
+      await using server = await startHttp(
+        ["--host", "0.0.0.0", "--allow-host", "example.test"],
+        { CODEMODE_HTTP_TOKEN: token },
+      );
+      const port = new URL(server.url).port;
+      const auth = { authorization: `Bearer ${token}` };
+      assert.equal(await statusWithHost(server.url, `example.test:${port}`, INITIALIZE, auth), 200);
+      assert.equal(await statusWithHost(server.url, `evil.test:${port}`, INITIALIZE, auth), 403);
+      assert.equal(await statusWithHost(server.url, `0.0.0.0:${port}`, INITIALIZE, auth), 403);
+    },
+  );
 
   await t.step("with a token, only requests carrying it get through", async () => {
     const token = "test-token-0123456789abcdef";

@@ -1,23 +1,53 @@
 /**
- * Pure decisions for the HTTP transport: whether a bind address needs a token, and whether a
- * request may pass (bearer token, Host and Origin against DNS rebinding).
+ * Pure decisions for the HTTP transport: whether a bind address needs a token (and host
+ * names), and whether a request may pass (bearer token, Host and Origin against DNS rebinding).
  */
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "[::1]", "localhost"]);
+const LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]"];
+const WILDCARD = new Set(["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"]);
 
 export function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/** An address that listens on every interface, so it has no name of its own. */
+export function isWildcard(host: string): boolean {
+  return WILDCARD.has(host);
+}
+
 /** Why the server must not start with these options, or null. */
-export function checkBind(host: string, token: string | undefined): string | null {
+export function checkBind(
+  host: string,
+  token: string | undefined,
+  allowedHosts: string[] = [],
+): string | null {
   if (!isLoopback(host) && !token) {
     return `Cannot serve HTTP on ${host}: binding beyond loopback requires a bearer token (set CODEMODE_HTTP_TOKEN)`;
   }
   if (token !== undefined && token.length < 16) {
     return "Cannot serve HTTP: the bearer token must be at least 16 characters";
   }
+  if (isWildcard(host) && allowedHosts.length === 0) {
+    return `Cannot serve HTTP on ${host}: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME (repeatable)`;
+  }
   return null;
+}
+
+/** A host name, IPv4 address or [IPv6] address, then an optional port (group 6). */
+const HOST_AND_PORT =
+  /^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)(:(\d{1,5}))?$/;
+
+/** A `--allow-host` value, lowercased: a host name or IP address, optionally with `:PORT`. */
+export function parseAllowedHost(value: string): string {
+  const name = value.toLowerCase();
+  const port = HOST_AND_PORT.exec(name)?.[6];
+  if (!HOST_AND_PORT.test(name) || (port !== undefined && Number(port) > 65535)) {
+    throw new TypeError(
+      `Cannot allow host "${value}": give a host name or IP address, optionally with :PORT (e.g. mcp.example.com)`,
+    );
+  }
+  return name;
 }
 
 export interface GuardOptions {
@@ -28,18 +58,35 @@ export interface GuardOptions {
   allowedOrigins: string[];
 }
 
-/** The hosts and origins a server bound to `host:port` answers to. */
-export function allowedFor(host: string, port: number, extraOrigins: string[] = []): {
-  allowedHosts: string[];
-  allowedOrigins: string[];
-} {
-  const names = isLoopback(host) ? ["127.0.0.1", "localhost", "[::1]"] : [host];
-  const allowedHosts = names.map((n) => `${n}:${port}`);
+/**
+ * The Host header values and origins a server bound to `host:port` answers to: its own address
+ * (the loopback names on loopback and wildcard binds), and each of `extra.hosts` (from
+ * --allow-host): a name with a port as given, a name without one as `name:port` and as plain
+ * `name` (a reverse proxy that keeps the client's Host on the default port).
+ */
+export function allowedFor(
+  host: string,
+  port: number,
+  extra: { hosts?: string[]; origins?: string[] } = {},
+): { allowedHosts: string[]; allowedOrigins: string[] } {
+  const own = isLoopback(host) || isWildcard(host) ? LOOPBACK_NAMES : [bracketed(host)];
+  const authorities = [
+    ...own.map((n) => `${n}:${port}`),
+    ...(extra.hosts ?? []).flatMap((h) =>
+      HOST_AND_PORT.exec(h)?.[6] !== undefined ? [h] : [`${h}:${port}`, h]
+    ),
+  ];
+  const allowedHosts = [...new Set(authorities)];
   const allowedOrigins = [
-    ...names.flatMap((n) => [`http://${n}:${port}`, `https://${n}:${port}`]),
-    ...extraOrigins,
+    ...allowedHosts.flatMap((a) => [`http://${a}`, `https://${a}`]),
+    ...(extra.origins ?? []),
   ];
   return { allowedHosts, allowedOrigins };
+}
+
+/** An IPv6 address as it appears in a Host header. */
+function bracketed(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
 }
 
 /** An HTTP status and message when the request must be refused, else null. */

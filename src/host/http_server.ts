@@ -4,8 +4,13 @@
  * Stateful by default: each session gets its own MCP server (its own handlers, cancellation and
  * concurrency cap) over the shared sandbox pool and upstream sessions. `stateless` answers each
  * request with a fresh server. Every request passes the guard (Host, Origin, bearer token).
+ *
+ * Memory stays flat under churn: an MCP server is built only for a request that starts a
+ * session (an initialize POST) or, when stateless, for one request; one that does not become a
+ * session is closed at once, and sessions are capped and expire when idle.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { App } from "../app.ts";
 import type { Logger } from "../log.ts";
 import { ExecutionLimit } from "./concurrency.ts";
@@ -21,6 +26,12 @@ export interface HttpOptions {
   maxConcurrent: number;
   /** Executions running at once in one session. */
   maxPerSession: number;
+  /** HTTP sessions open at once; an initialize over the cap gets HTTP 503. */
+  maxSessions: number;
+  /** A session with no request for this long is closed (with its persistent code sessions). */
+  sessionIdleMs: number;
+  /** Host names served besides the bound address's own (--allow-host). */
+  allowedHosts?: string[];
   /** Origins allowed besides the server's own (e.g. a web client's). */
   allowedOrigins?: string[];
   log: Logger;
@@ -30,6 +41,8 @@ export interface HttpServer {
   /** The port actually bound (useful with port 0). */
   port: number;
   url: string;
+  /** HTTP sessions open now. */
+  readonly sessions: number;
   /** Stops accepting, cancels running executions, closes every session. */
   shutdown(): Promise<void>;
   finished: Promise<void>;
@@ -38,17 +51,25 @@ export interface HttpServer {
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
   host: Host;
+  /** Requests whose response is still being sent (an open SSE stream counts). */
+  active: number;
+  /** When the last request ended (ms since the epoch). */
+  lastActive: number;
 }
 
 /** How long shutdown waits for in-flight requests. */
 const SHUTDOWN_GRACE_MS = 5000;
+/** The largest session-less POST body read (the SDK transport's own default). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
-  const refusal = checkBind(options.host, options.token);
+  const refusal = checkBind(options.host, options.token, options.allowedHosts);
   if (refusal) return Promise.reject(new TypeError(refusal));
   const { log } = options;
   const overall = new ExecutionLimit(options.maxConcurrent, "on this server");
   const sessions = new Map<string, Session>();
+  /** Initialize requests being answered: sessions about to open. */
+  let opening = 0;
   let guard = {
     token: options.token,
     allowedHosts: [] as string[],
@@ -60,28 +81,126 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     return app.createHost({ execute: session.wrap(overall.wrap(app.execute)) });
   };
 
+  const close = async (session: Session) => {
+    await session.transport.close().catch(() => {});
+    await session.host.close().catch(() => {});
+  };
+
+  /** Counts the request against the session until its response has been sent. */
+  const track = async (session: Session, respond: () => Promise<Response>) => {
+    session.active++;
+    const done = () => {
+      session.active--;
+      session.lastActive = Date.now();
+    };
+    try {
+      return afterBody(await respond(), done);
+    } catch (error) {
+      done();
+      throw error;
+    }
+  };
+
+  const handleStateless = async (request: Request): Promise<Response> => {
+    // No session, so nothing to push: no standalone SSE stream, which would stay open (and
+    // hold up shutdown) after its client has gone.
+    if (request.method !== "POST") {
+      return Response.json(jsonRpcError("Stateless server: only POST is supported"), {
+        status: 405,
+        headers: { allow: "POST" },
+      });
+    }
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+    });
+    const host = newHost();
+    const closeHost = () => host.close().catch(() => {});
+    try {
+      await host.server.connect(transport);
+      // The response may still stream; the per-request server closes once it is sent.
+      return afterBody(await transport.handleRequest(request), closeHost);
+    } catch (error) {
+      void closeHost();
+      throw error;
+    }
+  };
+
+  /** A POST without a session id: only an initialize request may start one. */
+  const startSession = async (request: Request): Promise<Response> => {
+    const body = await readJsonBody(request);
+    if ("refusal" in body) {
+      return Response.json(jsonRpcError(body.refusal.message, null, body.refusal.code), {
+        status: body.refusal.status,
+      });
+    }
+    const messages = Array.isArray(body.json) ? body.json : [body.json];
+    if (!messages.some((m) => isInitializeRequest(m))) {
+      // E.g. the `server/discover` probe some clients send first: answered without building
+      // an MCP server for it.
+      return Response.json(
+        jsonRpcError(
+          "Bad Request: Mcp-Session-Id header is required (a session starts with an initialize request)",
+          requestId(body.json),
+        ),
+        { status: 400 },
+      );
+    }
+    if (sessions.size + opening >= options.maxSessions) {
+      log.warn("http session refused: the session cap is reached", { sessions: sessions.size });
+      return Response.json(
+        jsonRpcError(
+          `Cannot open an HTTP session: ${options.maxSessions} sessions are open (the limit, --max-http-sessions); close one (HTTP DELETE with its Mcp-Session-Id) or retry when idle sessions expire (after ${
+            options.sessionIdleMs / 1000
+          } s)`,
+          requestId(body.json),
+        ),
+        { status: 503 },
+      );
+    }
+    opening++;
+    let reserved = true;
+    const release = () => {
+      if (reserved) opening--;
+      reserved = false;
+    };
+    const host = newHost();
+    const session: Session = {
+      transport: new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: (sessionId: string) => {
+          release();
+          sessions.set(sessionId, session);
+          log.info("http session opened", { session: sessionId, sessions: sessions.size });
+        },
+        onsessionclosed: (sessionId: string) => {
+          if (sessions.get(sessionId) === session) sessions.delete(sessionId);
+          void session.host.close().catch(() => {});
+          log.info("http session closed", { session: sessionId, sessions: sessions.size });
+        },
+      }),
+      host,
+      active: 0,
+      lastActive: Date.now(),
+    };
+    try {
+      await host.server.connect(session.transport);
+      return await track(
+        session,
+        () => session.transport.handleRequest(request, { parsedBody: body.json }),
+      );
+    } finally {
+      release();
+      // Refused (wrong Accept header, a batch, …): this server never becomes a session.
+      const id = session.transport.sessionId;
+      if (id === undefined || sessions.get(id) !== session) void close(session);
+    }
+  };
+
   const handle = async (request: Request): Promise<Response> => {
     if (new URL(request.url).pathname !== "/mcp") return new Response("Not found", { status: 404 });
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
-
-    if (options.stateless) {
-      // No session, so nothing to push: no standalone SSE stream, which would stay open (and
-      // hold up shutdown) after its client has gone.
-      if (request.method !== "POST") {
-        return Response.json(jsonRpcError("Stateless server: only POST is supported"), {
-          status: 405,
-          headers: { allow: "POST" },
-        });
-      }
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-      });
-      const host = newHost();
-      await host.server.connect(transport);
-      // The response may still stream; the per-request server closes once it is sent.
-      return closeAfter(await transport.handleRequest(request), () => host.close());
-    }
+    if (options.stateless) return await handleStateless(request);
 
     const id = request.headers.get("mcp-session-id");
     if (id) {
@@ -89,30 +208,31 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       if (!session) {
         return Response.json(jsonRpcError("Unknown or expired session"), { status: 404 });
       }
-      return await session.transport.handleRequest(request);
+      return await track(session, () => session.transport.handleRequest(request));
     }
     if (request.method !== "POST") {
       return Response.json(jsonRpcError("A session starts with an initialize POST"), {
         status: 400,
       });
     }
-    const host = newHost();
-    const transport: WebStandardStreamableHTTPServerTransport =
-      new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (sessionId: string) => {
-          sessions.set(sessionId, { transport, host });
-          log.info("http session opened", { session: sessionId, sessions: sessions.size });
-        },
-        onsessionclosed: (sessionId: string) => {
-          sessions.delete(sessionId);
-          void host.close();
-          log.info("http session closed", { session: sessionId });
-        },
-      });
-    await host.server.connect(transport);
-    return await transport.handleRequest(request);
+    return await startSession(request);
   };
+
+  // Idle sessions: a client that went away without DELETE leaves nothing behind for long.
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const [id, session] of sessions) {
+      if (session.active === 0 && now - session.lastActive > options.sessionIdleMs) {
+        sessions.delete(id);
+        log.info("http session expired", {
+          session: id,
+          idle_s: options.sessionIdleMs / 1000,
+          sessions: sessions.size,
+        });
+        void close(session);
+      }
+    }
+  }, Math.min(30_000, Math.max(250, options.sessionIdleMs / 4)));
 
   const server = Deno.serve({
     hostname: options.host,
@@ -120,27 +240,35 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     onListen: () => {},
     onError: (error) => {
       log.error("http request failed", { error: String(error) });
-      return Response.json(jsonRpcError("Internal error"), { status: 500 });
+      return Response.json(jsonRpcError("Internal error", null, -32603), { status: 500 });
     },
   }, handle);
   const port = (server.addr as Deno.NetAddr).port;
-  guard = { token: options.token, ...allowedFor(options.host, port, options.allowedOrigins) };
+  guard = {
+    token: options.token,
+    ...allowedFor(options.host, port, {
+      hosts: options.allowedHosts,
+      origins: options.allowedOrigins,
+    }),
+  };
   const shown = options.host.includes(":") ? `[${options.host}]` : options.host;
   const url = `http://${shown}:${port}/mcp`;
   log.info("serving MCP over Streamable HTTP", {
     url,
+    hosts: guard.allowedHosts,
     stateless: options.stateless,
     token: options.token ? "required" : "none (loopback only)",
+    max_sessions: options.maxSessions,
+    session_idle_s: options.sessionIdleMs / 1000,
   });
 
   async function shutdown(): Promise<void> {
+    clearInterval(sweeper);
     const closing = server.shutdown();
     // Closing a session aborts its running requests, which kills their sandboxes.
-    await Promise.all([...sessions.values()].map(async ({ transport, host }) => {
-      await transport.close().catch(() => {});
-      await host.close().catch(() => {});
-    }));
+    const open = [...sessions.values()];
     sessions.clear();
+    await Promise.all(open.map(close));
     // In-flight requests get a few seconds to finish; a stream a client left open does not
     // keep the server from stopping.
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -154,21 +282,71 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     clearTimeout(timer);
   }
 
-  return Promise.resolve({ port, url, shutdown, finished: server.finished });
+  return Promise.resolve({
+    port,
+    url,
+    get sessions() {
+      return sessions.size;
+    },
+    shutdown,
+    finished: server.finished,
+  });
 }
 
-function jsonRpcError(message: string) {
-  return { jsonrpc: "2.0", error: { code: -32000, message }, id: null };
+function jsonRpcError(message: string, id: string | number | null = null, code = -32000) {
+  return { jsonrpc: "2.0", error: { code, message }, id };
 }
 
-/** The same response, calling `close` once its body has been sent or abandoned. */
-function closeAfter(response: Response, close: () => Promise<void>): Response {
+/** The id of a single JSON-RPC request, for an error that answers it (else null). */
+function requestId(json: unknown): string | number | null {
+  const id = (json as { id?: unknown } | null)?.id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/** A request body parsed as JSON, or why it cannot be (bounded like the SDK's transport). */
+async function readJsonBody(
+  request: Request,
+): Promise<{ json: unknown } | { refusal: { status: number; code: number; message: string } }> {
+  const tooLarge = {
+    refusal: {
+      status: 413,
+      code: -32000,
+      message: `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`,
+    },
+  };
+  if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return tooLarge;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body ?? []) {
+    size += chunk.byteLength;
+    if (size > MAX_BODY_BYTES) return tooLarge;
+    chunks.push(chunk);
+  }
+  try {
+    return { json: JSON.parse(new TextDecoder().decode(concat(chunks, size))) };
+  } catch {
+    return { refusal: { status: 400, code: -32700, message: "Parse error: Invalid JSON" } };
+  }
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/** The same response, calling `done` once its body has been sent or abandoned. */
+function afterBody(response: Response, done: () => unknown): Response {
   if (!response.body) {
-    void close().catch(() => {});
+    done();
     return response;
   }
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  void response.body.pipeTo(writable).catch(() => {}).finally(() => close().catch(() => {}));
+  void response.body.pipeTo(writable).catch(() => {}).finally(done);
   return new Response(readable, {
     status: response.status,
     statusText: response.statusText,

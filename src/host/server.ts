@@ -3,6 +3,8 @@
  * returns the server with a `close` that tears everything down.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation";
 import { VERSION } from "../version.ts";
 import type { Executor } from "./executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
@@ -23,8 +25,11 @@ export interface HostDeps {
   execute: Executor;
   describeExecuteCode: () => string;
   catalog: () => Catalog;
-  /** Subscribes to catalog changes (the execute_code description carries the index). */
-  onCatalogChange: (listener: () => void) => void;
+  /**
+   * Subscribes to catalog changes (the execute_code description carries the index); returns
+   * the unsubscribe, which the host's `close` calls.
+   */
+  onCatalogChange: (listener: () => void) => () => void;
   profiles: string[];
   defaultProfile: string;
   /** The agent's API model settings (null: use the client's model through sampling). */
@@ -44,6 +49,7 @@ export function createHost(deps: HostDeps): Host {
     { name: "mcp-code-mode", version: VERSION },
     {
       capabilities: { logging: {} },
+      jsonSchemaValidator: lazyValidator(),
       instructions:
         "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
     },
@@ -66,18 +72,33 @@ export function createHost(deps: HostDeps): Host {
     agent: deps.agent,
     profiles: deps.profiles,
   });
-  let open = true;
-  deps.onCatalogChange(() => {
-    if (!open) return;
+  const unsubscribe = deps.onCatalogChange(() => {
     executeCode.update({ description: deps.describeExecuteCode() });
     if (server.isConnected()) server.sendResourceListChanged();
   });
+  let closing: Promise<void> | undefined;
   return {
     server,
-    close: async () => {
-      open = false;
-      await deps.sessions.closeOwner(owner);
-      await server.close();
-    },
+    // Once, however many callers (an HTTP session can end by DELETE, idle expiry or shutdown).
+    close: () =>
+      closing ??= (async () => {
+        // The bridge outlives every host: a listener left there would keep this host alive.
+        unsubscribe();
+        await deps.sessions.closeOwner(owner);
+        await server.close();
+      })(),
+  };
+}
+
+/**
+ * The SDK's Ajv validator, built on first use. The SDK uses it only to check a client's reply to
+ * an elicitation, which this server never asks for; building one for every MCP server (every
+ * HTTP session, every stateless request) took about a tenth of the HTTP server's time and much
+ * of its garbage.
+ */
+function lazyValidator(): jsonSchemaValidator {
+  let ajv: AjvJsonSchemaValidator | undefined;
+  return {
+    getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema),
   };
 }

@@ -1,11 +1,13 @@
 /**
  * Persistent sessions: a named sandbox that keeps its Python scope across `execute_code` calls
  * (a REPL for agents). Sessions belong to the MCP connection that opened them, so two clients
- * using the same name never share one; they expire when idle, and their number is capped.
+ * using the same name never share one; they expire when idle, and their number is capped over
+ * the server and per connection (so one client cannot take them all).
  */
 import type { Logger } from "../log.ts";
 import type { Sandbox } from "../sandbox/launcher.ts";
 import type { Profile } from "../sandbox/profile.ts";
+import { defaultSessionsPerConnection } from "../config.ts";
 
 export interface SessionInfo {
   session_id: string;
@@ -45,7 +47,13 @@ export class SessionBusyError extends SessionError {
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export interface SessionOptions {
+  /** Sessions open at once, over all connections. */
   max: number;
+  /**
+   * Sessions one connection (owner) may hold at once, so that one client cannot take them all
+   * (default: half of `max`, rounded up, as `settings.max_sessions_per_connection`).
+   */
+  maxPerOwner?: number;
   idleMs: number;
   /** Starts a persistent sandbox for a profile. */
   launch: (profile: Profile) => Sandbox;
@@ -55,10 +63,12 @@ export interface SessionOptions {
 export class SessionManager implements AsyncDisposable {
   readonly #sessions = new Map<string, Session>();
   readonly #options: SessionOptions;
+  readonly #maxPerOwner: number;
   readonly #sweeper: ReturnType<typeof setInterval>;
 
   constructor(options: SessionOptions) {
     this.#options = options;
+    this.#maxPerOwner = options.maxPerOwner ?? defaultSessionsPerConnection(options.max);
     this.#sweeper = setInterval(
       () => this.#expire(),
       Math.min(30_000, Math.max(1000, options.idleMs / 4)),
@@ -85,9 +95,15 @@ export class SessionManager implements AsyncDisposable {
     }
     if (session?.busy) throw new SessionBusyError(id);
     if (!session) {
+      const mine = this.#count(owner);
+      if (mine >= this.#maxPerOwner) {
+        throw new SessionError(
+          `Cannot open session "${id}": this connection has ${mine} sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session`,
+        );
+      }
       if (this.#sessions.size >= this.#options.max) {
         throw new SessionError(
-          `Cannot open session "${id}": ${this.#options.max} sessions are open (the limit); close one with close_session`,
+          `Cannot open session "${id}": ${this.#options.max} sessions are open on this server (the limit, settings.max_sessions); close one of yours with close_session, or retry when idle ones expire`,
         );
       }
       const sandbox = this.#options.launch(profile);
@@ -129,6 +145,12 @@ export class SessionManager implements AsyncDisposable {
       this.#sessions.delete(key);
       session.sandbox.kill();
     }
+  }
+
+  #count(owner: string): number {
+    let n = 0;
+    for (const session of this.#sessions.values()) if (session.owner === owner) n++;
+    return n;
   }
 
   list(owner: string): SessionInfo[] {

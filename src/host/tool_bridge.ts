@@ -16,26 +16,44 @@ export class UpstreamToolBridge implements ToolBridge {
 
   readonly #redact: Redactor;
 
-  /** `redact` scrubs secrets from every tool reply before a sandbox can see it. */
+  /**
+   * `redact` scrubs secrets from every tool reply before a sandbox can see it, and from the
+   * upstream snapshot the catalog is built from: tool descriptions, schemas, server descriptions
+   * and errors reach sandboxes (docstrings), clients (the index, search, docs, stub resources)
+   * and the agent's prompt only through the catalog.
+   */
   constructor(upstream: UpstreamPool, redact: Redactor) {
     this.#upstream = upstream;
     this.#redact = redact;
-    this.#catalog = new Catalog(upstream.snapshot());
+    this.#catalog = this.#build();
   }
 
   get catalog(): Catalog {
     return this.#catalog;
   }
 
+  #build(): Catalog {
+    return new Catalog(this.#redact.json(this.#upstream.snapshot()));
+  }
+
   /** Rebuilds the catalog from the upstream sessions and tells the listeners. */
   refresh(): void {
-    this.#catalog = new Catalog(this.#upstream.snapshot());
+    this.#catalog = this.#build();
     this.#version++;
     for (const listener of this.#listeners) listener(this.#catalog);
   }
 
-  onChange(listener: (catalog: Catalog) => void): void {
-    this.#listeners.add(listener);
+  /**
+   * Calls `listener` after every catalog change, until the returned function unsubscribes it
+   * (each MCP host subscribes while it is open: one per stdio client or HTTP session).
+   */
+  onChange(listener: (catalog: Catalog) => void): () => void {
+    // A wrapper of our own, so subscribing the same function twice needs two unsubscribes.
+    const entry = (catalog: Catalog) => listener(catalog);
+    this.#listeners.add(entry);
+    return () => {
+      this.#listeners.delete(entry);
+    };
   }
 
   get version(): number {
