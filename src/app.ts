@@ -23,7 +23,7 @@ import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./host/audit_log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
-import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
+import { locateRuntime, runtimeTrustedPaths, type SandboxRuntime } from "./sandbox/runtime.ts";
 import { ensureSnapshot } from "./sandbox/snapshot.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { defaultTransportFactory, type TransportFactory } from "./upstream/transport.ts";
@@ -56,7 +56,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: options.configPath,
-    protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
+    runtimePaths: runtimeTrustedPaths(runtime),
   });
   const openAI = openAIConfigFromEnv((name) => Deno.env.get(name));
   const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
@@ -69,6 +69,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     log,
     callTimeoutMs: config.settings.tool_timeout_s * 1000,
     onChange: () => tools.refresh(),
+    redact: redact.text,
   });
   const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream, redact);
   const skills = new SkillStore(config.settings.skills_dir, log);
@@ -106,6 +107,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   });
   const sessions = new SessionManager({
     max: config.settings.max_sessions,
+    maxPerOwner: config.settings.max_sessions_per_connection,
     idleMs: config.settings.session_idle_s * 1000,
     launch: (profile) => launch(profile, true),
     log,
@@ -152,6 +154,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     sandboxRules: rules,
     analyse: analyseWith(run),
     log,
+    redact,
   });
   const agentDeps = agentDepsWith(execute);
   const close = async () => {

@@ -4,9 +4,11 @@
  * Everything the rest of the server trusts is checked here once. Errors name the file, the
  * server or profile, and the field.
  */
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { mergeProfileFiles, type Profile, resolveProfile } from "./sandbox/profile.ts";
+import { secretProblem } from "./policy/redaction.ts";
+import { type TrustedPath, trustedPaths } from "./policy/trusted_paths.ts";
 
 export interface StdioServerConfig {
   kind: "stdio";
@@ -45,6 +47,8 @@ export interface Settings {
   skills_dir: string;
   /** Persistent sessions open at once, over all clients. */
   max_sessions: number;
+  /** Persistent sessions one connection may hold at once (default: half of max_sessions). */
+  max_sessions_per_connection: number;
   /** Seconds an idle session lives. */
   session_idle_s: number;
   /** Folder of Python wheels scripts may install ("" for none). */
@@ -75,8 +79,8 @@ export interface LoadConfigOptions {
   /** Path of mcp_servers.json; default `$CODEMODE_CONFIG`, then the project's own file. */
   path?: string;
   env?: (name: string) => string | undefined;
-  /** Real paths sandboxes must never write (runtime files, snapshot cache). */
-  protectedPaths?: string[];
+  /** The runtime's own files (Pyodide, the snapshot cache, Deno), which no sandbox may write. */
+  runtimePaths?: TrustedPath[];
 }
 
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
@@ -97,10 +101,14 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     throw new TypeError(`Cannot parse config ${path}: ${(cause as Error).message}`, { cause });
   }
   const parsed = parseConfigFile(raw, { path, env });
-  const profiles = await loadProfiles(
-    parsed.settings.permissions_dir,
-    options.protectedPaths ?? [],
-  );
+  const trusted = trustedPaths({
+    projectRoot: PROJECT_ROOT,
+    configPath: path,
+    settings: parsed.settings,
+    servers: parsed.servers.filter((s) => s.kind === "stdio"),
+    runtime: options.runtimePaths ?? [],
+  }).map((t) => ({ ...t, path: realPathOfWhatExists(t.path) }));
+  const profiles = await loadProfiles(parsed.settings.permissions_dir, trusted);
   const settings = parsed.settings;
   if (!profiles.has(settings.default_profile)) {
     throw new TypeError(
@@ -115,14 +123,31 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
       );
     }
   }
+  // A secret too short to scrub would leak quietly through every scrubbed surface: refuse it.
+  for (const { value, origin } of parsed.secretSources) {
+    const problem = secretProblem(value);
+    if (problem) throw new TypeError(`Cannot load config ${path}: ${origin}: ${problem}`);
+  }
   return { path, servers: parsed.servers, settings, profiles, secrets: parsed.secrets };
+}
+
+/** A secret and where it came from (`server "x", env "API_TOKEN"`), for errors naming it. */
+export interface SecretSource {
+  value: string;
+  origin: string;
 }
 
 /** Validates the parsed mcp_servers.json (pure apart from `env`). */
 export function parseConfigFile(
   raw: unknown,
   ctx: { path: string; env: (name: string) => string | undefined },
-): { servers: ServerConfig[]; settings: Settings; secrets: string[] } {
+): {
+  servers: ServerConfig[];
+  settings: Settings;
+  secrets: string[];
+  /** Each secret with where it first came from (checked by `loadConfig`). */
+  secretSources: SecretSource[];
+} {
   const at = (where: string) => `Cannot load config ${ctx.path}: ${where}`;
   if (!isRecord(raw)) throw new TypeError(at("the file must hold a JSON object"));
   for (const key of Object.keys(raw)) {
@@ -131,18 +156,23 @@ export function parseConfigFile(
     }
   }
   const configDir = dirname(ctx.path);
+  // Secrets by value, each with where it first came from. An empty value hides nothing.
+  const secrets = new Map<string, string>();
+  const addSecret = (value: string, origin: string) => {
+    if (value !== "" && !secrets.has(value)) secrets.set(value, origin);
+  };
   // ${CONFIG_DIR} is the folder of the config file, so entries can name absolute paths portably.
-  const secrets = new Set<string>();
-  const env = (name: string) => {
+  const envFor = (server: string) => (name: string) => {
     if (name === "CONFIG_DIR") return configDir;
     const value = ctx.env(name);
-    if (value !== undefined) secrets.add(value);
+    if (value !== undefined) addSecret(value, `server "${server}", env "${name}"`);
     return value;
   };
   const servers: ServerConfig[] = [];
   const rawServers = raw.servers ?? {};
   if (!isRecord(rawServers)) throw new TypeError(at(`"servers" must be an object`));
   for (const [name, entry] of Object.entries(rawServers)) {
+    const env = envFor(name);
     const server = parseServer(name, entry, {
       where: (field) => at(`server "${name}", field "${field}"`),
       expand: (value, field) => expandVars(value, env, at(`server "${name}", field "${field}"`)),
@@ -150,13 +180,16 @@ export function parseConfigFile(
     });
     if (server) servers.push(server);
     if (server?.kind === "http") {
-      for (const value of Object.values(server.headers)) secrets.add(value);
+      for (const [header, value] of Object.entries(server.headers)) {
+        addSecret(value, `server "${name}", header "${header}"`);
+      }
     }
   }
   return {
     servers,
     settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)),
-    secrets: [...secrets],
+    secrets: [...secrets.keys()],
+    secretSources: [...secrets].map(([value, origin]) => ({ value, origin })),
   };
 }
 
@@ -244,11 +277,12 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     audit_log: "",
     skills_dir: defaultSkillsDir(),
     max_sessions: 4,
+    max_sessions_per_connection: 0, // set below from max_sessions unless given
     session_idle_s: 600,
     wheels_dir: "",
     package_index: "",
   };
-  if (raw === undefined) return settings;
+  if (raw === undefined) return withDerivedDefaults(settings);
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
   for (const [key, value] of Object.entries(raw)) {
     switch (key) {
@@ -264,6 +298,12 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
           throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
         }
         settings.max_sessions = value as number;
+        break;
+      case "max_sessions_per_connection":
+        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 64) {
+          throw new TypeError(where(key) + ": must be a whole number from 1 to 64");
+        }
+        settings.max_sessions_per_connection = value as number;
         break;
       case "session_idle_s":
       case "tool_timeout_s":
@@ -308,7 +348,23 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         throw new TypeError(where(key) + ": unknown setting");
     }
   }
+  return withDerivedDefaults(settings);
+}
+
+/** Fills in the defaults that depend on other settings. */
+function withDerivedDefaults(settings: Settings): Settings {
+  if (settings.max_sessions_per_connection === 0) {
+    settings.max_sessions_per_connection = defaultSessionsPerConnection(settings.max_sessions);
+  }
   return settings;
+}
+
+/**
+ * Persistent sessions one connection may hold when `max_sessions_per_connection` is not set:
+ * half of the server's cap (rounded up, at least 1), so that one client cannot take them all.
+ */
+export function defaultSessionsPerConnection(maxSessions: number): number {
+  return Math.max(1, Math.ceil(maxSessions / 2));
 }
 
 /** `$XDG_DATA_HOME/mcp-code-mode/skills`, else `~/.local/share/mcp-code-mode/skills`. */
@@ -318,10 +374,25 @@ function defaultSkillsDir(): string {
   return join(base, "mcp-code-mode", "skills");
 }
 
-/** Loads every `*.json` profile in `dir`. */
+/**
+ * The real path of `path`, or of its nearest existing parent joined with the rest (an audit log
+ * that is not written yet is still protected where it will be). The restricted server may not
+ * read some of these; the launcher, which can, has refused a bad profile before it starts.
+ */
+function realPathOfWhatExists(path: string): string {
+  try {
+    return Deno.realPathSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotCapable) return path;
+    const parent = dirname(path);
+    return parent === path ? path : join(realPathOfWhatExists(parent), basename(path));
+  }
+}
+
+/** Loads every `*.json` profile in `dir`; no rw folder may overlap `protectedPaths`. */
 export async function loadProfiles(
   dir: string,
-  protectedPaths: string[],
+  protectedPaths: TrustedPath[],
 ): Promise<Map<string, Profile>> {
   const profiles = new Map<string, Profile>();
   let entries: Deno.DirEntry[];

@@ -17,7 +17,7 @@ import {
   hostGrants,
   runGrantFor,
 } from "./host_permissions.ts";
-import { locateRuntime } from "./sandbox/runtime.ts";
+import { locateRuntime, runtimeTrustedPaths } from "./sandbox/runtime.ts";
 import type { Logger } from "./log.ts";
 
 /** The flag a server started this way gets (and users may pass to skip the restart). */
@@ -46,7 +46,7 @@ export async function computeHostGrants(
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: configPath,
-    protectedPaths: [runtime.pyodideDir, runtime.cacheDir],
+    runtimePaths: runtimeTrustedPaths(runtime),
   });
   const stdioCommands = config.servers.flatMap((s) =>
     s.kind === "stdio" ? [runGrantFor(denoCommand(s.command), s.cwd)] : []

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { expandVars, loadConfig, parseConfigFile } from "../src/config.ts";
+import { ROOT } from "./_helpers.ts";
 
 const ctx = {
   path: "/etc/code-mode/mcp_servers.json",
@@ -118,4 +119,87 @@ Deno.test("the repository's mcp_servers.json and profiles load", async () => {
   assert.ok(config.profiles.has("default"));
   assert.deepEqual(config.profiles.get("default")!.folders, []);
   assert.deepEqual(config.profiles.get("default")!.net, []);
+});
+
+Deno.test("loadConfig() refuses a secret too short to scrub, naming the server and the variable or header", async (t) => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/mcp_servers.json`;
+  const env = (name: string) =>
+    ({ API_TOKEN: "t0k3", LONG_TOKEN: "long-enough-token" } as Record<string, string>)[name];
+  const write = (servers: Record<string, unknown>) =>
+    Deno.writeTextFile(
+      path,
+      JSON.stringify({
+        servers,
+        settings: { permissions_dir: `${ROOT}tests/fixtures/permissions` },
+      }),
+    );
+  const url = "https://api.example/mcp";
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    [
+      "a variable in env",
+      { files: { command: "deno", env: { KEY: "${API_TOKEN}" } } },
+      /: server "files", env "API_TOKEN": the secret is 4 characters; secrets shorter than 8 characters cannot be scrubbed safely/,
+    ],
+    [
+      "a variable in args",
+      { files: { command: "deno", args: ["--token=${API_TOKEN}"] } },
+      /: server "files", env "API_TOKEN": the secret is 4 characters;/,
+    ],
+    [
+      "a header value",
+      { api: { url, headers: { "X-Key": "abc" } } },
+      /: server "api", header "X-Key": the secret is 3 characters;/,
+    ],
+    [
+      "a variable inside a longer header value",
+      { api: { url, headers: { Authorization: "Bearer ${API_TOKEN}" } } },
+      /: server "api", env "API_TOKEN": the secret is 4 characters;/,
+    ],
+  ];
+  try {
+    for (const [name, servers, message] of cases) {
+      await t.step(name, async () => {
+        await write(servers);
+        await assert.rejects(loadConfig({ path, env }), (e: Error) => {
+          assert.ok(e instanceof TypeError);
+          assert.match(e.message, /^Cannot load config \/.*\/mcp_servers\.json: server /);
+          assert.match(e.message, message);
+          return true;
+        });
+      });
+    }
+    await t.step("long enough secrets load", async () => {
+      await write({
+        files: { command: "deno", env: { KEY: "${LONG_TOKEN}", DIR: "${CONFIG_DIR}" } },
+        api: { url, headers: { Authorization: "Bearer ${LONG_TOKEN}" } },
+      });
+      const config = await loadConfig({ path, env });
+      assert.deepEqual(config.secrets.sort(), ["Bearer long-enough-token", "long-enough-token"]);
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("settings.max_sessions_per_connection defaults to half of max_sessions and is checked", async (t) => {
+  const perConnection = (settings?: Record<string, unknown>) =>
+    parseConfigFile({ settings }, ctx).settings.max_sessions_per_connection;
+  await t.step("default: half of the default 4", () => assert.equal(perConnection(), 2));
+  await t.step("default: half of max_sessions, rounded up", () => {
+    assert.equal(perConnection({ max_sessions: 7 }), 4);
+    assert.equal(perConnection({ max_sessions: 1 }), 1);
+  });
+  await t.step("given", () => {
+    assert.equal(perConnection({ max_sessions: 8, max_sessions_per_connection: 8 }), 8);
+  });
+  for (const bad of [0, 65, 1.5, "2"]) {
+    await t.step(`refused: ${JSON.stringify(bad)}`, () => {
+      assert.throws(() => perConnection({ max_sessions_per_connection: bad }), {
+        name: "TypeError",
+        message:
+          "Cannot load config /etc/code-mode/mcp_servers.json: settings.max_sessions_per_connection: must be a whole number from 1 to 64",
+      });
+    });
+  }
 });

@@ -96,7 +96,7 @@ Deno.test("resolveProfile() refuses bad or dangerous profiles with a clear messa
   const ctx = {
     baseDir: dir,
     realPath: (p: string) => Deno.realPathSync(p),
-    protectedPaths: [dir + "/runtime"],
+    protectedPaths: [{ path: dir + "/runtime", what: "the runtime" }],
   };
   await Deno.mkdir(dir + "/runtime");
   await Deno.mkdir(dir + "/data");
@@ -127,12 +127,22 @@ Deno.test("resolveProfile() refuses bad or dangerous profiles with a clear messa
     {
       name: "write access to the runtime's files",
       raw: { folders: [{ host: "runtime", mount: "/r", mode: "rw" }] },
-      message: /overlaps the runtime's own files/,
+      message: /overlaps the runtime/,
     },
     {
       name: "a symlink that resolves into the runtime's files",
       raw: { folders: [{ host: "sneaky", mount: "/r", mode: "rw" }] },
-      message: /overlaps the runtime's own files/,
+      message: /overlaps the runtime/,
+    },
+    {
+      name: "the root folder, even read-only",
+      raw: { folders: [{ host: "/", mount: "/host" }] },
+      message: /the root folder is refused/,
+    },
+    {
+      name: "a mount with ..",
+      raw: { folders: [{ host: "data", mount: "/x/../etc" }] },
+      message: /must be absolute without/,
     },
     { name: "a malformed host", raw: { net: ["http://x/"] }, message: /is not a host\[:port\]/ },
   ];

@@ -6,6 +6,7 @@
  * a `Profile` into the Deno permission flags of the sandbox process: a pure function, so the
  * whole security boundary can be read and table-tested in one place.
  */
+import { overlaps, type TrustedPath } from "../policy/trusted_paths.ts";
 
 export interface Limits {
   /** Default wall-clock limit of one execution, in seconds. */
@@ -71,6 +72,16 @@ export interface RuntimeFiles {
 export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000";
 
 /**
+ * What a sandbox process is booted with under `profile`: its folders, hosts and memory flag.
+ * Warm sandboxes are kept apart by this, not by the profile's name, so a profile changed in
+ * place (or an internal override that keeps the name) never gets a sandbox booted for another.
+ * Tool rules and time limits are enforced per execution, so they do not split the pool.
+ */
+export function sandboxKey(profile: Profile): string {
+  return JSON.stringify([profile.name, profile.folders, profile.net, profile.limits.memory_mb]);
+}
+
+/**
  * The Deno permission flags of a sandbox process. Grants reading the runtime's own files, the
  * profile's folders (writing only the `rw` ones) and the profile's hosts; never environment,
  * subprocesses, FFI or system information.
@@ -94,8 +105,8 @@ export interface ResolveContext {
   baseDir: string;
   /** Resolves a path to its real path (follows symlinks); throws when it does not exist. */
   realPath: (path: string) => string;
-  /** Real paths the sandbox must never be able to write (runtime files, snapshot cache). */
-  protectedPaths: string[];
+  /** Real paths the sandbox must never be able to write: what the host runs or trusts. */
+  protectedPaths: TrustedPath[];
   /**
    * A symlink inside `folder` whose target lies outside it, if any. Deno follows symlinks inside
    * a granted folder, so such a link would hand the sandbox whatever it points at.
@@ -186,18 +197,13 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
     );
   }
   for (const guarded of ctx.protectedPaths) {
-    if (mode === "rw" && (isInside(guarded, host) || isInside(host, guarded))) {
+    if (mode === "rw" && overlaps(host, guarded)) {
       throw new TypeError(
-        `Cannot load ${where}.host: "${host}" overlaps the runtime's own files (${guarded})`,
+        `Cannot load ${where}.host: write access to "${host}" overlaps ${guarded.what} (${guarded.path})`,
       );
     }
   }
   return { host, mount, mode };
-}
-
-/** Whether `path` is `folder` or lies below it. */
-export function isInside(path: string, folder: string): boolean {
-  return path === folder || path.startsWith(folder.endsWith("/") ? folder : folder + "/");
 }
 
 function resolveLimits(raw: unknown, where: string): Limits {

@@ -6,6 +6,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { dirname, join } from "node:path";
 import { version as pyodideVersion } from "pyodide";
 import { PYODIDE_VERSION } from "../version.ts";
+import { denoCacheDir, type TrustedPath } from "../policy/trusted_paths.ts";
 
 export interface SandboxRuntime {
   /**
@@ -81,4 +82,17 @@ export function defaultCacheDir(): string {
   const xdg = Deno.env.get("XDG_CACHE_HOME");
   const home = Deno.env.get("HOME") ?? Deno.cwd();
   return join(xdg ?? join(home, ".cache"), "mcp-code-mode");
+}
+
+/** The runtime's own files, which no profile may grant write access to. */
+export function runtimeTrustedPaths(runtime: SandboxRuntime): TrustedPath[] {
+  return [
+    { path: runtime.pyodideDir, what: "Pyodide's files" },
+    { path: runtime.cacheDir, what: "the snapshot cache" },
+    { path: runtime.denoPath, what: "the Deno binary" },
+    {
+      path: denoCacheDir((name) => Deno.env.get(name), Deno.build.os),
+      what: "Deno's cache",
+    },
+  ];
 }
