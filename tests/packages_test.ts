@@ -112,10 +112,12 @@ Deno.test("packages come from a package index only for profiles that allow its h
   await Deno.writeTextFile(`${dir}/permissions/default.json`, "{}");
   let wheel: { file: string; bytes: Uint8Array<ArrayBuffer> } | null = null;
   let downloads = 0;
+  const requests: string[] = [];
   await using index = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     async (request) => {
       const path = new URL(request.url).pathname;
+      requests.push(path);
       if (wheel && path === `/simple/${name.replaceAll("_", "-")}/`) {
         const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", wheel.bytes));
         const sha = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -170,6 +172,34 @@ Deno.test("packages come from a package index only for profiles that allow its h
     const r = await use("indexed");
     assert.equal(r.result, 8, r.text);
     assert.equal(downloads, 1);
+  });
+  await t.step("a package name that is not a name sends the host nowhere", async () => {
+    const seen = requests.length;
+    for (
+      const bad of [
+        `//127.0.0.1:${port}/steal`,
+        `//2130706433:${port}/steal`,
+        "../../../etc/passwd",
+        "name with spaces",
+        "-leading-dash",
+      ]
+    ) {
+      for (const request of [{ packages: [bad] }, { pep723: bad }]) {
+        const code = "pep723" in request
+          ? `# /// script\n# dependencies = [${JSON.stringify(bad)}]\n# ///\nprint(1)`
+          : "print(1)";
+        const r = await server.execute(
+          {
+            code,
+            packages: "packages" in request ? request.packages : undefined,
+            profile: "indexed",
+          } as never,
+        );
+        assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", `${bad}: ${r.text}`);
+        assert.match(r.diagnostics!.message, /not a valid package name/);
+      }
+    }
+    assert.deepEqual(requests.slice(seen), []);
   });
   await Deno.remove(`${defaultCacheDir()}/wheels/${wheel.file}`).catch(() => {});
   await Deno.remove(dir, { recursive: true });

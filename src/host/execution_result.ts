@@ -2,19 +2,23 @@
  * What one `execute_code` returns, and its readable text form.
  */
 
-export type ErrorType =
-  | string // a Python exception class name: SyntaxError, ZeroDivisionError, ToolError, ...
-  | "TIMEOUT"
-  | "MEMORY_LIMIT"
-  | "OUTPUT_LIMIT"
-  | "POLICY_VIOLATION"
-  | "TOOL_DENIED"
-  | "CANCELLED"
-  | "SANDBOX_CRASHED"
-  | "BUSY";
+import type { HostOutcome } from "./outcomes.ts";
 
-export interface Diagnostics {
-  error_type: ErrorType;
+export type Diagnostics =
+  | {
+    error_type: HostOutcome;
+    /** The host stopped or refused the run: a fact the sandbox could not forge. */
+    reported_by: "host";
+    message: string;
+    traceback?: string;
+    lineno?: number | null;
+  }
+  | ScriptDiagnostics;
+
+/** An exception the script raised, as the sandbox reported it (the script's own word). */
+export interface ScriptDiagnostics {
+  error_type: string;
+  reported_by: "script";
   message: string;
   /** Python traceback without Pyodide-internal frames (absent for host-side limits). */
   traceback?: string;
@@ -25,8 +29,11 @@ export interface Diagnostics {
 export interface ToolCallRecord {
   server: string;
   tool: string;
-  /** allowed and answered, failed upstream, or denied by policy. */
-  outcome: "ok" | "error" | "denied";
+  /**
+   * Allowed and answered, failed upstream, denied by policy, or still running when the script
+   * ended (its effect is unknown).
+   */
+  outcome: "ok" | "error" | "denied" | "unfinished";
   duration_ms: number;
   error?: string;
 }

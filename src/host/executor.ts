@@ -16,13 +16,9 @@ import type {
 import type { RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
-import type {
-  Diagnostics,
-  ExecutionResult,
-  ResultFile,
-  ToolCallRecord,
-} from "./execution_result.ts";
+import type { ExecutionResult, ResultFile, ToolCallRecord } from "./execution_result.ts";
 import { mimeType } from "./mime_types.ts";
+import { type HostOutcome, scriptErrorType } from "./outcomes.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import { checkInputFiles, type FileContent } from "../policy/input_files.ts";
@@ -105,8 +101,8 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
     const started = performance.now();
     const profileName = request.profile ?? deps.defaultProfile;
     const profile = options.profileOverride ?? deps.profile(profileName);
-    const fail = (diagnostics: Diagnostics) =>
-      failedBeforeRun(profileName, diagnostics, performance.now() - started);
+    const fail = (refusal: { error_type: HostOutcome; message: string }) =>
+      failedBeforeRun(profileName, refusal, performance.now() - started);
     if (profile === undefined) {
       return fail({
         error_type: "POLICY_VIOLATION",
@@ -161,24 +157,32 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
     }
 
     const calls: ToolCallRecord[] = [];
+    /** Allowed calls still waiting for their upstream answer. */
+    const inFlight = new Set<Promise<unknown>>();
+    let scriptEnded = false;
     const callTool = async (params: CallToolParams): Promise<ToolReply> => {
-      const decision = decideToolCall(params.server, params.tool, {
-        allowed_tools: profile.allowed_tools,
-        tool_calls: profile.limits.tool_calls,
-      }, calls.length);
       const record: ToolCallRecord = {
         server: params.server.slice(0, 200),
         tool: params.tool.slice(0, 200),
         outcome: "denied",
         duration_ms: 0,
       };
+      const decision = scriptEnded
+        ? { allowed: false as const, reason: "the script has already ended" }
+        : decideToolCall(params.server, params.tool, {
+          allowed_tools: profile.allowed_tools,
+          tool_calls: profile.limits.tool_calls,
+        }, calls.length);
       calls.push(record);
       if (!decision.allowed) {
         record.error = decision.reason;
         return { error: { kind: "denied", message: `denied: ${decision.reason}` } };
       }
+      record.outcome = "unfinished"; // until the upstream answers
       const t0 = performance.now();
-      const reply = await deps.tools.call(params.server, params.tool, params.arguments);
+      const call = deps.tools.call(params.server, params.tool, params.arguments);
+      inFlight.add(call);
+      const reply = await call.finally(() => inFlight.delete(call));
       record.duration_ms = round(performance.now() - t0);
       record.outcome = "error" in reply ? "error" : "ok";
       if ("error" in reply) record.error = reply.error.message.slice(0, 500);
@@ -197,6 +201,7 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
         memoryBytes: profile.limits.memory_mb * 1024 * 1024,
         outputBytes: profile.limits.output_bytes,
         outputFilesBytes: profile.limits.output_files_bytes,
+        toolCalls: profile.limits.tool_calls,
       }, {
         callTool,
         signal: options.signal,
@@ -206,15 +211,23 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       });
       sandbox.preparedVersion = version;
     } finally {
+      // Calls a script started but did not wait for (asyncio.ensure_future) may still be
+      // running upstream: wait a little, so the result and the audit log say what happened;
+      // any still running are recorded "unfinished". No new call starts from here on.
+      scriptEnded = true;
+      await settleWithin([...inFlight], PENDING_CALLS_GRACE_MS);
       if (sessionId !== undefined) {
-        deps.sessions!.release(owner, sessionId, outcome === undefined || outcome.stop !== null);
+        const ended = outcome === undefined || outcome.stop !== null ||
+          (outcome.reply?.ok === false && outcome.reply.fatal === true);
+        deps.sessions!.release(owner, sessionId, ended);
       } else {
         // Killed at once; reaping the process need not delay the answer (the pool tracks it).
         void sandbox[Symbol.asyncDispose]();
       }
     }
     const result = toResult(outcome, profile, calls, performance.now() - started);
-    if (sessionId !== undefined && outcome.stop && result.diagnostics) {
+    const fatal = outcome.reply?.ok === false && outcome.reply.fatal === true;
+    if (sessionId !== undefined && (outcome.stop || fatal) && result.diagnostics) {
       result.diagnostics.message += `; session "${sessionId}" was closed and its state is lost`;
     }
     return result;
@@ -244,6 +257,7 @@ function toResult(
       result: null,
       diagnostics: {
         error_type: outcome.stop.reason,
+        reported_by: "host",
         message: outcome.stop.message,
       },
     };
@@ -256,6 +270,7 @@ function toResult(
       result: null,
       diagnostics: {
         error_type: "TIMEOUT",
+        reported_by: "host",
         message:
           `${outcome.interrupted}; the script was interrupted (KeyboardInterrupt) and the session's state is kept`,
         traceback: reply.ok ? undefined : reply.error.traceback.slice(0, limit),
@@ -265,14 +280,31 @@ function toResult(
   if (reply.ok) {
     return { ...base, success: true, result: capResult(reply.result, limit), diagnostics: null };
   }
-  const denied = reply.error.error_type === "ToolDenied";
+  // An uncaught ToolDenied is TOOL_DENIED only when the host did deny a call of this run.
+  if (reply.error.error_type === "ToolDenied" && calls.some((c) => c.outcome === "denied")) {
+    return {
+      ...base,
+      success: false,
+      result: null,
+      diagnostics: {
+        error_type: "TOOL_DENIED",
+        reported_by: "host",
+        message: reply.error.message.slice(0, limit),
+        traceback: reply.error.traceback.slice(0, limit),
+        lineno: reply.error.lineno,
+      },
+    };
+  }
+  const errorType = scriptErrorType(reply.error.error_type);
+  const claimed = errorType === reply.error.error_type ? "" : `${reply.error.error_type}: `;
   return {
     ...base,
     success: false,
     result: null,
     diagnostics: {
-      error_type: denied ? "TOOL_DENIED" : reply.error.error_type,
-      message: reply.error.message.slice(0, limit),
+      error_type: errorType,
+      reported_by: "script",
+      message: (claimed + reply.error.message).slice(0, limit),
       traceback: reply.error.traceback.slice(0, limit),
       lineno: reply.error.lineno,
     },
@@ -290,10 +322,24 @@ function capResult(value: unknown, limit: number): unknown {
   return `${text.slice(0, limit)}... [result truncated: ${text.length} chars, limit ${limit}]`;
 }
 
-/** A result for a run that never reached a sandbox. */
+/** How long calls still running when a script ends may take to finish before the result. */
+const PENDING_CALLS_GRACE_MS = 5000;
+
+/** Waits until every promise has settled, or `ms` has passed. */
+async function settleWithin(promises: Promise<unknown>[], ms: number): Promise<void> {
+  if (promises.length === 0) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
+}
+
+/** A result for a run that never reached a sandbox (a refusal the host decided). */
 export function failedBeforeRun(
   profile: string,
-  diagnostics: Diagnostics,
+  refusal: { error_type: HostOutcome; message: string },
   ms = 0,
 ): ExecutionResult {
   return {
@@ -306,7 +352,7 @@ export function failedBeforeRun(
     tool_calls: { count: 0, calls: [] },
     protocol_violations: 0,
     outputs: [],
-    diagnostics,
+    diagnostics: { ...refusal, reported_by: "host" },
   };
 }
 

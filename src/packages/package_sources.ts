@@ -9,6 +9,7 @@ import { sha256Hex } from "../digest.ts";
 import { writeFileAtomically } from "../atomic_write.ts";
 import {
   compareVersions,
+  isPackageName,
   normalizeName,
   parseWheelName,
   type ResolvedWheel,
@@ -42,6 +43,15 @@ export class PackageSources {
     names: string[],
     allowedHosts: readonly string[],
   ): Promise<{ wheels: ResolvedWheel[]; problems: string[] }> {
+    const invalid = names.filter((name) => !isPackageName(name));
+    if (invalid.length > 0) {
+      return {
+        wheels: [],
+        problems: invalid.map((name) =>
+          `${JSON.stringify(name.slice(0, 100))}: not a valid package name (PEP 508)`
+        ),
+      };
+    }
     const local = await this.#local.resolve(names);
     if (local.missing.length === 0) return { wheels: local.wheels, problems: [] };
     const where = this.#local.dir

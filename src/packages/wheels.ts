@@ -6,6 +6,14 @@ import { join } from "node:path";
 import { encodeBase64 } from "../policy/input_files.ts";
 
 /** PEP 503 normalized name: lowercase, runs of -_. become one -. */
+/**
+ * Whether `name` is a valid Python package name (PEP 508): letters and digits, with `.`, `_` or
+ * `-` inside. Checked before any I/O, since a name becomes part of a file name and a URL.
+ */
+export function isPackageName(name: string): boolean {
+  return name.length <= 100 && /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(name);
+}
+
 export function normalizeName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, "-");
 }
@@ -42,9 +50,18 @@ export function scriptDependencies(code: string): string[] {
     else if (c === "]") break;
   }
   const list = toml.slice(start.index + start[0].length, end);
-  return [...list.matchAll(/["']([^"']+)["']/g)]
-    .map((m) => m[1]!.trim().split(/[\s<>=!~;\[]/)[0]!)
+  return [...list.matchAll(/["']([^"']+)["']/g)].map((m) => requirementName(m[1]!.trim()))
     .filter(Boolean);
+}
+
+/**
+ * The package a PEP 508 requirement names ("pandas>=2", "httpx[http2]; python_version>'3'"),
+ * or the whole text when it is not a requirement, so that the name check refuses it.
+ */
+function requirementName(requirement: string): string {
+  const m = /^([^\s<>=!~;\[(@]+)\s*(.*)$/.exec(requirement);
+  if (!m) return requirement;
+  return m[2] === "" || /^[<>=!~;\[(@]/.test(m[2]!) ? m[1]! : requirement;
 }
 
 export interface ResolvedWheel {

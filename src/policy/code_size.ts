@@ -8,7 +8,8 @@ export function checkCodeSize(code: string, limits: Pick<Limits, "code_chars" | 
   if (code.length > limits.code_chars) {
     return `Code has ${code.length} characters; the limit is ${limits.code_chars}`;
   }
-  const lines = code.split("\n").length;
+  // Python ends a line at \n, \r\n or a lone \r: count them all.
+  const lines = code.split(/\r\n|\r|\n/).length;
   if (lines > limits.code_lines) {
     return `Code has ${lines} lines; the limit is ${limits.code_lines}`;
   }

@@ -21,7 +21,7 @@ export function checkInputFiles(files: Record<string, FileContent>): InputFile[]
   for (const [name, content] of entries) {
     if (
       !NAME.test(name) || name.split("/").some((part) => part === "." || part === "..") ||
-      name.startsWith("outputs/")
+      name === "outputs" || name.startsWith("outputs/")
     ) {
       return `Input file name "${
         name.slice(0, 100)

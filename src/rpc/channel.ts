@@ -47,7 +47,6 @@ export class JsonRpcChannel {
   readonly #write: (line: string) => void | Promise<void>;
   readonly #handlers: ChannelHandlers;
   readonly #pending = new Map<JsonRpcId, PromiseWithResolvers<unknown>>();
-  #nextId = 1;
   #closed = false;
   /** Resolves when the incoming stream ends; pending requests are then rejected. */
   readonly done: Promise<void>;
@@ -65,7 +64,9 @@ export class JsonRpcChannel {
   /** Sends a request and resolves with the peer's result (rejects with `RemoteError`). */
   async request(method: string, params: unknown): Promise<unknown> {
     if (this.#closed) throw new Error(`Cannot send "${method}": the channel is closed`);
-    const id = this.#nextId++;
+    // Unguessable: a peer must not answer a request it never saw (the sandbox's script can
+    // write raw lines to the channel, and would otherwise answer the host's own "execute").
+    const id = crypto.randomUUID();
     const waiter = Promise.withResolvers<unknown>();
     this.#pending.set(id, waiter);
     try {

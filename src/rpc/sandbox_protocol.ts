@@ -59,7 +59,10 @@ export interface OutputFile {
   size: number;
   data?: string;
   omitted?: boolean;
-  /** Where an omitted file was saved inside the sandbox (under a writable host folder). */
+  /**
+   * Where an omitted file was saved inside the sandbox (under a writable host folder). The host
+   * takes it only as "saved" and states the path itself.
+   */
   saved_to?: string;
 }
 
@@ -72,7 +75,13 @@ export interface ScriptError {
 
 export type ExecuteReply =
   | { ok: true; result: unknown; outputs?: OutputFile[] }
-  | { ok: false; error: ScriptError; outputs?: OutputFile[] };
+  | {
+    ok: false;
+    error: ScriptError;
+    outputs?: OutputFile[];
+    /** The interpreter cannot run more code (a session must end). */
+    fatal?: boolean;
+  };
 
 export type OutputStream = "stdout" | "stderr";
 

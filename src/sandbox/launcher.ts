@@ -56,6 +56,8 @@ export interface ExecutionRequest {
   timeoutMs: number;
   memoryBytes: number;
   outputBytes: number;
+  /** Tool calls the profile allows; more count as protocol violations. */
+  toolCalls?: number;
 }
 
 export interface ExecutionHooks {
@@ -131,6 +133,10 @@ export class Sandbox implements AsyncDisposable {
   #interrupted: string | null = null;
   #graceTimer: ReturnType<typeof setTimeout> | undefined;
   #used = false;
+  #booted = false;
+  /** Tool calls the script asked for in this execution, allowed or not. */
+  #toolRequests = 0;
+  #toolCallLimit = Infinity;
   /** A session's process between its scripts (SIGSTOP). */
   #paused = false;
   /** Version of the packages installed in the process (-1: none). */
@@ -170,8 +176,10 @@ export class Sandbox implements AsyncDisposable {
       handlers: {
         onRequest: (method, params) => this.#onRequest(method, params),
         onNotification: (method, params) => {
-          if (method === METHOD_READY) booted.resolve();
-          else if (method === METHOD_OUTPUT) this.#onOutput(params);
+          if (method === METHOD_READY && !this.#booted) {
+            this.#booted = true;
+            booted.resolve();
+          } else if (method === METHOD_OUTPUT) this.#onOutput(params);
           else if (method === METHOD_PROGRESS) this.#onProgress(params);
           else this.#violation(`an unknown notification "${method.slice(0, 64)}"`);
         },
@@ -228,6 +236,8 @@ export class Sandbox implements AsyncDisposable {
     this.#hooks = hooks;
     this.#violations = [];
     this.#progressReports = 0;
+    this.#toolRequests = 0;
+    this.#toolCallLimit = request.toolCalls ?? Infinity;
     this.#stdout = new OutputBuffer("stdout", request.outputBytes);
     this.#stderr = new OutputBuffer("stderr", request.outputBytes);
 
@@ -260,11 +270,20 @@ export class Sandbox implements AsyncDisposable {
         this.#stopped.promise.then(() => null),
       ]);
       if (outcome && "value" in outcome) {
-        reply = parseExecuteReply(outcome.value, request.outputFilesBytes ?? 0);
+        reply = parseExecuteReply(
+          outcome.value,
+          request.outputFilesBytes ?? 0,
+          largeOutputsDir(this.profile),
+        );
       }
       if (outcome && "error" in outcome && !this.#stop) {
         if (outcome.error instanceof RemoteError) {
-          this.#halt("SANDBOX_CRASHED", `The sandbox runtime failed: ${outcome.error.message}`);
+          this.#halt(
+            "SANDBOX_CRASHED",
+            `The sandbox runtime failed (its own words, unverified): ${
+              outcome.error.message.slice(0, 500)
+            }`,
+          );
         } else {
           // The channel closed: the process died without answering.
           await this.#exited;
@@ -403,6 +422,7 @@ export class Sandbox implements AsyncDisposable {
       return;
     }
     if (++this.#progressReports <= MAX_PROGRESS_REPORTS) this.#hooks.onProgress?.(report);
+    else this.#violation(`more than ${MAX_PROGRESS_REPORTS} progress reports`);
   }
 
   async #onRequest(method: string, params: unknown): Promise<unknown> {
@@ -414,6 +434,10 @@ export class Sandbox implements AsyncDisposable {
     if (call === null) {
       this.#violation("a call_tool request with a bad shape");
       throw new RemoteError({ code: RPC_INVALID_PARAMS, message: "Invalid call_tool params" });
+    }
+    // Calls past the limit are still answered (denied) by the gate, and counted here too.
+    if (++this.#toolRequests > this.#toolCallLimit) {
+      this.#violation(`a tool call past the limit of ${this.#toolCallLimit}`);
     }
     return await this.#hooks.callTool(call);
   }
@@ -447,14 +471,14 @@ export class Sandbox implements AsyncDisposable {
 
 /** A short, readable reason from what a dying sandbox wrote to stderr. */
 export function crashMessage(stderrTail: string): string {
-  if (/call stack|stack overflow/i.test(stderrTail)) {
-    return "The sandbox process died: stack overflow (recursion too deep)";
-  }
   const lines = stderrTail.split("\n").map((l) => l.trim()).filter((l) =>
     l && !l.startsWith("at ")
   );
   const reason = lines.find((l) => /error|fatal|abort/i.test(l)) ?? lines.at(-1);
-  return `The sandbox process died before finishing${reason ? `: ${reason.slice(0, 500)}` : ""}`;
+  // What it wrote is the sandbox's own word (a script can write anything to stderr).
+  return `The sandbox process died before finishing${
+    reason ? `; its last words on stderr (unverified): ${reason.slice(0, 500)}` : ""
+  }`;
 }
 
 function parseProgress(params: unknown): ProgressParams | null {
@@ -482,17 +506,28 @@ export function largeOutputsDir(profile: Profile): string | undefined {
   return writable ? `${writable.mount.replace(/\/$/, "")}/outputs` : undefined;
 }
 
-/** The files a sandbox says it wrote, checked and capped again on the host. */
-export function parseOutputs(value: unknown, capBytes: number): OutputFile[] {
+/** A relative path below outputs/: plain segments, none empty, "." or "..". */
+export function isOutputName(name: string): boolean {
+  return /^[\w.\- ]{1,100}(\/[\w.\- ]{1,100}){0,9}$/.test(name) &&
+    name.split("/").every((part) => part !== "." && part !== "..");
+}
+
+/**
+ * The files a sandbox says it wrote, checked and capped again on the host. `savedIn` is where
+ * files over the cap are saved (inside the sandbox), when the profile has such a place.
+ */
+export function parseOutputs(
+  value: unknown,
+  capBytes: number,
+  savedIn?: string,
+): OutputFile[] {
   if (!Array.isArray(value)) return [];
   const files: OutputFile[] = [];
   let budget = Math.ceil(capBytes / 3) * 4; // base64 characters
   for (const item of value.slice(0, 50)) {
     if (typeof item !== "object" || item === null) continue;
     const f = item as Record<string, unknown>;
-    if (typeof f.name !== "string" || !/^[\w.\- /]{1,300}$/.test(f.name) || f.name.includes("..")) {
-      continue;
-    }
+    if (typeof f.name !== "string" || !isOutputName(f.name)) continue;
     const size = typeof f.size === "number" && f.size >= 0 ? f.size : 0;
     const data = typeof f.data === "string" && /^[A-Za-z0-9+/=]*$/.test(f.data)
       ? f.data
@@ -500,8 +535,9 @@ export function parseOutputs(value: unknown, capBytes: number): OutputFile[] {
     if (data !== undefined && data.length <= budget) {
       budget -= data.length;
       files.push({ name: f.name, size, data });
-    } else if (typeof f.saved_to === "string" && /^[\w.\- /]{1,400}$/.test(f.saved_to)) {
-      files.push({ name: f.name, size, omitted: true, saved_to: f.saved_to });
+    } else if (typeof f.saved_to === "string" && savedIn !== undefined) {
+      // The sandbox only says it saved the file; where is the host's to state.
+      files.push({ name: f.name, size, omitted: true, saved_to: `${savedIn}/${f.name}` });
     } else {
       files.push({ name: f.name, size, omitted: true });
     }
@@ -509,18 +545,29 @@ export function parseOutputs(value: unknown, capBytes: number): OutputFile[] {
   return files;
 }
 
-function parseExecuteReply(value: unknown, outputCap: number): ExecuteReply | null {
+function parseExecuteReply(
+  value: unknown,
+  outputCap: number,
+  savedIn: string | undefined,
+): ExecuteReply | null {
   if (typeof value !== "object" || value === null) return null;
   const v = value as Record<string, unknown>;
-  const outputs = parseOutputs(v.outputs, outputCap);
+  const outputs = parseOutputs(v.outputs, outputCap, savedIn);
   if (v.ok === true) return { ok: true, result: v.result ?? null, outputs };
   if (v.ok !== false || typeof v.error !== "object" || v.error === null) return null;
   const e = v.error as Record<string, unknown>;
   const error: ScriptError = {
-    error_type: typeof e.error_type === "string" ? e.error_type.slice(0, 200) : "Error",
+    error_type: typeof e.error_type === "string" && PYTHON_NAME.test(e.error_type)
+      ? e.error_type
+      : "Error",
     message: typeof e.message === "string" ? e.message : "",
     traceback: typeof e.traceback === "string" ? e.traceback : "",
     lineno: typeof e.lineno === "number" ? e.lineno : null,
   };
-  return { ok: false, error, outputs };
+  return v.fatal === true
+    ? { ok: false, error, outputs, fatal: true }
+    : { ok: false, error, outputs };
 }
+
+/** A Python exception's (qualified) class name, as the script may raise it. */
+const PYTHON_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,9}$/;

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../log.ts";
 import { Sandbox } from "./launcher.ts";
-import type { Profile } from "./profile.ts";
+import { type Profile, sandboxKey } from "./profile.ts";
 
 export interface PoolOptions {
   /** Booted sandboxes kept ready per profile in use. */
@@ -49,15 +49,15 @@ export class SandboxPool implements AsyncDisposable {
 
   /** Starts keeping `profile` warm. */
   warmUp(profile: Profile): void {
-    this.#profiles.set(profile.name, profile);
+    this.#profiles.set(sandboxKey(profile), profile);
     this.#refill();
   }
 
   /** A booted sandbox for `profile`, for one execution. The caller must dispose of it. */
   acquire(profile: Profile, signal?: AbortSignal): Promise<Sandbox> {
     if (this.#closed) return Promise.reject(new Error("Cannot run: the server is shutting down"));
-    this.#profiles.set(profile.name, profile);
-    const sandbox = this.#ready.get(profile.name)?.shift();
+    this.#profiles.set(sandboxKey(profile), profile);
+    const sandbox = this.#ready.get(sandboxKey(profile))?.shift();
     if (sandbox) {
       // Spawning blocks the event loop for about a millisecond: do it after the hand-off.
       setTimeout(() => this.#refill(), 0);
@@ -77,10 +77,10 @@ export class SandboxPool implements AsyncDisposable {
     return waiting.promise;
   }
 
-  #wanted(name: string): number {
-    const waiting = this.#waiters.filter((w) => w.profile.name === name).length;
-    const ready = this.#ready.get(name)?.length ?? 0;
-    const booting = this.#booting.get(name) ?? 0;
+  #wanted(key: string): number {
+    const waiting = this.#waiters.filter((w) => sandboxKey(w.profile) === key).length;
+    const ready = this.#ready.get(key)?.length ?? 0;
+    const booting = this.#booting.get(key) ?? 0;
     return this.#options.warm + waiting - ready - booting;
   }
 
@@ -94,23 +94,28 @@ export class SandboxPool implements AsyncDisposable {
     if (this.#closed) return;
     // Serve waiters' profiles first, then keep every known profile warm.
     const order = [
-      ...new Set([...this.#waiters.map((w) => w.profile.name), ...this.#profiles.keys()]),
+      ...new Set([...this.#waiters.map((w) => sandboxKey(w.profile)), ...this.#profiles.keys()]),
     ];
-    for (const name of order) {
-      while (this.#wanted(name) > 0 && this.#totalBooting() < this.#options.maxBooting) {
-        this.#boot(this.#profiles.get(name)!);
+    for (const key of order) {
+      while (this.#wanted(key) > 0 && this.#totalBooting() < this.#options.maxBooting) {
+        this.#boot(this.#profiles.get(key)!);
       }
     }
   }
 
   #boot(profile: Profile): void {
-    this.#booting.set(profile.name, (this.#booting.get(profile.name) ?? 0) + 1);
+    this.#booting.set(sandboxKey(profile), (this.#booting.get(sandboxKey(profile)) ?? 0) + 1);
     const sandbox = this.#options.launch(profile);
     this.#live.add(sandbox);
     void sandbox.exited.finally(() => {
       this.#live.delete(sandbox);
-      const list = this.#ready.get(profile.name);
-      if (list?.includes(sandbox)) this.#ready.set(profile.name, list.filter((s) => s !== sandbox));
+      const list = this.#ready.get(sandboxKey(profile));
+      if (list?.includes(sandbox)) {
+        this.#ready.set(
+          sandboxKey(profile),
+          list.filter((s) => s !== sandbox),
+        );
+      }
     });
     sandbox.ready.then(
       () => {
@@ -121,14 +126,14 @@ export class SandboxPool implements AsyncDisposable {
         if (this.#closed) return;
         this.#failures++;
         this.#options.log.error("sandbox failed to boot", { error: error.message });
-        const waiter = this.#waiters.find((w) => w.profile.name === profile.name);
+        const waiter = this.#waiters.find((w) => sandboxKey(w.profile) === sandboxKey(profile));
         if (waiter) {
           this.#waiters = this.#waiters.filter((w) => w !== waiter);
           waiter.reject(error);
         }
       },
     ).finally(() => {
-      this.#booting.set(profile.name, (this.#booting.get(profile.name) ?? 1) - 1);
+      this.#booting.set(sandboxKey(profile), (this.#booting.get(sandboxKey(profile)) ?? 1) - 1);
       // Back off after repeated boot failures instead of spinning.
       if (this.#failures === 0) return this.#refill();
       clearTimeout(this.#retryTimer);
@@ -144,15 +149,15 @@ export class SandboxPool implements AsyncDisposable {
       sandbox.kill();
       return;
     }
-    const waiter = this.#waiters.find((w) => w.profile.name === profile.name);
+    const waiter = this.#waiters.find((w) => sandboxKey(w.profile) === sandboxKey(profile));
     if (waiter) {
       this.#waiters = this.#waiters.filter((w) => w !== waiter);
       waiter.resolve(sandbox);
       return;
     }
-    const list = this.#ready.get(profile.name) ?? [];
+    const list = this.#ready.get(sandboxKey(profile)) ?? [];
     list.push(sandbox);
-    this.#ready.set(profile.name, list);
+    this.#ready.set(sandboxKey(profile), list);
   }
 
   /** Kills every sandbox, booting, ready or running, and waits for them to exit. */

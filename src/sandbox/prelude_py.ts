@@ -311,12 +311,30 @@ def describe_error(exc):
     }
 
 
+_EXACT_INTS = 2**53
+
+
+def exact_ints(value):
+    """The value with integers that a JSON reader would round (beyond 2**53) as digit strings."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -_EXACT_INTS < value < _EXACT_INTS else str(value)
+    if isinstance(value, (list, tuple)):
+        return [exact_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: exact_ints(v) for k, v in value.items()}
+    return value
+
+
 def json_safe(value, limit):
-    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr."""
+    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr.
+    Integers beyond 2**53 come back as strings of their digits, not rounded floats."""
     if value is None:
         return None
     try:
         text = _dumps(value, allow_nan=False)
+        value = exact_ints(value)
     except (TypeError, ValueError, RecursionError):
         text = None
     if text is not None and len(text) <= limit:

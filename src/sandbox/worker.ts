@@ -281,6 +281,21 @@ async function serve(): Promise<void> {
     try {
       const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
       return JSON.parse(replyJson) as ExecuteReply;
+    } catch (error) {
+      if (!isStackOverflow(error)) throw error;
+      // C-level recursion (repr or json of deeply nested data, a raised recursion limit)
+      // overflows the JavaScript stack before Python's own check: to the script it is a
+      // RecursionError, but this interpreter cannot run more code.
+      return {
+        ok: false,
+        fatal: true,
+        error: {
+          error_type: "RecursionError",
+          message: "maximum recursion depth exceeded (the interpreter's stack overflowed)",
+          traceback: "",
+          lineno: null,
+        },
+      } satisfies ExecuteReply;
     } finally {
       running = false;
       forwarding = false;
@@ -289,6 +304,10 @@ async function serve(): Promise<void> {
   };
   await channel.notify(METHOD_READY, {});
   await Promise.race([finished.promise, channel.done]);
+}
+
+function isStackOverflow(error: unknown): boolean {
+  return error instanceof RangeError && /call stack/i.test(error.message);
 }
 
 async function main(args: string[]): Promise<number> {

@@ -69,7 +69,6 @@ var JsonRpcChannel = class {
   #write;
   #handlers;
   #pending = /* @__PURE__ */ new Map();
-  #nextId = 1;
   #closed = false;
   /** Resolves when the incoming stream ends; pending requests are then rejected. */
   done;
@@ -85,7 +84,7 @@ var JsonRpcChannel = class {
   /** Sends a request and resolves with the peer's result (rejects with `RemoteError`). */
   async request(method, params) {
     if (this.#closed) throw new Error(`Cannot send "${method}": the channel is closed`);
-    const id = this.#nextId++;
+    const id = crypto.randomUUID();
     const waiter = Promise.withResolvers();
     this.#pending.set(id, waiter);
     try {
@@ -525,12 +524,30 @@ def describe_error(exc):
     }
 
 
+_EXACT_INTS = 2**53
+
+
+def exact_ints(value):
+    """The value with integers that a JSON reader would round (beyond 2**53) as digit strings."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -_EXACT_INTS < value < _EXACT_INTS else str(value)
+    if isinstance(value, (list, tuple)):
+        return [exact_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: exact_ints(v) for k, v in value.items()}
+    return value
+
+
 def json_safe(value, limit):
-    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr."""
+    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr.
+    Integers beyond 2**53 come back as strings of their digits, not rounded floats."""
     if value is None:
         return None
     try:
         text = _dumps(value, allow_nan=False)
+        value = exact_ints(value)
     except (TypeError, ValueError, RecursionError):
         text = None
     if text is not None and len(text) <= limit:
@@ -867,6 +884,18 @@ async function serve() {
     try {
       const replyJson = await executeInPython.callPromising(JSON.stringify(params));
       return JSON.parse(replyJson);
+    } catch (error) {
+      if (!isStackOverflow(error)) throw error;
+      return {
+        ok: false,
+        fatal: true,
+        error: {
+          error_type: "RecursionError",
+          message: "maximum recursion depth exceeded (the interpreter's stack overflowed)",
+          traceback: "",
+          lineno: null
+        }
+      };
     } finally {
       running = false;
       forwarding = false;
@@ -878,6 +907,9 @@ async function serve() {
     finished.promise,
     channel.done
   ]);
+}
+function isStackOverflow(error) {
+  return error instanceof RangeError && /call stack/i.test(error.message);
 }
 async function main(args) {
   const [mode, moduleUrl, path] = args;

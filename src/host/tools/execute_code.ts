@@ -8,6 +8,7 @@ import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../execution_result.ts";
 import { isText } from "../mime_types.ts";
 import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
+import { SESSION_ID } from "../sessions.ts";
 
 export interface ExecuteCodeToolOptions {
   execute: Executor;
@@ -45,6 +46,8 @@ export const executionResultShape = {
   })),
   diagnostics: z.object({
     error_type: z.string(),
+    /** "host": a limit or refusal the host enforced; "script": an exception the script raised. */
+    reported_by: z.enum(["host", "script"]),
     message: z.string(),
     traceback: z.string().optional(),
     lineno: z.number().nullable().optional(),
@@ -65,8 +68,8 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
       profile: z.enum(options.profiles as [string, ...string[]]).optional().describe(
         `Permission profile (default "${options.defaultProfile}").`,
       ),
-      session_id: z.string().max(64).optional().describe(
-        "Keep variables and imports across calls: the first call with a new id opens a persistent session; later calls with the same id continue it. Omit for a fresh sandbox.",
+      session_id: z.string().regex(SESSION_ID).optional().describe(
+        "Keep variables and imports across calls: the first call with a new id (1-64 letters, digits, _ or -) opens a persistent session; later calls with the same id continue it. Omit for a fresh sandbox.",
       ),
       packages: z.array(z.string().max(100)).max(20).optional().describe(
         "Python packages to install first, from the server's local wheel folder (a PEP 723 '# /// script' block in the code works too).",

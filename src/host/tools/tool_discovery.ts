@@ -4,6 +4,7 @@
  */
 import { type McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Catalog } from "../../catalog/catalog.ts";
 
 /** A search hit beyond the catalog's own tools (skills). */
@@ -78,7 +79,9 @@ export function registerToolDiscovery(
     { title: "Python stubs of an upstream server", mimeType: "text/x-python" },
     (uri: URL, variables: Record<string, string | string[]>) => {
       const entry = catalog().server(String(variables.module));
-      if (!entry) throw new Error(`Cannot read ${uri.href}: no such module`);
+      if (!entry) {
+        throw new McpError(ErrorCode.InvalidParams, `Cannot read ${uri.href}: no such module`);
+      }
       return { contents: [{ uri: uri.href, mimeType: "text/x-python", text: entry.stub }] };
     },
   );

@@ -1,0 +1,79 @@
+/**
+ * Smaller promises an attacker broke: the line limit, input file names, exact integers, the
+ * session id's stated shape, unknown resources, and deep recursion.
+ */
+import assert from "node:assert/strict";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { startServer } from "./_helpers.ts";
+
+Deno.test("requests, results and errors keep their stated shapes", async (t) => {
+  await using server = await startServer();
+
+  await t.step("the line limit counts lone \\r line breaks (Python does)", async () => {
+    const r = await server.execute({ code: "x = 1\r".repeat(401) + "x" });
+    assert.equal(r.diagnostics?.error_type, "POLICY_VIOLATION");
+    assert.match(r.diagnostics!.message, /402 lines; the limit is 400/);
+  });
+
+  await t.step("an input file named outputs is refused before anything runs", async () => {
+    for (const name of ["outputs", "outputs/x.txt"]) {
+      const r = await server.execute({ code: "1", files: { [name]: "x" } } as never);
+      assert.equal(r.diagnostics?.error_type, "POLICY_VIOLATION", r.text);
+      assert.match(r.diagnostics!.message, /not under outputs/);
+    }
+  });
+
+  await t.step("integers beyond 2**53 come back exactly, as digit strings", async () => {
+    const r = await server.execute({ code: "[2**100, -(2**60), 2**53 - 1, True]" });
+    assert.deepEqual(r.result, [
+      "1267650600228229401496703205376",
+      "-1152921504606846976",
+      9007199254740991,
+      true,
+    ]);
+  });
+
+  await t.step("the input schema states the session_id pattern it enforces", async () => {
+    const { tools } = await server.client.listTools();
+    const schema = tools.find((tool: { name: string }) => tool.name === "execute_code")!
+      .inputSchema as {
+        properties: { session_id: { pattern?: string } };
+      };
+    assert.equal(schema.properties.session_id.pattern, "^[A-Za-z0-9_-]{1,64}$");
+  });
+
+  await t.step("an unknown resource is invalid params (-32602)", async () => {
+    await assert.rejects(
+      server.client.readResource({ uri: "codemode://stubs/no_such_server.pyi" }),
+      (error: Error) => {
+        assert.ok(error instanceof McpError);
+        assert.equal((error as McpError).code, -32602);
+        return true;
+      },
+    );
+  });
+
+  await t.step("deep recursion in C code is a RecursionError, not a crash", async () => {
+    for (
+      const code of [
+        "a = []\nfor _ in range(200000):\n    a = [a]\nrepr(a)",
+        "import json\na = []\nfor _ in range(200000):\n    a = [a]\njson.dumps(a)",
+        "import sys\nsys.setrecursionlimit(100000)\ndef f(n):\n    return f(n + 1)\nf(0)",
+        "def f(n):\n    return f(n + 1)\nf(0)",
+      ]
+    ) {
+      const r = await server.execute({ code });
+      assert.equal(r.diagnostics?.error_type, "RecursionError", r.text);
+      assert.equal(r.diagnostics?.reported_by, "script");
+    }
+  });
+
+  await t.step("a session whose interpreter overflowed is closed, and says so", async () => {
+    const call = (code: string) => server.execute({ code, session_id: "deep" } as never);
+    assert.equal((await call("kept = 1\nkept")).result, 1);
+    const r = await call("a = []\nfor _ in range(200000):\n    a = [a]\nrepr(a)");
+    assert.equal(r.diagnostics?.error_type, "RecursionError");
+    assert.match(r.diagnostics!.message, /session "deep" was closed and its state is lost/);
+    assert.equal((await call("'kept' in globals()")).result, false);
+  });
+});
