@@ -1,0 +1,385 @@
+/**
+ * `deno task mutants`: a test that cannot fail protects nothing. Each mutation below breaks one
+ * line of security-relevant code the way a careless change would; the tests named with it must
+ * then fail. Runs in a copy of the checkout (the working tree is never touched), one mutation at
+ * a time, and prints which mutations survived. Exit code 1 when any survived or went stale.
+ *
+ *   deno task mutants [--only SUBSTRING]
+ */
+import { dirname, join } from "node:path";
+import { parseArgs } from "node:util";
+import { fileURLToPath as fromFileUrl } from "node:url";
+import { writeAllSync } from "../src/write_all.ts";
+
+interface Mutation {
+  /** What the mutation breaks, in words. */
+  name: string;
+  file: string;
+  /** Exact text, found exactly once in `file`. */
+  from: string;
+  to: string;
+  /** Test files (and an optional --filter) that must catch it. */
+  tests: string[];
+  filter?: string;
+}
+
+const MUTATIONS: Mutation[] = [
+  // Profile -> Deno flags
+  {
+    name: "read-only folders become writable",
+    file: "src/sandbox/profile.ts",
+    from: 'profile.folders.filter((f) => f.mode === "rw").map((f) => f.host)',
+    to: "profile.folders.map((f) => f.host)",
+    tests: ["tests/profile_test.ts"],
+    filter: "toDenoFlags",
+  },
+  {
+    name: "the network grant ignores the profile's list",
+    file: "src/sandbox/profile.ts",
+    from: 'flags.push(`--allow-net=${unique(profile.net).join(",")}`)',
+    to: 'flags.push("--allow-net")',
+    tests: ["tests/profile_test.ts"],
+    filter: "toDenoFlags",
+  },
+  // Refusals at load
+  {
+    name: "the root folder may be granted",
+    file: "src/sandbox/profile.ts",
+    from: 'if (host === "/") throw',
+    to: 'if (host === "//") throw',
+    tests: ["tests/profile_test.ts"],
+    filter: "resolveProfile",
+  },
+  {
+    name: "folders holding escaping symlinks load",
+    file: "src/sandbox/profile.ts",
+    from: "if (escaping) {",
+    to: "if (false) {",
+    tests: ["tests/profile_test.ts", "tests/profiles_test.ts"],
+    filter: "refuses",
+  },
+  {
+    name: "write access over trusted paths loads",
+    file: "src/sandbox/profile.ts",
+    from: 'if (mode === "rw" && overlaps(host, guarded)) {',
+    to: 'if (mode === "rw" && false) {',
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "a folder that holds a trusted file is not an overlap",
+    file: "src/policy/trusted_paths.ts",
+    from: "if (isInside(trusted.path, folder)) return true;",
+    to: "if (false) return true;",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "the config file is not protected",
+    file: "src/policy/trusted_paths.ts",
+    from: '{ path: inputs.configPath, what: "the config file" },',
+    to: "",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  // Tool policy
+  {
+    name: "one call past the limit is allowed",
+    file: "src/policy/tool_policy.ts",
+    from: "if (callsSoFar >= policy.tool_calls) {",
+    to: "if (callsSoFar > policy.tool_calls) {",
+    tests: ["tests/policy_test.ts"],
+    filter: "enforced on the host",
+  },
+  {
+    name: "globs match anywhere in the name",
+    file: "src/policy/tool_policy.ts",
+    from: "return new RegExp(`^${body}$`);",
+    to: "return new RegExp(body);",
+    tests: ["tests/policy_test.ts"],
+    filter: "isToolAllowed",
+  },
+  // Redaction
+  {
+    name: "short secrets are accepted",
+    file: "src/policy/redaction.ts",
+    from: "if (length < MIN_SECRET_LENGTH) {",
+    to: "if (length < 2) {",
+    tests: ["tests/redaction_test.ts", "tests/config_test.ts"],
+  },
+  {
+    name: "base64 forms are not scrubbed",
+    file: "src/policy/redaction.ts",
+    from: "...base64Patterns(bytes, BASE64),",
+    to: "",
+    tests: ["tests/redaction_test.ts"],
+  },
+  {
+    name: "JSON-escaped forms are not scrubbed",
+    file: "src/policy/redaction.ts",
+    from: "const escaped = JSON.stringify(secret).slice(1, -1);",
+    to: "const escaped = secret;",
+    tests: ["tests/redaction_test.ts"],
+  },
+  {
+    name: "tool descriptions reach the catalog unscrubbed",
+    file: "src/host/tool_bridge.ts",
+    from: "new Catalog(this.#redact.json(this.#upstream.snapshot()))",
+    to: "new Catalog(this.#upstream.snapshot())",
+    tests: ["tests/secret_surfaces_test.ts"],
+  },
+  // Limits, enforced from outside the sandbox
+  {
+    name: "the memory limit is a hundred times higher",
+    file: "src/sandbox/launcher.ts",
+    from: "resident > limitBytes &&",
+    to: "resident > limitBytes * 100 &&",
+    tests: ["tests/isolation_test.ts"],
+    filter: "hostile scripts",
+  },
+  {
+    name: "output past the cap does not stop the sandbox",
+    file: "src/sandbox/launcher.ts",
+    from: "if (buffer.overflowed) {",
+    to: "if (false) {",
+    tests: ["tests/isolation_test.ts"],
+    filter: "hostile scripts",
+  },
+  {
+    name: "a timeout is reported as a cancellation",
+    file: "src/sandbox/launcher.ts",
+    from: 'this.#halt("TIMEOUT", overtime)',
+    to: 'this.#halt("CANCELLED", overtime)',
+    tests: ["tests/isolation_test.ts"],
+    filter: "hostile scripts",
+  },
+  {
+    name: "protocol floods never stop the sandbox",
+    file: "src/sandbox/launcher.ts",
+    from: "} else if (this.#violations.length > MAX_VIOLATIONS) {",
+    to: "} else if (false) {",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "floods",
+  },
+  {
+    name: "an idle session keeps running",
+    file: "src/sandbox/launcher.ts",
+    from: "else if (!this.#stop) this.#pause();",
+    to: "else if (false) this.#pause();",
+    tests: ["tests/session_idle_test.ts"],
+  },
+  {
+    name: "lone \\r line breaks do not count as lines",
+    file: "src/policy/code_size.ts",
+    from: "code.split(/\\r\\n|\\r|\\n/).length",
+    to: 'code.split("\\n").length',
+    tests: ["tests/small_promises_test.ts"],
+  },
+  {
+    name: "an input file may be named outputs",
+    file: "src/policy/input_files.ts",
+    from: 'name === "outputs" || name.startsWith("outputs/")',
+    to: 'name.startsWith("outputs/")',
+    tests: ["tests/small_promises_test.ts"],
+  },
+  {
+    name: "package names are not checked before I/O",
+    file: "src/packages/package_sources.ts",
+    from: "const invalid = names.filter((name) => !isPackageName(name));",
+    to: "const invalid: string[] = [];",
+    tests: ["tests/packages_test.ts"],
+    filter: "package index",
+  },
+  // Parsing of what the sandbox sends
+  {
+    name: "output file names may climb out with ..",
+    file: "src/sandbox/launcher.ts",
+    from: 'name.split("/").every((part) => part !== "." && part !== "..")',
+    to: "true",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "parseOutputs",
+  },
+  {
+    name: "the sandbox says where large outputs were saved",
+    file: "src/sandbox/launcher.ts",
+    from: "saved_to: `${savedIn}/${f.name}`",
+    to: "saved_to: f.saved_to as string",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "parseOutputs",
+  },
+  {
+    name: "any text is taken as an exception's name",
+    file: "src/sandbox/launcher.ts",
+    from: "PYTHON_NAME.test(e.error_type)",
+    to: "true",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "cannot forge",
+  },
+  {
+    name: "a crash quotes the sandbox's stderr as fact",
+    file: "src/sandbox/launcher.ts",
+    from: "its last words on stderr (unverified)",
+    to: "its last words on stderr",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "cannot forge",
+  },
+  {
+    name: "a script may claim a host outcome",
+    file: "src/host/outcomes.ts",
+    from: 'return isHostOutcome(name) ? "ScriptError" : name;',
+    to: "return name;",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "cannot forge",
+  },
+  {
+    name: "a script's own ToolDenied becomes TOOL_DENIED",
+    file: "src/host/executor.ts",
+    from: 'calls.some((c) => c.outcome === "denied")',
+    to: "true",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "cannot forge",
+  },
+  {
+    name: "request ids are guessable",
+    file: "src/rpc/channel.ts",
+    from: "const id = crypto.randomUUID();",
+    to: "const id = String(this.#pending.size + 2);",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "cannot forge",
+  },
+  {
+    name: "calls still running at the end are not waited for",
+    file: "src/host/executor.ts",
+    from: "await settleWithin([...inFlight], PENDING_CALLS_GRACE_MS);",
+    to: "",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "still running",
+  },
+  // What a sandbox can reach on the host
+  {
+    name: "sandboxes share a writable Deno cache folder",
+    file: "src/sandbox/sandbox_command.ts",
+    from: 'export const SANDBOX_DENO_DIR = "/dev/null/mcp-code-mode-sandbox";',
+    to: 'export const SANDBOX_DENO_DIR = "/tmp/mcp-code-mode-mutant-deno-dir";',
+    tests: ["tests/sandbox_traces_test.ts"],
+    filter: "survives",
+  },
+  {
+    name: "host paths are not hidden from the script",
+    file: "src/sandbox/worker.ts",
+    from: "  hideHostPaths();\n",
+    to: "\n",
+    tests: ["tests/sandbox_traces_test.ts"],
+    filter: "no host path",
+  },
+  // HTTP
+  {
+    name: "any bearer token is accepted",
+    file: "src/host/http_guard.ts",
+    from: "if (!constantTimeEqual(given, options.token)) {",
+    to: "if (false) {",
+    tests: ["tests/http_test.ts"],
+    filter: "checkBind",
+  },
+];
+
+const ROOT = fromFileUrl(new URL("..", import.meta.url));
+/** Files whose change needs the sandbox worker bundled again. */
+const WORKER_SOURCES =
+  /^src\/(sandbox\/worker\.ts|rpc\/|sandbox\/(prelude_py|snapshot_format|interrupt_listener)\.ts|write_all\.ts)/;
+
+async function run(command: string[], cwd: string, env: Record<string, string>) {
+  const out = await new Deno.Command(command[0]!, {
+    args: command.slice(1),
+    cwd,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { ok: out.success, output: new TextDecoder().decode(out.stdout) };
+}
+
+/** A copy of the checkout's tracked and new files (not ignored ones) in a temporary folder. */
+async function copyCheckout(): Promise<string> {
+  const listed = await run(
+    ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+    ROOT,
+    {},
+  );
+  const copy = await Deno.makeTempDir({ prefix: "mcp-code-mode-mutants-" });
+  for (const file of listed.output.split("\0").filter(Boolean)) {
+    try {
+      await Deno.mkdir(join(copy, dirname(file)), { recursive: true });
+      await Deno.copyFile(join(ROOT, file), join(copy, file));
+    } catch {
+      // listed but deleted in the working tree
+    }
+  }
+  return copy;
+}
+
+function testCommand(tests: string[], filter?: string): string[] {
+  return [
+    Deno.execPath(),
+    "test",
+    "--no-prompt",
+    "--allow-all",
+    ...(filter ? ["--filter", filter] : []),
+    ...tests,
+  ];
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ args: Deno.args, options: { only: { type: "string" } } });
+  const chosen = MUTATIONS.filter((m) => !values.only || m.name.includes(values.only));
+  const copy = await copyCheckout();
+  // The copy builds its own snapshot once, in a cache folder of its own (outside the copy, as
+  // a user's cache lies outside their checkout).
+  const cache = await Deno.makeTempDir({ prefix: "mcp-code-mode-mutants-cache-" });
+  const env = { CODEMODE_CACHE_DIR: cache, NO_COLOR: "1" };
+  const log = (line: string) => writeAllSync(Deno.stderr, line + "\n");
+  try {
+    const baseline = new Set(chosen.map((m) => JSON.stringify([m.tests, m.filter ?? ""])));
+    for (const key of baseline) {
+      const [tests, filter] = JSON.parse(key) as [string[], string];
+      const { ok, output } = await run(testCommand(tests, filter || undefined), copy, env);
+      if (!ok) {
+        log(output.slice(-3000));
+        log(`the unmutated code fails ${tests.join(" ")} ${filter}: fix that first`);
+        return 1;
+      }
+    }
+    const survived: string[] = [];
+    for (const mutation of chosen) {
+      const path = join(copy, mutation.file);
+      const original = await Deno.readTextFile(path);
+      const count = original.split(mutation.from).length - 1;
+      if (count !== 1) {
+        survived.push(`${mutation.name} (stale: its text occurs ${count} times)`);
+        log(`STALE     ${mutation.name}`);
+        continue;
+      }
+      await Deno.writeTextFile(path, original.replace(mutation.from, mutation.to));
+      try {
+        if (WORKER_SOURCES.test(mutation.file)) {
+          await run([Deno.execPath(), "run", "-A", "src/sandbox/bundle_worker.ts"], copy, env);
+        }
+        const started = performance.now();
+        const { ok } = await run(testCommand(mutation.tests, mutation.filter), copy, env);
+        const seconds = ((performance.now() - started) / 1000).toFixed(0);
+        log(`${ok ? "SURVIVED" : "caught  "}  ${mutation.name}  (${seconds} s)`);
+        if (ok) survived.push(mutation.name);
+      } finally {
+        await Deno.writeTextFile(path, original);
+        if (WORKER_SOURCES.test(mutation.file)) {
+          await run([Deno.execPath(), "run", "-A", "src/sandbox/bundle_worker.ts"], copy, env);
+        }
+      }
+    }
+    log(`\n${chosen.length - survived.length} of ${chosen.length} mutations caught`);
+    for (const name of survived) log(`  survived: ${name}`);
+    return survived.length === 0 ? 0 : 1;
+  } finally {
+    await Deno.remove(copy, { recursive: true }).catch(() => {});
+    await Deno.remove(cache, { recursive: true }).catch(() => {});
+  }
+}
+
+if (import.meta.main) Deno.exit(await main());
