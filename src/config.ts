@@ -440,7 +440,7 @@ export async function loadProfiles(
         baseDir: dir,
         realPath: (p) => Deno.realPathSync(p),
         protectedPaths,
-        findEscapingSymlink,
+        findEscapingLink,
       }),
     );
   }
@@ -448,10 +448,12 @@ export async function loadProfiles(
 }
 
 /**
- * The first symlink below `folder` that resolves outside it (or dangles), looking at up to
- * 20,000 entries. Checked when profiles load; the sandbox itself cannot create symlinks.
+ * The first link below `folder` that may lead outside it, looking at up to 20,000 entries: a
+ * symlink that resolves outside it (or dangles), or a file with more than one hard link (its
+ * other name may lie anywhere, a trusted file included). Checked when profiles load; the
+ * sandbox itself cannot create links.
  */
-export function findEscapingSymlink(folder: string): string | null {
+export function findEscapingLink(folder: string): string | null {
   const pending = [folder];
   let seen = 0;
   while (pending.length > 0 && seen < 20_000) {
@@ -475,6 +477,8 @@ export function findEscapingSymlink(folder: string): string | null {
         if (target !== folder && !target.startsWith(folder + "/")) return path;
       } else if (entry.isDirectory) {
         pending.push(path);
+      } else if (entry.isFile && (Deno.lstatSync(path).nlink ?? 1) > 1) {
+        return path;
       }
     }
   }

@@ -62,9 +62,9 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     if (Deno.build.standalone) {
       return "all (a compiled binary keeps the permissions it was built with)";
     }
-    const grants = await computeHostGrants({ configPath, http: null, extraRead: [] });
+    const { grants, scrub } = await computeHostGrants({ configPath, http: null, extraRead: [] });
     hostFlags(grants); // refuses what Deno cannot express
-    return describeGrants(grants);
+    return scrub(describeGrants(grants));
   });
   let memory: ResidentMemory = unknownResidentMemory;
   await check("memory limit", async () => {

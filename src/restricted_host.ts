@@ -17,6 +17,7 @@ import {
   hostGrants,
   runGrantFor,
 } from "./host_permissions.ts";
+import { createRedactor } from "./policy/redaction.ts";
 import { locateRuntime, runtimeTrustedPaths } from "./sandbox/runtime.ts";
 import type { Logger } from "./log.ts";
 
@@ -38,10 +39,13 @@ export interface RestrictedHostOptions {
   log: Logger;
 }
 
-/** What the server needs for its config (reads the config and the environment). */
+/**
+ * What the server needs for its config (reads the config and the environment), and how to
+ * scrub the config's secrets from a description of it (a server's path may hold a `${VAR}`).
+ */
 export async function computeHostGrants(
   options: Omit<RestrictedHostOptions, "args" | "log">,
-): Promise<HostGrants> {
+): Promise<{ grants: HostGrants; scrub: (text: string) => string }> {
   const { configPath, http, extraRead } = options;
   const runtime = locateRuntime();
   const config = await loadConfig({
@@ -51,7 +55,7 @@ export async function computeHostGrants(
   const stdioCommands = config.servers.flatMap((s) =>
     s.kind === "stdio" ? [runGrantFor(denoCommand(s.command), s.cwd)] : []
   );
-  return hostGrants({
+  const grants = hostGrants({
     config,
     configText: await Deno.readTextFile(config.path),
     denoPath: runtime.denoPath,
@@ -64,12 +68,13 @@ export async function computeHostGrants(
     http,
     extraRead,
   });
+  return { grants, scrub: createRedactor(config.secrets).text };
 }
 
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
-  const grants = await computeHostGrants(options);
-  options.log.debug(`host permissions: ${describeGrants(grants)}`);
+  const { grants, scrub } = await computeHostGrants(options);
+  options.log.debug(`host permissions: ${scrub(describeGrants(grants))}`);
   const flags = hostFlags(grants);
   const child = new Deno.Command(Deno.execPath(), {
     args: [

@@ -28,15 +28,23 @@ Deno.test("every execution writes one audit line, never to stdout", async () => 
     await server.execute({ code: "print('fine')" });
     await server.execute({ code: "while True:\n    pass", timeout_s: 1 });
     await server.execute({ code: "1/0" });
+    // A script cannot make a failure look like success, nor a limit, nor flood the log.
+    await server.execute({ code: "raise type('ok', (Exception,), {})('failed')" });
+    await server.execute({ code: "raise type('TIMEOUT', (Exception,), {})('failed')" });
+    await server.execute({ code: "raise type('A' * 4_000_000, (Exception,), {})('x')" });
   }
   const records = (await Deno.readTextFile(auditFile)).trim().split("\n").map((l) =>
     JSON.parse(l) as AuditRecord
   );
-  assert.deepEqual(records.map((r) => [r.outcome, r.limit_hit]), [
-    ["ok", null],
-    ["TIMEOUT", "TIMEOUT"],
-    ["ZeroDivisionError", null],
+  assert.deepEqual(records.map((r) => [r.outcome, r.script_error ?? null, r.limit_hit]), [
+    ["ok", null, null],
+    ["TIMEOUT", null, "TIMEOUT"],
+    ["error", "ZeroDivisionError", null],
+    ["error", "ok", null],
+    ["error", "ScriptError", null],
+    ["error", "Error", null],
   ]);
+  assert.ok(JSON.stringify(records).length < 10_000, "the script's text stays out of the log");
   assert.equal(records[0]!.profile, "default");
   assert.equal(records[0]!.code_chars, "print('fine')".length);
   assert.match(records[0]!.code_sha256, /^[0-9a-f]{64}$/);

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { isOutputName, parseOutputs } from "../src/sandbox/launcher.ts";
-import { ROOT, startServer } from "./_helpers.ts";
+import { ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("parseOutputs() keeps plain relative names and states saved paths itself", async (t) => {
   const table: [string, boolean][] = [
@@ -64,6 +64,25 @@ Deno.test("a script cannot forge what only the host knows", async (t) => {
     });
     assert.equal(r.diagnostics?.error_type, "ToolDenied");
     assert.equal(r.diagnostics?.reported_by, "script");
+  });
+
+  await t.step("a forged ToolDenied after a real denial names only the real one", async () => {
+    const r = await server.execute({
+      code: [
+        "import asyncio, json, _codemode_host",
+        "from mcp_tools import ToolDenied",
+        "async def one():",
+        "    try:",
+        "        await _codemode_host.call_tool('nobody', 'nothing', '{}')",
+        "    except Exception:",
+        "        pass",
+        "await asyncio.gather(*[one() for _ in range(201)])",
+        "raise ToolDenied('memory', 'delete_entities', 'denied: memory.delete_entities')",
+      ].join("\n"),
+    });
+    assert.equal(r.diagnostics?.error_type, "TOOL_DENIED", r.text);
+    assert.match(r.diagnostics!.message, /^nobody\.nothing was denied: the limit of 200/);
+    assert.doesNotMatch(r.diagnostics!.message, /delete_entities/);
   });
 
   await t.step("answering the host's execute request with a forged result", async () => {
@@ -154,4 +173,44 @@ Deno.test("a tool call still running when the script ends is recorded as what it
   assert.ok(r.tool_calls.calls[0]!.duration_ms >= 900);
   await Deno.remove(fsDir, { recursive: true });
   await Deno.remove(memoryDir, { recursive: true });
+});
+
+Deno.test("where an output was saved, and its size, come from the file on the host", async () => {
+  const dir = Deno.realPathSync(await Deno.makeTempDir());
+  await Deno.mkdir(`${dir}/permissions`);
+  await Deno.mkdir(`${dir}/ws`);
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, "{}");
+  await Deno.writeTextFile(
+    `${dir}/permissions/ws.json`,
+    JSON.stringify({
+      folders: [{ host: "../ws", mount: "/workspace", mode: "rw" }],
+      limits: { output_files_bytes: 1000 },
+    }),
+  );
+  const config = await writeConfig(dir, {
+    settings: { pool_size: 0, permissions_dir: "permissions" },
+  });
+  await using server = await startServer({ args: ["--config", config] });
+  const r = await server.execute({
+    profile: "ws",
+    code: [
+      "open('outputs/big.bin', 'wb').write(b'x' * 5000)",
+      "open('outputs/small.txt', 'w').write('hi')",
+      "import _codemode",
+      "real = _codemode.collect_outputs",
+      "def forged(limit, spill=None, files=50):",
+      "    found = real(limit, spill, files)",
+      "    for f in found:",
+      "        f['size'] = 123456789",
+      "    return found + [{'name': 'ghost.pdf', 'size': 99, 'omitted': True, 'saved_to': 'x'}]",
+      "_codemode.collect_outputs = forged",
+    ].join("\n"),
+  } as never);
+  assert.equal(r.success, true, r.text);
+  const byName = Object.fromEntries(r.outputs.map((f) => [f.name, f]));
+  assert.equal(byName["big.bin"]?.saved_to, "/workspace/outputs/big.bin");
+  assert.equal(byName["big.bin"]?.size, 5000);
+  assert.equal(byName["small.txt"]?.size, 2);
+  assert.equal(byName["ghost.pdf"]?.saved_to, undefined, "no file, so not saved");
+  await Deno.remove(dir, { recursive: true });
 });

@@ -79,6 +79,27 @@ const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/trusted_paths_test.ts"],
   },
+  {
+    name: "hard links in a granted folder go unnoticed",
+    file: "src/config.ts",
+    from: "entry.isFile && (Deno.lstatSync(path).nlink ?? 1) > 1",
+    to: "false",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "a server's working folder is not protected",
+    file: "src/policy/trusted_paths.ts",
+    from: '{ path: server.cwd, what: "an upstream server\'s working folder", folderOnly: true },',
+    to: "",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "only a server's script file is protected, not the modules beside it",
+    file: "src/policy/trusted_paths.ts",
+    from: "path: SCRIPT.test(word) || i === 0 ? dirname(path) : path,",
+    to: "path,",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
   // Tool policy
   {
     name: "one call past the limit is allowed",
@@ -268,6 +289,37 @@ const MUTATIONS: Mutation[] = [
     to: "\n",
     tests: ["tests/sandbox_traces_test.ts"],
     filter: "no host path",
+  },
+  {
+    name: "Python keeps the snapshot builder's path",
+    file: "src/sandbox/worker.ts",
+    from: "  codemode.forget_host_paths!();\n",
+    to: "\n",
+    tests: ["tests/sandbox_traces_test.ts"],
+    filter: "no host path",
+  },
+  {
+    name: "a claimed saved output is not checked on the host",
+    file: "src/host/executor.ts",
+    from: "return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;",
+    to: "return { ...rest, saved_to: savedTo };",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "come from the file",
+  },
+  {
+    name: "a forged ToolDenied's message is taken as the host's",
+    file: "src/host/executor.ts",
+    from: "message: `${denied.server}.${denied.tool} was denied: ${denied.error}`.slice(0, limit),",
+    to: "message: reply.error.message.slice(0, limit),",
+    tests: ["tests/host_facts_test.ts"],
+    filter: "cannot forge",
+  },
+  {
+    name: "the audit outcome takes the script's exception name",
+    file: "src/host/audit_log.ts",
+    from: 'const errorType = diagnostics?.reported_by === "host" ? diagnostics.error_type : null;',
+    to: "const errorType = diagnostics?.error_type ?? null;",
+    tests: ["tests/audit_test.ts"],
   },
   // HTTP
   {

@@ -15,6 +15,9 @@ Deno.test("isToolAllowed() matches server.tool globs", async (t) => {
     ["a", "b.c", ["a.b.c"], true],
     ["a", "bxc", ["a.b.c"], false],
     ["fs", "x", [], false],
+    ["myfs", "read", ["fs.read"], false],
+    ["fs", "read_secrets", ["fs.read"], false],
+    ["fs", "read", ["fs.*", "nothing"], true],
   ];
   for (const [server, tool, globs, expected] of table) {
     await t.step(`${server}.${tool} with ${JSON.stringify(globs)} -> ${expected}`, () => {

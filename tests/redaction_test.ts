@@ -19,7 +19,7 @@ const pythonJson = (value: unknown) =>
   );
 
 Deno.test("createRedactor() scrubs a secret in every encoding it can take in text", async (t) => {
-  const redact = createRedactor([SECRET, TOKEN, "abcdefgh12", "12XYZWVUTS"]);
+  const redact = createRedactor([SECRET, TOKEN, "abcdefgh12", "12XYZWVUTS", "???>>>~~~secret"]);
   const escaped = JSON.stringify(SECRET).slice(1, -1);
   const table: [string, string, string][] = [
     ["as is", `key=${SECRET};`, `key=${REDACTED};`],
@@ -53,6 +53,8 @@ Deno.test("createRedactor() scrubs a secret in every encoding it can take in tex
       JSON.stringify({ url: `https://h/?k=${REDACTED}` }),
     ],
     ["base64", `data:${base64(utf8(SECRET))}.`, `data:${REDACTED}.`],
+    // "???>>>~~~" encodes with + and / in standard base64, - and _ in the URL-safe alphabet.
+    ["base64 with + and /", `k=${base64(utf8("???>>>~~~secret"))};`, `k=${REDACTED};`],
     ["URL-safe base64 without padding", base64Url(utf8(SECRET)), REDACTED],
     ["base64 of the JSON-escaped form", base64(utf8(escaped)), REDACTED],
     ["hex", hex(utf8(SECRET)), REDACTED],

@@ -108,6 +108,8 @@ learn("cwd", lambda: js.Deno.cwd())
 learn("args", lambda: list(js.Deno.args))
 learn("execPath", lambda: js.Deno.execPath())
 learn("mainModule", lambda: js.Deno.mainModule)
+import sys, os
+learn("python", lambda: [sys.executable, sys._base_executable, sys.orig_argv, sys.argv, dict(os.environ)])
 learn("process", lambda: run_sync(run_js(
     "import('node:process').then(p => JSON.stringify([p.default.execPath, p.default.argv, p.default.argv0, p.default.cwd()]))")))
 learn("npm cache", lambda: run_sync(run_js(

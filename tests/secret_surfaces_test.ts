@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { assertNoSecret, startWithLeakyServer } from "./_secret_fixture.ts";
+import { childEnv, MAIN, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
 
 Deno.test("a secret in an upstream server's docs, replies and stderr reaches no surface", async (t) => {
   await using server = await startWithLeakyServer();
@@ -79,4 +80,27 @@ Deno.test("a secret in an upstream server's docs, replies and stderr reaches no 
     assert.match(server.stderr(), /cannot connect upstream server/);
     assertNoSecret(server.stderr(), "the log");
   });
+});
+
+Deno.test("the launcher's debug log of its grants does not show a secret in a server's path", async () => {
+  const dir = Deno.realPathSync(await Deno.makeTempDir());
+  const secretDir = `${dir}/private-7c1e9a3b5d`;
+  await Deno.mkdir(secretDir);
+  await Deno.mkdir(`${dir}/permissions`);
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, "{}");
+  const config = await writeConfig(dir, {
+    servers: { hidden: { command: "./server.sh", cwd: "${SRV_DIR}" } },
+    settings: { permissions_dir: "permissions", pool_size: 0 },
+  });
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...SERVE_FLAGS, MAIN, "tools", "--config", config, "--log-level", "debug"],
+    env: childEnv({ SRV_DIR: secretDir }),
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.match(stderr, /host permissions: /);
+  assert.ok(!stderr.includes("private-7c1e9a3b5d"), stderr);
+  await Deno.remove(dir, { recursive: true });
 });

@@ -12,16 +12,22 @@ import { denoCacheDir } from "../src/policy/trusted_paths.ts";
 Deno.test("loadConfig() refuses write access over anything the host runs or trusts", async (t) => {
   const root = Deno.realPathSync(await Deno.makeTempDir());
   const runtime = locateRuntime();
-  for (const dir of ["permissions", "skills", "wheels", "logs", "servers"]) {
-    await Deno.mkdir(join(root, dir));
+  for (
+    const dir of ["permissions", "skills", "wheels", "logs", "servers/lib", "taskdir/sub", "py/pkg"]
+  ) {
+    await Deno.mkdir(join(root, dir), { recursive: true });
   }
-  await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "// an upstream server\n");
+  await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "import './lib/helper.ts';\n");
+  await Deno.writeTextFile(join(root, "servers", "lib", "helper.ts"), "export {};\n");
+  await Deno.writeTextFile(join(root, "taskdir", "deno.json"), '{"tasks": {"mcp": "true"}}');
   const configPath = join(root, "mcp_servers.json");
   await Deno.writeTextFile(
     configPath,
     JSON.stringify({
       servers: {
         local: { command: "deno", args: ["run", "servers/tool_server.ts"], cwd: root },
+        tasked: { command: "deno", args: ["task", "mcp"], cwd: join(root, "taskdir") },
+        python: { command: "python3", args: ["-m", "pkg.server"], cwd: join(root, "py") },
       },
       settings: {
         permissions_dir: "permissions",
@@ -48,20 +54,27 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     ["the skills folder", join(root, "skills"), /the skills folder/],
     ["the wheel folder", join(root, "wheels"), /the wheel folder/],
     ["the audit log's folder", join(root, "logs"), /the audit log/],
-    ["a script an upstream server runs", join(root, "servers"), /a file an upstream server runs/],
+    ["a script an upstream server runs", join(root, "servers"), /files an upstream server runs/],
+    ["modules beside that script", join(root, "servers", "lib"), /files an upstream server runs/],
+    ["a server's working folder (deno task)", join(root, "taskdir"), /working folder/],
+    ["a package a server runs with -m", join(root, "py", "pkg"), /a package an upstream server/],
     ["Pyodide's files", runtime.pyodideDir, /Pyodide's files|Deno's cache/],
     // (Deno's cache also holds symlinks that lead out of it, refused for that too.)
     [
       "Deno's cache",
       denoCacheDir((n) => Deno.env.get(n), Deno.build.os),
-      /Deno's cache|symlink that leads outside/,
+      /Deno's cache|link that may lead outside/,
     ],
     [
       "Deno's npm packages",
       join(denoCacheDir((n) => Deno.env.get(n), Deno.build.os), "npm"),
       /Pyodide's files|Deno's cache/,
     ],
-    ["the folder of the Deno binary", dirname(runtime.denoPath), /the Deno binary/],
+    [
+      "the folder of the Deno binary",
+      dirname(runtime.denoPath),
+      /the Deno binary|link that may lead outside/, // npm installs it with two hard links
+    ],
   ];
   for (const [name, host, message] of refused) {
     await t.step(`${name} is refused`, async () => {
@@ -77,6 +90,16 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
   await t.step("the snapshot cache is refused", async () => {
     await Deno.mkdir(runtime.cacheDir, { recursive: true });
     await assert.rejects(attempt(runtime.cacheDir), /the snapshot cache/);
+  });
+  await t.step("a folder holding a hard link to a trusted file is refused", async () => {
+    await Deno.mkdir(join(root, "linked"));
+    await Deno.writeTextFile(join(root, "permissions", "default.json"), "{}");
+    await Deno.link(join(root, "permissions", "default.json"), join(root, "linked", "innocent"));
+    await assert.rejects(attempt(join(root, "linked")), /innocent, a link that may lead outside/);
+    await Deno.remove(join(root, "linked"), { recursive: true });
+  });
+  await t.step("a folder below a server's working folder may still be granted", async () => {
+    await attempt(join(root, "taskdir", "sub"));
   });
   await t.step(
     "the same folders read-only, and the shipped examples read-write, load",

@@ -13,8 +13,12 @@ export interface AuditRecord {
   code_sha256: string;
   code_chars: number;
   tool_calls: { server: string; tool: string; outcome: string; duration_ms: number }[];
-  /** "ok", or the error type (a limit such as TIMEOUT, or a Python exception). */
+  /**
+   * "ok"; a host outcome (TIMEOUT, MEMORY_LIMIT, ...); or "error" when the script raised an
+   * exception (named in `script_error`: the script's own word, so it never decides `outcome`).
+   */
   outcome: string;
+  script_error?: string;
   limit_hit: string | null;
   duration_ms: number;
 }
@@ -33,7 +37,8 @@ export async function auditRecord(
   code: string,
   result: ExecutionResult,
 ): Promise<AuditRecord> {
-  const errorType = result.diagnostics?.error_type ?? null;
+  const diagnostics = result.diagnostics;
+  const errorType = diagnostics?.reported_by === "host" ? diagnostics.error_type : null;
   return {
     time: new Date().toISOString(),
     execution_id: id,
@@ -47,6 +52,9 @@ export async function auditRecord(
       duration_ms,
     })),
     outcome: result.success ? "ok" : errorType ?? "error",
+    ...(diagnostics?.reported_by === "script"
+      ? { script_error: diagnostics.error_type.slice(0, 200) }
+      : {}),
     limit_hit: errorType !== null && LIMITS.has(errorType) ? errorType : null,
     duration_ms: result.duration_ms,
   };

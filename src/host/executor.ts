@@ -225,6 +225,9 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
         void sandbox[Symbol.asyncDispose]();
       }
     }
+    if (outcome.reply?.outputs) {
+      outcome.reply.outputs = await verifyOutputs(outcome.reply.outputs, profile);
+    }
     const result = toResult(outcome, profile, calls, performance.now() - started);
     const fatal = outcome.reply?.ok === false && outcome.reply.fatal === true;
     if (sessionId !== undefined && (outcome.stop || fatal) && result.diagnostics) {
@@ -280,8 +283,10 @@ function toResult(
   if (reply.ok) {
     return { ...base, success: true, result: capResult(reply.result, limit), diagnostics: null };
   }
-  // An uncaught ToolDenied is TOOL_DENIED only when the host did deny a call of this run.
-  if (reply.error.error_type === "ToolDenied" && calls.some((c) => c.outcome === "denied")) {
+  // An uncaught ToolDenied is TOOL_DENIED only when the host did deny a call of this run, and
+  // the message says which call, from the host's own record.
+  const denied = calls.find((c) => c.outcome === "denied");
+  if (reply.error.error_type === "ToolDenied" && denied) {
     return {
       ...base,
       success: false,
@@ -289,7 +294,7 @@ function toResult(
       diagnostics: {
         error_type: "TOOL_DENIED",
         reported_by: "host",
-        message: reply.error.message.slice(0, limit),
+        message: `${denied.server}.${denied.tool} was denied: ${denied.error}`.slice(0, limit),
         traceback: reply.error.traceback.slice(0, limit),
         lineno: reply.error.lineno,
       },
@@ -309,6 +314,34 @@ function toResult(
       lineno: reply.error.lineno,
     },
   };
+}
+
+/**
+ * The outputs as the host can state them: a returned file's size is its data's; a file the
+ * sandbox says it saved must be there, in the profile's read-write folder on the host, and its
+ * size is the file's. Sizes of files neither returned nor saved remain the script's word.
+ */
+async function verifyOutputs(files: OutputFile[], profile: Profile): Promise<OutputFile[]> {
+  return await Promise.all(files.map(async (file) => {
+    if (file.data !== undefined) return { ...file, size: base64Bytes(file.data) };
+    if (file.saved_to === undefined) return file;
+    const { saved_to: savedTo, ...rest } = file;
+    const folder = profile.folders.find((f) =>
+      f.mode === "rw" && savedTo.startsWith(f.mount.replace(/\/$/, "") + "/")
+    );
+    if (!folder) return rest;
+    const hostPath = folder.host + savedTo.slice(folder.mount.replace(/\/$/, "").length);
+    try {
+      const stat = await Deno.lstat(hostPath);
+      return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;
+    } catch {
+      return rest; // not there: listed as omitted, not as saved
+    }
+  }));
+}
+
+function base64Bytes(data: string): number {
+  return Math.floor(data.length * 3 / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
 }
 
 function describeOutput(file: OutputFile): ResultFile {

@@ -3,7 +3,7 @@
  * script that could rewrite the worker, the memory watcher, a profile or a skill would run its
  * own code at the next start, in the next execution, or with every permission.
  */
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 
 /** A path no sandbox may write, and what it is (for the refusal's message). */
 export interface TrustedPath {
@@ -11,6 +11,11 @@ export interface TrustedPath {
   what: string;
   /** Folders below `path` that a profile may still grant (the checkout's examples/). */
   except?: string[];
+  /**
+   * Only the folder itself is trusted, not what lies below it: a server's working folder, where
+   * Deno, Node and Python look for config files (deno.json, package.json) and packages.
+   */
+  folderOnly?: boolean;
 }
 
 export interface TrustInputs {
@@ -52,18 +57,40 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
   if (inputs.settings.audit_log) {
     paths.push({ path: inputs.settings.audit_log, what: "the audit log" });
   }
-  for (const server of inputs.servers) {
-    // The command when it is a path, and arguments that name programs (not data folders).
-    const programs = [server.command, ...server.args.filter((arg) => SCRIPT.test(arg))];
-    for (const word of programs) {
-      if (!word.includes("/") || /^[a-z][a-z0-9+.-]*:/i.test(word)) continue; // `deno`, npm:
+  for (const server of inputs.servers) paths.push(...serverPaths(server));
+  return paths;
+}
+
+/**
+ * What a stdio server runs: its working folder (config files found there or above, `deno task`,
+ * `node .`), and, whole, the folders of its command and of every argument that names a path
+ * (its script and the modules beside it; a data folder named this way is protected too, which
+ * errs on the safe side). `-m pkg` names a package under the working folder.
+ */
+function serverPaths(server: { command: string; args: string[]; cwd: string }): TrustedPath[] {
+  const at = (word: string) => isAbsolute(word) ? word : resolve(server.cwd, word);
+  const paths: TrustedPath[] = [
+    { path: server.cwd, what: "an upstream server's working folder", folderOnly: true },
+  ];
+  const words = [server.command, ...server.args];
+  for (const [i, word] of words.entries()) {
+    if (words[i - 1] === "-m") {
+      paths.push({ path: at(word.split(".")[0]!), what: "a package an upstream server runs" });
+    } else if (isPathWord(word)) {
+      const path = at(word);
       paths.push({
-        path: isAbsolute(word) ? word : resolve(server.cwd, word),
-        what: "a file an upstream server runs",
+        path: SCRIPT.test(word) || i === 0 ? dirname(path) : path,
+        what: "files an upstream server runs",
       });
     }
   }
   return paths;
+}
+
+/** A word of a command line that names a file or folder (not a flag, a URL or `npm:x`). */
+function isPathWord(word: string): boolean {
+  if (word.startsWith("-") || /^[a-z][a-z0-9+.-]*:/i.test(word)) return false;
+  return word === "." || word === ".." || word.includes("/") || SCRIPT.test(word);
 }
 
 const SCRIPT = /\.(ts|mts|js|mjs|cjs|py|sh)$/;
@@ -71,7 +98,7 @@ const SCRIPT = /\.(ts|mts|js|mjs|cjs|py|sh)$/;
 /** Whether write access to `folder` would reach into `trusted`. */
 export function overlaps(folder: string, trusted: TrustedPath): boolean {
   if (isInside(trusted.path, folder)) return true; // the folder holds it
-  return isInside(folder, trusted.path) &&
+  return !trusted.folderOnly && isInside(folder, trusted.path) &&
     !(trusted.except ?? []).some((allowed) => isInside(folder, allowed));
 }
 

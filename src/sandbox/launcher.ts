@@ -570,4 +570,4 @@ function parseExecuteReply(
 }
 
 /** A Python exception's (qualified) class name, as the script may raise it. */
-const PYTHON_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,9}$/;
+const PYTHON_NAME = /^(?=.{1,200}$)[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,9}$/;

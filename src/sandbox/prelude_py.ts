@@ -258,6 +258,15 @@ async def f_async(a: str) -> Any:
 """
 
 
+def forget_host_paths():
+    """The snapshot was made by a process started from a host path, which Python kept as its
+    executable and in the environment; a script must not learn it."""
+    sys.executable = ""
+    sys._base_executable = ""
+    sys.orig_argv = [""]
+    os.environ.pop("_", None)
+
+
 def warm_up():
     """Runs the execution path once so a booted sandbox answers its first script quickly
     (WebAssembly functions are compiled on first use). Leaves nothing behind."""

@@ -108,10 +108,10 @@ export interface ResolveContext {
   /** Real paths the sandbox must never be able to write: what the host runs or trusts. */
   protectedPaths: TrustedPath[];
   /**
-   * A symlink inside `folder` whose target lies outside it, if any. Deno follows symlinks inside
-   * a granted folder, so such a link would hand the sandbox whatever it points at.
+   * A link inside `folder` that may lead outside it, if any: a symlink whose target lies outside
+   * (Deno follows symlinks inside a granted folder) or a file with several hard links.
    */
-  findEscapingSymlink?: (folder: string) => string | null;
+  findEscapingLink?: (folder: string) => string | null;
 }
 
 /**
@@ -190,10 +190,10 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
     throw new TypeError(`Cannot load ${where}.host: "${host}" contains a comma`);
   }
   if (host === "/") throw new TypeError(`Cannot load ${where}.host: the root folder is refused`);
-  const escaping = ctx.findEscapingSymlink?.(host);
+  const escaping = ctx.findEscapingLink?.(host);
   if (escaping) {
     throw new TypeError(
-      `Cannot load ${where}.host: it contains ${escaping}, a symlink that leads outside the folder`,
+      `Cannot load ${where}.host: it contains ${escaping}, a link that may lead outside the folder (a symlink pointing out, or a file with several hard links)`,
     );
   }
   for (const guarded of ctx.protectedPaths) {

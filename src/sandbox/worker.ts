@@ -254,6 +254,7 @@ async function serve(): Promise<void> {
   pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
   // Warm the execution path before the host can hand us a script.
+  codemode.forget_host_paths!();
   await codemode.warm_up!.callPromising();
   const interrupts = boot.interruptible ? await listenForInterrupts(pyodide) : null;
   if (boot.drop_permissions) {
