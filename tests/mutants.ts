@@ -252,8 +252,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a script's own ToolDenied becomes TOOL_DENIED",
     file: "src/host/executor.ts",
-    from: 'calls.some((c) => c.outcome === "denied")',
-    to: "true",
+    from: 'const denied = calls.find((c) => c.outcome === "denied");',
+    to: 'const denied = { server: "s", tool: "t", error: "x", ...calls.find(() => true) };',
     tests: ["tests/host_facts_test.ts"],
     filter: "cannot forge",
   },
@@ -322,6 +322,30 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/audit_test.ts"],
   },
   // HTTP
+  {
+    name: "one connection may take every persistent session",
+    file: "src/host/sessions.ts",
+    from: "if (mine >= this.#maxPerOwner) {",
+    to: "if (false) {",
+    tests: ["tests/http_sessions_test.ts"],
+    filter: "its share",
+  },
+  {
+    name: "HTTP sessions are not capped",
+    file: "src/host/http_server.ts",
+    from: "if (sessions.size + opening >= options.maxSessions) {",
+    to: "if (false) {",
+    tests: ["tests/http_sessions_test.ts"],
+    filter: "max-http-sessions",
+  },
+  {
+    name: "a closed host keeps listening to catalog changes",
+    file: "src/host/server.ts",
+    from: "        unsubscribe();\n",
+    to: "\n",
+    tests: ["tests/http_sessions_test.ts"],
+    filter: "no catalog listener",
+  },
   {
     name: "any bearer token is accepted",
     file: "src/host/http_guard.ts",
