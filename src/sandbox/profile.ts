@@ -190,18 +190,18 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
     throw new TypeError(`Cannot load ${where}.host: "${host}" contains a comma`);
   }
   if (host === "/") throw new TypeError(`Cannot load ${where}.host: the root folder is refused`);
-  const escaping = ctx.findEscapingLink?.(host);
-  if (escaping) {
-    throw new TypeError(
-      `Cannot load ${where}.host: it contains ${escaping}, a link that may lead outside the folder (a symlink pointing out, or a file with several hard links)`,
-    );
-  }
   for (const guarded of ctx.protectedPaths) {
     if (mode === "rw" && overlaps(host, guarded)) {
       throw new TypeError(
         `Cannot load ${where}.host: write access to "${host}" overlaps ${guarded.what} (${guarded.path})`,
       );
     }
+  }
+  const escaping = ctx.findEscapingLink?.(host);
+  if (escaping) {
+    throw new TypeError(
+      `Cannot load ${where}.host: it contains ${escaping}, a link that may lead outside the folder (a symlink pointing out, or a file with several hard links)`,
+    );
   }
   return { host, mount, mode };
 }
