@@ -291,6 +291,14 @@ const MUTATIONS: Mutation[] = [
     filter: "no host path",
   },
   {
+    name: "files a script writes become world-writable on the host",
+    file: "src/sandbox/worker.ts",
+    from: "    maskWritableModes(pyodide);\n",
+    to: "\n",
+    tests: ["tests/profiles_test.ts"],
+    filter: "exactly",
+  },
+  {
     name: "Python keeps the snapshot builder's path",
     file: "src/sandbox/worker.ts",
     from: "  codemode.forget_host_paths!();\n",

@@ -57,6 +57,15 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
       });
       assert.equal(second.result, "kept");
       assert.equal(await Deno.readTextFile(`${root}/ws/notes.txt`), "kept");
+      const chmod = await server.execute({
+        profile: "workspace",
+        code: "import os\nos.chmod('/workspace/notes.txt', 0o777)\nos.mkdir('/workspace/sub')",
+      });
+      assert.equal(chmod.success, true, chmod.text);
+      // Nothing a script writes becomes group- or world-writable on the host.
+      for (const path of [`${root}/ws/notes.txt`, `${root}/ws/sub`]) {
+        assert.equal((await Deno.stat(path)).mode! & 0o022, 0, path);
+      }
       const isolated = await server.execute({
         code: "import os\nos.path.exists('/workspace/notes.txt')",
       });

@@ -55,7 +55,11 @@ interface PyodideLike {
   FS: {
     mkdirTree(path: string): void;
     filesystems?: {
-      NODEFS?: { tryFSOperation?: (operation: () => unknown) => unknown };
+      NODEFS?: {
+        tryFSOperation?: (operation: () => unknown) => unknown;
+        node_ops?: Record<string, (...args: never[]) => unknown>;
+        stream_ops?: Record<string, (...args: never[]) => unknown>;
+      };
     };
   };
   makeMemorySnapshot(): Uint8Array;
@@ -122,6 +126,32 @@ function mapPermissionErrors(pyodide: PyodideLike): void {
         throw error;
       }
     });
+}
+
+/**
+ * Files in a host folder never become group- or world-writable. Emscripten creates a file with
+ * mode 0666 and then sets that mode explicitly, and Deno applies no umask to an explicit mode:
+ * without this, every file a script wrote would be writable by every user of the host.
+ */
+function maskWritableModes(pyodide: PyodideLike): void {
+  const nodefs = pyodide.FS.filesystems?.NODEFS;
+  type SetMode = (target: unknown, attr: { mode?: number }) => unknown;
+  type MakeNode = (parent: unknown, name: string, mode: number, dev: number) => unknown;
+  for (const ops of [nodefs?.node_ops, nodefs?.stream_ops]) {
+    const setattr = ops?.setattr as SetMode | undefined;
+    if (ops && setattr) {
+      ops.setattr = ((target, attr) =>
+        setattr(
+          target,
+          attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~0o022 },
+        )) as SetMode;
+    }
+  }
+  const mknod = nodefs?.node_ops?.mknod as MakeNode | undefined;
+  if (nodefs?.node_ops && mknod) {
+    nodefs.node_ops.mknod = ((parent, name, mode, dev) =>
+      mknod(parent, name, mode & ~0o022, dev)) as MakeNode;
+  }
 }
 
 /** A stream writer for Python's stdout/stderr that forwards text to the host as it comes. */
@@ -228,7 +258,10 @@ async function serve(): Promise<void> {
     stderr: logToStderr,
   });
   const mounts = boot.mounts;
-  if (mounts.length > 0) mapPermissionErrors(pyodide);
+  if (mounts.length > 0) {
+    mapPermissionErrors(pyodide);
+    maskWritableModes(pyodide);
+  }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
     pyodide.mountNodeFS(mount, host);

@@ -727,6 +727,25 @@ function mapPermissionErrors(pyodide) {
     }
   });
 }
+function maskWritableModes(pyodide) {
+  const nodefs = pyodide.FS.filesystems?.NODEFS;
+  for (const ops of [
+    nodefs?.node_ops,
+    nodefs?.stream_ops
+  ]) {
+    const setattr = ops?.setattr;
+    if (ops && setattr) {
+      ops.setattr = (target, attr) => setattr(target, attr.mode === void 0 ? attr : {
+        ...attr,
+        mode: attr.mode & ~18
+      });
+    }
+  }
+  const mknod = nodefs?.node_ops?.mknod;
+  if (nodefs?.node_ops && mknod) {
+    nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~18, dev);
+  }
+}
 function outputWriter(target, stream) {
   const decoder = new TextDecoder();
   return {
@@ -840,7 +859,10 @@ async function serve() {
     stderr: logToStderr
   });
   const mounts = boot.mounts;
-  if (mounts.length > 0) mapPermissionErrors(pyodide);
+  if (mounts.length > 0) {
+    mapPermissionErrors(pyodide);
+    maskWritableModes(pyodide);
+  }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
     pyodide.mountNodeFS(mount, host);
