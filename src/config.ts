@@ -106,6 +106,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     configPath: path,
     settings: parsed.settings,
     servers: parsed.servers.filter((s) => s.kind === "stdio"),
+    resolveCommand: (name) => findOnPath(name, env("PATH") ?? ""),
     runtime: options.runtimePaths ?? [],
   }).map((t) => ({ ...t, path: realPathOfWhatExists(t.path) }));
   const profiles = await loadProfiles(parsed.settings.permissions_dir, trusted);
@@ -233,7 +234,8 @@ function parseServer(
       const parsed = new URL(url);
       if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
     } catch {
-      throw new TypeError(ctx.where("url") + `: "${url}" is not an http(s) URL`);
+      // The file's own text, not the expanded value: a ${VAR} in it may hold a secret.
+      throw new TypeError(ctx.where("url") + `: "${entry.url}" is not an http(s) URL`);
     }
     for (const key of ["args", "env", "cwd"]) {
       if (entry[key] !== undefined) {
@@ -374,6 +376,18 @@ function defaultSkillsDir(): string {
   return join(base, "mcp-code-mode", "skills");
 }
 
+/** Where a bare command name is found on PATH (as the host would run it), if anywhere. */
+function findOnPath(name: string, path: string): string | undefined {
+  for (const dir of path.split(":").filter(Boolean)) {
+    try {
+      if (Deno.statSync(join(dir, name)).isFile) return join(dir, name);
+    } catch {
+      // not here (or not readable by the restricted server: the launcher checked already)
+    }
+  }
+  return undefined;
+}
+
 /**
  * The real path of `path`, or of its nearest existing parent joined with the rest (an audit log
  * that is not written yet is still protected where it will be). The restricted server may not
@@ -447,16 +461,19 @@ export async function loadProfiles(
   return profiles;
 }
 
+const MAX_SCANNED_ENTRIES = 20_000;
+
 /**
- * The first link below `folder` that may lead outside it, looking at up to 20,000 entries: a
- * symlink that resolves outside it (or dangles), or a file with more than one hard link (its
- * other name may lie anywhere, a trusted file included). Checked when profiles load; the
+ * Why `folder` may not be granted because of its links, or null: a symlink below it that
+ * resolves outside it (or dangles), a file with more than one hard link (its other name may lie
+ * anywhere, a trusted file included), or more entries than can be checked (what was not checked
+ * is not granted). Checked when profiles load; the
  * sandbox itself cannot create links.
  */
 export function findEscapingLink(folder: string): string | null {
   const pending = [folder];
   let seen = 0;
-  while (pending.length > 0 && seen < 20_000) {
+  while (pending.length > 0) {
     const dir = pending.pop()!;
     let entries: Deno.DirEntry[];
     try {
@@ -465,25 +482,30 @@ export function findEscapingLink(folder: string): string | null {
       continue;
     }
     for (const entry of entries) {
-      seen++;
+      if (++seen > MAX_SCANNED_ENTRIES) {
+        return `more than ${MAX_SCANNED_ENTRIES} entries, too many to check for links (grant a smaller folder)`;
+      }
       const path = join(dir, entry.name);
       if (entry.isSymlink) {
         let target: string;
         try {
           target = Deno.realPathSync(path);
         } catch {
-          return path;
+          return linkOut(path);
         }
-        if (target !== folder && !target.startsWith(folder + "/")) return path;
+        if (target !== folder && !target.startsWith(folder + "/")) return linkOut(path);
       } else if (entry.isDirectory) {
         pending.push(path);
       } else if (entry.isFile && (Deno.lstatSync(path).nlink ?? 1) > 1) {
-        return path;
+        return linkOut(path);
       }
     }
   }
   return null;
 }
+
+const linkOut = (path: string) =>
+  `${path}, a link that may lead outside the folder (a symlink pointing out, or a file with several hard links)`;
 
 /** Replaces `${NAME}` with the host environment's value; a missing variable is an error. */
 export function expandVars(

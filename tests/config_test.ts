@@ -203,3 +203,23 @@ Deno.test("settings.max_sessions_per_connection defaults to half of max_sessions
     });
   }
 });
+
+Deno.test("a config error quotes the file's text, not a secret a variable expanded to", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/mcp_servers.json`;
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      servers: { remote: { url: "${REMOTE_URL}" } },
+      settings: { permissions_dir: `${ROOT}tests/fixtures/permissions` },
+    }),
+  );
+  const env = (name: string) =>
+    name === "REMOTE_URL" ? "htps://mcp.example/mcp?api_key=Sk_live_TopSecret12345" : undefined;
+  await assert.rejects(loadConfig({ path, env }), (error: Error) => {
+    assert.match(error.message, /"\$\{REMOTE_URL\}" is not an http\(s\) URL/);
+    assert.doesNotMatch(error.message, /TopSecret/);
+    return true;
+  });
+  await Deno.remove(dir, { recursive: true });
+});

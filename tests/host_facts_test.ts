@@ -214,3 +214,56 @@ Deno.test("where an output was saved, and its size, come from the file on the ho
   assert.equal(byName["ghost.pdf"]?.saved_to, undefined, "no file, so not saved");
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("a call still running 5 s after the script ended is recorded unfinished", async () => {
+  const dir = await Deno.makeTempDir();
+  const config = await writeConfig(dir, {
+    servers: {
+      everything: {
+        command: "deno",
+        args: [
+          "run",
+          "--no-prompt",
+          "-A",
+          "npm:@modelcontextprotocol/server-everything@2026.8.31",
+          "stdio",
+        ],
+        cwd: ROOT, // the project's lock file: no registry lookup
+      },
+    },
+    settings: { pool_size: 0, tool_timeout_s: 30, permissions_dir: `${ROOT}permissions` },
+  });
+  await using server = await startServer({ args: ["--config", config] });
+  const r = await server.execute({
+    code: [
+      "import asyncio",
+      "from mcp_tools import everything",
+      "asyncio.ensure_future(everything.trigger_long_running_operation_async(duration=9, steps=1))",
+      "await asyncio.sleep(0.2)",
+      "'ended'",
+    ].join("\n"),
+  });
+  assert.equal(r.result, "ended", r.text);
+  assert.deepEqual(r.tool_calls.calls.map((c) => c.outcome), ["unfinished"]);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("malformed output data cannot spoil the result", async () => {
+  await using server = await startServer();
+  const r = await server.execute({
+    code: [
+      "import _codemode",
+      "_codemode.collect_outputs = lambda *a, **k: [",
+      "    {'name': 'a.txt', 'size': 1, 'data': '===='},",
+      "    {'name': 'b.bin', 'size': 1, 'data': 'A=AA'},",
+      "]",
+      "print('visible')",
+    ].join("\n"),
+  });
+  assert.equal(r.success, true, r.text);
+  assert.equal(r.stdout, "visible\n");
+  assert.deepEqual(r.outputs.map((f) => [f.name, f.data ?? null, f.omitted ?? false]), [
+    ["a.txt", null, true],
+    ["b.bin", null, true],
+  ]);
+});

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { assertNoSecret, startWithLeakyServer } from "./_secret_fixture.ts";
 import { childEnv, MAIN, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 Deno.test("a secret in an upstream server's docs, replies and stderr reaches no surface", async (t) => {
   await using server = await startWithLeakyServer();
@@ -74,6 +75,31 @@ Deno.test("a secret in an upstream server's docs, replies and stderr reaches no 
     assert.equal(r.tool_calls.count, 3);
     assertNoSecret(r.stdout, "the sandbox's output");
     assertNoSecret(JSON.stringify(r), "the execute_code result");
+  });
+
+  await t.step("live output, when the script decodes a form the host did not scrub", async () => {
+    const live: string[] = [];
+    server.client.setNotificationHandler(
+      LoggingMessageNotificationSchema,
+      (n: { params: unknown }) => {
+        live.push(JSON.stringify(n.params));
+      },
+    );
+    const r = await server.execute({
+      code: [
+        "import base64",
+        "from mcp_tools import leaky",
+        "wrapped = leaky.get_wrapped_token()",
+        "token = base64.b64decode(wrapped.replace('\\r\\n', '')).decode()[2:]",
+        "print('decoded:', token)",
+        "print('halves:', token[:9], token[9:], sep='\\n')",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    assert.match(r.stdout, /decoded: \[REDACTED\]/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(live.some((m) => m.includes("decoded:")), "live output arrived");
+    assertNoSecret(live.join("\n"), "live output");
   });
 
   await t.step("the host's log", () => {

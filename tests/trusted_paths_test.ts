@@ -12,11 +12,21 @@ import { denoCacheDir } from "../src/policy/trusted_paths.ts";
 Deno.test("loadConfig() refuses write access over anything the host runs or trusts", async (t) => {
   const root = Deno.realPathSync(await Deno.makeTempDir());
   const runtime = locateRuntime();
-  for (
-    const dir of ["permissions", "skills", "wheels", "logs", "servers/lib", "taskdir/sub", "py/pkg"]
-  ) {
-    await Deno.mkdir(join(root, dir), { recursive: true });
-  }
+  const dirs = [
+    "permissions",
+    "skills",
+    "wheels",
+    "logs",
+    "servers/lib",
+    "taskdir/sub",
+    "py/pkg",
+    "home",
+    "cfgdir",
+    "hook",
+    "bin",
+  ];
+  for (const dir of dirs) await Deno.mkdir(join(root, dir), { recursive: true });
+  await Deno.writeTextFile(join(root, "bin", "mysrv"), "#!/bin/sh\n");
   await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "import './lib/helper.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "lib", "helper.ts"), "export {};\n");
   await Deno.writeTextFile(join(root, "taskdir", "deno.json"), '{"tasks": {"mcp": "true"}}');
@@ -25,9 +35,21 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     configPath,
     JSON.stringify({
       servers: {
-        local: { command: "deno", args: ["run", "servers/tool_server.ts"], cwd: root },
+        local: { command: "deno", args: ["run", "../servers/tool_server.ts"], cwd: "home" },
         tasked: { command: "deno", args: ["task", "mcp"], cwd: join(root, "taskdir") },
         python: { command: "python3", args: ["-m", "pkg.server"], cwd: join(root, "py") },
+        flagged: {
+          command: "deno",
+          args: ["run", `--config=${root}/cfgdir/deno.json`, "npm:some-server"],
+          cwd: "home",
+        },
+        noded: {
+          command: "node",
+          args: ["server.mjs"],
+          env: { NODE_OPTIONS: `--require ${root}/hook/h.cjs` },
+          cwd: "home",
+        },
+        bare: { command: "mysrv", cwd: "home" },
       },
       settings: {
         permissions_dir: "permissions",
@@ -43,7 +65,12 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
       join(root, "permissions", "grab.json"),
       JSON.stringify({ folders: [{ host, mount: "/grab", mode }] }),
     );
-    return loadConfig({ path: configPath, runtimePaths: runtimeTrustedPaths(runtime) });
+    return loadConfig({
+      path: configPath,
+      runtimePaths: runtimeTrustedPaths(runtime),
+      // `mysrv` is found on PATH, in root/bin.
+      env: (name) => name === "PATH" ? `${root}/bin:${Deno.env.get("PATH")}` : Deno.env.get(name),
+    });
   };
   const refused: [string, string, RegExp][] = [
     ["the checkout", PROJECT_ROOT, /the server's own files/],
@@ -57,7 +84,11 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     ["a script an upstream server runs", join(root, "servers"), /files an upstream server runs/],
     ["modules beside that script", join(root, "servers", "lib"), /files an upstream server runs/],
     ["a server's working folder (deno task)", join(root, "taskdir"), /working folder/],
-    ["a package a server runs with -m", join(root, "py", "pkg"), /a package an upstream server/],
+    ["a folder below a server's working folder", join(root, "taskdir", "sub"), /working folder/],
+    ["a package a server runs with -m", join(root, "py", "pkg"), /working folder/],
+    ["a path given as --flag=value", join(root, "cfgdir"), /files an upstream server runs/],
+    ["a path in a server's NODE_OPTIONS", join(root, "hook"), /files an upstream server runs/],
+    ["the folder of a command found on PATH", join(root, "bin"), /upstream server's command/],
     ["Pyodide's files", runtime.pyodideDir, /Pyodide's files|Deno's cache/],
     // (Deno's cache also holds Pyodide's files, named first.)
     [
@@ -91,15 +122,22 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     await Deno.mkdir(runtime.cacheDir, { recursive: true });
     await assert.rejects(attempt(runtime.cacheDir), /the snapshot cache/);
   });
+  const elsewhere = Deno.realPathSync(await Deno.makeTempDir());
   await t.step("a folder holding a hard link to a trusted file is refused", async () => {
-    await Deno.mkdir(join(root, "linked"));
+    await Deno.mkdir(join(elsewhere, "linked"));
     await Deno.writeTextFile(join(root, "permissions", "default.json"), "{}");
-    await Deno.link(join(root, "permissions", "default.json"), join(root, "linked", "innocent"));
-    await assert.rejects(attempt(join(root, "linked")), /innocent, a link that may lead outside/);
-    await Deno.remove(join(root, "linked"), { recursive: true });
+    await Deno.link(join(root, "permissions", "default.json"), join(elsewhere, "linked", "x"));
+    await assert.rejects(attempt(join(elsewhere, "linked")), /x, a link that may lead outside/);
   });
-  await t.step("a folder below a server's working folder may still be granted", async () => {
-    await attempt(join(root, "taskdir", "sub"));
+  await t.step("a folder too large to check for links is refused", async () => {
+    const pad = join(elsewhere, "pad");
+    await Deno.mkdir(pad);
+    for (let i = 0; i <= 20_000; i++) Deno.writeFileSync(join(pad, `f${i}`), new Uint8Array());
+    await assert.rejects(attempt(pad), /more than 20000 entries, too many to check for links/);
+  });
+  await t.step("a folder that is neither trusted nor linked out loads", async () => {
+    await Deno.mkdir(join(elsewhere, "fine"));
+    await attempt(join(elsewhere, "fine"));
   });
   await t.step(
     "the same folders read-only, and the shipped examples read-write, load",
@@ -109,4 +147,5 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     },
   );
   await Deno.remove(root, { recursive: true });
+  await Deno.remove(elsewhere, { recursive: true });
 });

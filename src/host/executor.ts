@@ -191,6 +191,8 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
 
     let outcome: RawOutcome | undefined;
     const version = deps.tools.version;
+    // Live output reaches the client as it comes, scrubbed like the result (line by line).
+    const live = options.onOutput ? scrubbedLines(deps.redact, options.onOutput) : undefined;
     try {
       outcome = await sandbox.execute({
         code: request.code,
@@ -205,8 +207,14 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       }, {
         callTool,
         signal: options.signal,
-        onOutput: options.onOutput,
-        onProgress: options.onProgress,
+        onOutput: live?.write,
+        onProgress: options.onProgress &&
+          ((report) =>
+            options.onProgress!(
+              report.message === undefined
+                ? report
+                : { ...report, message: deps.redact.text(report.message) },
+            )),
         log,
       });
       sandbox.preparedVersion = version;
@@ -215,6 +223,7 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       // running upstream: wait a little, so the result and the audit log say what happened;
       // any still running are recorded "unfinished". No new call starts from here on.
       scriptEnded = true;
+      live?.flush();
       await settleWithin([...inFlight], PENDING_CALLS_GRACE_MS);
       if (sessionId !== undefined) {
         const ended = outcome === undefined || outcome.stop !== null ||
@@ -353,6 +362,38 @@ function capResult(value: unknown, limit: number): unknown {
   const text = JSON.stringify(value) ?? "null";
   if (text.length <= limit) return value;
   return `${text.slice(0, limit)}... [result truncated: ${text.length} chars, limit ${limit}]`;
+}
+
+/** Longest partial line live output holds back while it waits for the line's end. */
+const LIVE_LINE_BYTES = 16 * 1024;
+
+/**
+ * Live output, scrubbed of secrets a whole line at a time (a chunk may end inside a secret),
+ * as the result's stdout and stderr are scrubbed whole.
+ */
+function scrubbedLines(
+  redact: Redactor,
+  emit: (stream: "stdout" | "stderr", text: string) => void,
+) {
+  const held = { stdout: "", stderr: "" };
+  const send = (stream: "stdout" | "stderr", text: string) => {
+    if (text !== "") emit(stream, redact.text(text));
+  };
+  return {
+    write(stream: "stdout" | "stderr", text: string): void {
+      const joined = held[stream] + text;
+      const end = joined.lastIndexOf("\n") + 1;
+      const keep = joined.length - end > LIVE_LINE_BYTES ? joined.length : end;
+      send(stream, joined.slice(0, keep));
+      held[stream] = joined.slice(keep);
+    },
+    flush(): void {
+      for (const stream of ["stdout", "stderr"] as const) {
+        send(stream, held[stream]);
+        held[stream] = "";
+      }
+    },
+  };
 }
 
 /** How long calls still running when a script ends may take to finish before the result. */

@@ -11,11 +11,6 @@ export interface TrustedPath {
   what: string;
   /** Folders below `path` that a profile may still grant (the checkout's examples/). */
   except?: string[];
-  /**
-   * Only the folder itself is trusted, not what lies below it: a server's working folder, where
-   * Deno, Node and Python look for config files (deno.json, package.json) and packages.
-   */
-  folderOnly?: boolean;
 }
 
 export interface TrustInputs {
@@ -28,8 +23,10 @@ export interface TrustInputs {
     wheels_dir: string;
     audit_log: string;
   };
-  /** The stdio servers the host starts: their commands and the files their arguments name. */
-  servers: { command: string; args: string[]; cwd: string }[];
+  /** The stdio servers the host starts: their commands, arguments, environment and folders. */
+  servers: { command: string; args: string[]; env?: Record<string, string>; cwd: string }[];
+  /** Where a bare command name is found (PATH); undefined when it is not found. */
+  resolveCommand?: (name: string) => string | undefined;
   /** The runtime's own files: Pyodide, the snapshot cache, the Deno binary, Deno's cache. */
   runtime: TrustedPath[];
 }
@@ -57,40 +54,63 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
   if (inputs.settings.audit_log) {
     paths.push({ path: inputs.settings.audit_log, what: "the audit log" });
   }
-  for (const server of inputs.servers) paths.push(...serverPaths(server));
-  return paths;
-}
-
-/**
- * What a stdio server runs: its working folder (config files found there or above, `deno task`,
- * `node .`), and, whole, the folders of its command and of every argument that names a path
- * (its script and the modules beside it; a data folder named this way is protected too, which
- * errs on the safe side). `-m pkg` names a package under the working folder.
- */
-function serverPaths(server: { command: string; args: string[]; cwd: string }): TrustedPath[] {
-  const at = (word: string) => isAbsolute(word) ? word : resolve(server.cwd, word);
-  const paths: TrustedPath[] = [
-    { path: server.cwd, what: "an upstream server's working folder", folderOnly: true },
-  ];
-  const words = [server.command, ...server.args];
-  for (const [i, word] of words.entries()) {
-    if (words[i - 1] === "-m") {
-      paths.push({ path: at(word.split(".")[0]!), what: "a package an upstream server runs" });
-    } else if (isPathWord(word)) {
-      const path = at(word);
-      paths.push({
-        path: SCRIPT.test(word) || i === 0 ? dirname(path) : path,
-        what: "files an upstream server runs",
-      });
-    }
+  const examples = join(inputs.projectRoot, "examples");
+  for (const server of inputs.servers) {
+    paths.push(...serverPaths(server, examples, inputs.resolveCommand ?? (() => undefined)));
   }
   return paths;
 }
 
-/** A word of a command line that names a file or folder (not a flag, a URL or `npm:x`). */
-function isPathWord(word: string): boolean {
-  if (word.startsWith("-") || /^[a-z][a-z0-9+.-]*:/i.test(word)) return false;
-  return word === "." || word === ".." || word.includes("/") || SCRIPT.test(word);
+/**
+ * What a stdio server runs, each whole: its working folder (config files found there, `deno
+ * task`, `node .`, `python -m`/`-c` imports; only the checkout's `examples/` below it may still
+ * be granted), the folder of its command (a bare name as found on PATH), and every path named on
+ * its command line or in its environment: as a word, after `--flag=`, inside a quoted shell
+ * command, in `NODE_OPTIONS` or `PYTHONPATH`. A script's whole folder counts (the modules beside
+ * it). A data folder named this way is protected too, which errs on the safe side.
+ */
+function serverPaths(
+  server: { command: string; args: string[]; env?: Record<string, string>; cwd: string },
+  examples: string,
+  resolveCommand: (name: string) => string | undefined,
+): TrustedPath[] {
+  const at = (word: string) => isAbsolute(word) ? word : resolve(server.cwd, word);
+  const paths: TrustedPath[] = [{
+    path: server.cwd,
+    what: "an upstream server's working folder",
+    except: isInside(examples, server.cwd) ? [examples] : [],
+  }];
+  const command = server.command.includes("/")
+    ? at(server.command)
+    : resolveCommand(server.command);
+  if (command) {
+    paths.push({ path: dirname(command), what: "the folder of an upstream server's command" });
+  }
+  const words = [...server.args, ...Object.values(server.env ?? {})];
+  for (const token of words.flatMap(pathTokens)) {
+    const path = at(token);
+    paths.push({
+      path: SCRIPT.test(token) ? dirname(path) : path,
+      what: "files an upstream server runs",
+    });
+  }
+  return paths;
+}
+
+/**
+ * The paths a command-line word or environment value names: the word itself, the value of a
+ * `--flag=value`, and the pieces of a shell command or a `:`-separated list. Not flags, URLs or
+ * `npm:`/`jsr:` specifiers.
+ */
+function pathTokens(word: string): string[] {
+  return word.split(/[\s:;]+/).flatMap((piece) => {
+    const value = /^-[^=]*=(.*)$/.exec(piece)?.[1] ?? piece;
+    const unquoted = value.replace(/^["']|["']$/g, "");
+    if (unquoted === "" || unquoted.startsWith("-")) return [];
+    const isPath = unquoted === "." || unquoted === ".." || unquoted.includes("/") ||
+      SCRIPT.test(unquoted);
+    return isPath ? [unquoted] : [];
+  });
 }
 
 const SCRIPT = /\.(ts|mts|js|mjs|cjs|py|sh)$/;
@@ -98,7 +118,7 @@ const SCRIPT = /\.(ts|mts|js|mjs|cjs|py|sh)$/;
 /** Whether write access to `folder` would reach into `trusted`. */
 export function overlaps(folder: string, trusted: TrustedPath): boolean {
   if (isInside(trusted.path, folder)) return true; // the folder holds it
-  return !trusted.folderOnly && isInside(folder, trusted.path) &&
+  return isInside(folder, trusted.path) &&
     !(trusted.except ?? []).some((allowed) => isInside(folder, allowed));
 }
 

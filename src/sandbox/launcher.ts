@@ -506,6 +506,9 @@ export function largeOutputsDir(profile: Profile): string | undefined {
   return writable ? `${writable.mount.replace(/\/$/, "")}/outputs` : undefined;
 }
 
+/** Well-formed standard base64 (a client rejects a whole result holding anything else). */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 /** A relative path below outputs/: plain segments, none empty, "." or "..". */
 export function isOutputName(name: string): boolean {
   return /^[\w.\- ]{1,100}(\/[\w.\- ]{1,100}){0,9}$/.test(name) &&
@@ -529,9 +532,7 @@ export function parseOutputs(
     const f = item as Record<string, unknown>;
     if (typeof f.name !== "string" || !isOutputName(f.name)) continue;
     const size = typeof f.size === "number" && f.size >= 0 ? f.size : 0;
-    const data = typeof f.data === "string" && /^[A-Za-z0-9+/=]*$/.test(f.data)
-      ? f.data
-      : undefined;
+    const data = typeof f.data === "string" && BASE64.test(f.data) ? f.data : undefined;
     if (data !== undefined && data.length <= budget) {
       budget -= data.length;
       files.push({ name: f.name, size, data });

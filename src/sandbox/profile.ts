@@ -200,7 +200,7 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
   const escaping = ctx.findEscapingLink?.(host);
   if (escaping) {
     throw new TypeError(
-      `Cannot load ${where}.host: it contains ${escaping}, a link that may lead outside the folder (a symlink pointing out, or a file with several hard links)`,
+      `Cannot load ${where}.host: it contains ${escaping}`,
     );
   }
   return { host, mount, mode };

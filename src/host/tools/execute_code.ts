@@ -23,7 +23,7 @@ export interface ExecuteCodeToolOptions {
 const toolCallRecord = z.object({
   server: z.string(),
   tool: z.string(),
-  outcome: z.enum(["ok", "error", "denied"]),
+  outcome: z.enum(["ok", "error", "denied", "unfinished"]),
   duration_ms: z.number(),
   error: z.string().optional(),
 });
