@@ -4,9 +4,9 @@
  * serving host's resident memory after a warm-up and at the end. Raw fetch() keeps the client
  * cheap, so the figures are the server's.
  */
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { childEnv, hostPid, MAIN, ROOT, SERVE_FLAGS, writeConfig } from "../tests/_helpers.ts";
 import { statusKb } from "./proc_status.ts";
+import { closeRawSession, DISCOVER, INITIALIZE, post } from "../tests/_http.ts";
 
 export interface ChurnPhase {
   name: string;
@@ -28,11 +28,6 @@ export interface ChurnOptions {
   warmUp: number;
   concurrency: number;
 }
-
-const JSON_HEADERS = {
-  "content-type": "application/json",
-  accept: "application/json, text/event-stream",
-};
 
 interface ChurnServer extends AsyncDisposable {
   url: string;
@@ -88,33 +83,8 @@ async function startServer(config: string, extra: string[]): Promise<ChurnServer
   };
 }
 
-function post(url: string, body: unknown, session?: string): Promise<Response> {
-  return fetch(url, {
-    method: "POST",
-    body: JSON.stringify(body),
-    headers: session
-      ? {
-        ...JSON_HEADERS,
-        "mcp-session-id": session,
-        "mcp-protocol-version": LATEST_PROTOCOL_VERSION,
-      }
-      : JSON_HEADERS,
-  });
-}
-
-const INITIALIZE = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: LATEST_PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: "churn", version: "0" },
-  },
-};
 const INITIALIZED = { jsonrpc: "2.0", method: "notifications/initialized" };
 const TOOLS_LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
-const DISCOVER = { jsonrpc: "2.0", id: 1, method: "server/discover", params: {} };
 
 /** One whole session: initialize, initialized, tools/list, DELETE. Throws what went wrong. */
 async function sessionCycle(url: string): Promise<void> {
@@ -132,12 +102,8 @@ async function sessionCycle(url: string): Promise<void> {
   if (list.status !== 200 || !listText.includes("execute_code")) {
     throw new Error(`tools/list: ${list.status} ${listText.slice(0, 200)}`);
   }
-  const end = await fetch(url, {
-    method: "DELETE",
-    headers: { "mcp-session-id": session, "mcp-protocol-version": LATEST_PROTOCOL_VERSION },
-  });
-  await end.body?.cancel();
-  if (end.status !== 200) throw new Error(`DELETE: ${end.status}`);
+  const ended = await closeRawSession(url, session);
+  if (ended !== 200) throw new Error(`DELETE: ${ended}`);
 }
 
 /** One stateless request (the server answers it with a fresh, short-lived MCP server). */

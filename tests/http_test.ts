@@ -272,55 +272,46 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
   });
 });
 
+/** `serve --http --host 0.0.0.0` with no --allow-host, which must refuse to start. */
+async function serveWildcard(
+  env: Record<string, string>,
+): Promise<{ code: number; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...SERVE_FLAGS,
+      MAIN,
+      "serve",
+      "--http",
+      "--host",
+      "0.0.0.0",
+      "--config",
+      NO_SERVERS,
+    ],
+    env: childEnv(env),
+    clearEnv: true,
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(60_000), // a server that starts anyway fails, not hangs
+  }).output();
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+}
+
 Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) => {
   await t.step("binding 0.0.0.0 without a token refuses to start", async () => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        ...SERVE_FLAGS,
-        MAIN,
-        "serve",
-        "--http",
-        "--host",
-        "0.0.0.0",
-        "--config",
-        NO_SERVERS,
-      ],
-      env: childEnv(),
-      clearEnv: true,
-      cwd: ROOT,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
+    const out = await serveWildcard({});
     assert.equal(out.code, 2);
-    assert.match(new TextDecoder().decode(out.stderr), /requires a bearer token/);
+    assert.match(out.stderr, /requires a bearer token/);
   });
 
   await t.step(
     "binding 0.0.0.0 without --allow-host refuses to start, naming the option",
     async () => {
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          ...SERVE_FLAGS,
-          MAIN,
-          "serve",
-          "--http",
-          "--host",
-          "0.0.0.0",
-          "--config",
-          NO_SERVERS,
-        ],
-        env: childEnv({ CODEMODE_HTTP_TOKEN: "test-token-0123456789abcdef" }),
-        clearEnv: true,
-        cwd: ROOT,
-        stdout: "piped",
-        stderr: "piped",
-        signal: AbortSignal.timeout(60_000), // a server that starts anyway fails, not hangs
-      }).output();
+      const out = await serveWildcard({ CODEMODE_HTTP_TOKEN: "test-token-0123456789abcdef" });
       assert.equal(out.code, 2);
       assert.match(
-        new TextDecoder().decode(out.stderr),
+        out.stderr,
         /error: Cannot serve HTTP on 0\.0\.0\.0: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME \(repeatable\)/,
       );
     },
