@@ -338,6 +338,14 @@ const MUTATIONS: Mutation[] = [
     filter: "reaches no surface",
   },
   {
+    name: "a long partial line of live output is sent before its end",
+    file: "src/host/executor.ts",
+    from: 'const end = joined.lastIndexOf("\\n") + 1;',
+    to: 'const end = joined.length > 16384 ? joined.length : joined.lastIndexOf("\\n") + 1;',
+    tests: ["tests/secret_surfaces_test.ts"],
+    filter: "reaches no surface",
+  },
+  {
     name: "output data is taken without checking it is base64",
     file: "src/sandbox/launcher.ts",
     from: 'typeof f.data === "string" && BASE64.test(f.data)',

@@ -81,8 +81,8 @@ Deno.test("a secret in an upstream server's docs, replies and stderr reaches no 
     const live: string[] = [];
     server.client.setNotificationHandler(
       LoggingMessageNotificationSchema,
-      (n: { params: unknown }) => {
-        live.push(JSON.stringify(n.params));
+      (n: { params: { data?: unknown } }) => {
+        live.push(String(n.params.data));
       },
     );
     const r = await server.execute({
@@ -93,13 +93,19 @@ Deno.test("a secret in an upstream server's docs, replies and stderr reaches no 
         "token = base64.b64decode(wrapped.replace('\\r\\n', '')).decode()[2:]",
         "print('decoded:', token)",
         "print('halves:', token[:9], token[9:], sep='\\n')",
+        // One long line, written in two pieces with a pause: the secret spans the pieces.
+        "import sys, time",
+        "sys.stdout.write('A' * 20000 + token[:9])",
+        "sys.stdout.flush()",
+        "time.sleep(0.3)",
+        "sys.stdout.write(token[9:] + '\\n')",
       ].join("\n"),
     });
     assert.equal(r.success, true, r.text);
     assert.match(r.stdout, /decoded: \[REDACTED\]/);
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.ok(live.some((m) => m.includes("decoded:")), "live output arrived");
-    assertNoSecret(live.join("\n"), "live output");
+    assertNoSecret(live.join(""), "live output, as a client shows it");
   });
 
   await t.step("the host's log", () => {

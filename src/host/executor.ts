@@ -364,12 +364,10 @@ function capResult(value: unknown, limit: number): unknown {
   return `${text.slice(0, limit)}... [result truncated: ${text.length} chars, limit ${limit}]`;
 }
 
-/** Longest partial line live output holds back while it waits for the line's end. */
-const LIVE_LINE_BYTES = 16 * 1024;
-
 /**
  * Live output, scrubbed of secrets a whole line at a time (a chunk may end inside a secret),
- * as the result's stdout and stderr are scrubbed whole.
+ * as the result's stdout and stderr are scrubbed whole. A partial line is held until its end or
+ * the end of the run, however long: the sandbox's output cap bounds it.
  */
 function scrubbedLines(
   redact: Redactor,
@@ -383,9 +381,8 @@ function scrubbedLines(
     write(stream: "stdout" | "stderr", text: string): void {
       const joined = held[stream] + text;
       const end = joined.lastIndexOf("\n") + 1;
-      const keep = joined.length - end > LIVE_LINE_BYTES ? joined.length : end;
-      send(stream, joined.slice(0, keep));
-      held[stream] = joined.slice(keep);
+      send(stream, joined.slice(0, end));
+      held[stream] = joined.slice(end);
     },
     flush(): void {
       for (const stream of ["stdout", "stderr"] as const) {
