@@ -28,6 +28,8 @@ export class PoolBusyError extends Error {
 
 interface Waiter {
   profile: Profile;
+  /** `sandboxKey(profile)`, computed once. */
+  key: string;
   resolve(sandbox: Sandbox): void;
   reject(error: Error): void;
 }
@@ -56,8 +58,9 @@ export class SandboxPool implements AsyncDisposable {
   /** A booted sandbox for `profile`, for one execution. The caller must dispose of it. */
   acquire(profile: Profile, signal?: AbortSignal): Promise<Sandbox> {
     if (this.#closed) return Promise.reject(new Error("Cannot run: the server is shutting down"));
-    this.#profiles.set(sandboxKey(profile), profile);
-    const sandbox = this.#ready.get(sandboxKey(profile))?.shift();
+    const key = sandboxKey(profile);
+    this.#profiles.set(key, profile);
+    const sandbox = this.#ready.get(key)?.shift();
     if (sandbox) {
       // Spawning blocks the event loop for about a millisecond: do it after the hand-off.
       setTimeout(() => this.#refill(), 0);
@@ -67,7 +70,7 @@ export class SandboxPool implements AsyncDisposable {
       return Promise.reject(new PoolBusyError(this.#waiters.length));
     }
     const waiting = Promise.withResolvers<Sandbox>();
-    const waiter: Waiter = { profile, resolve: waiting.resolve, reject: waiting.reject };
+    const waiter: Waiter = { profile, key, resolve: waiting.resolve, reject: waiting.reject };
     this.#waiters.push(waiter);
     signal?.addEventListener("abort", () => {
       this.#waiters = this.#waiters.filter((w) => w !== waiter);
@@ -78,7 +81,7 @@ export class SandboxPool implements AsyncDisposable {
   }
 
   #wanted(key: string): number {
-    const waiting = this.#waiters.filter((w) => sandboxKey(w.profile) === key).length;
+    const waiting = this.#waiters.filter((w) => w.key === key).length;
     const ready = this.#ready.get(key)?.length ?? 0;
     const booting = this.#booting.get(key) ?? 0;
     return this.#options.warm + waiting - ready - booting;
@@ -94,7 +97,7 @@ export class SandboxPool implements AsyncDisposable {
     if (this.#closed) return;
     // Serve waiters' profiles first, then keep every known profile warm.
     const order = [
-      ...new Set([...this.#waiters.map((w) => sandboxKey(w.profile)), ...this.#profiles.keys()]),
+      ...new Set([...this.#waiters.map((w) => w.key), ...this.#profiles.keys()]),
     ];
     for (const key of order) {
       while (this.#wanted(key) > 0 && this.#totalBooting() < this.#options.maxBooting) {
@@ -104,36 +107,32 @@ export class SandboxPool implements AsyncDisposable {
   }
 
   #boot(profile: Profile): void {
-    this.#booting.set(sandboxKey(profile), (this.#booting.get(sandboxKey(profile)) ?? 0) + 1);
+    const key = sandboxKey(profile);
+    this.#booting.set(key, (this.#booting.get(key) ?? 0) + 1);
     const sandbox = this.#options.launch(profile);
     this.#live.add(sandbox);
     void sandbox.exited.finally(() => {
       this.#live.delete(sandbox);
-      const list = this.#ready.get(sandboxKey(profile));
-      if (list?.includes(sandbox)) {
-        this.#ready.set(
-          sandboxKey(profile),
-          list.filter((s) => s !== sandbox),
-        );
-      }
+      const list = this.#ready.get(key);
+      if (list?.includes(sandbox)) this.#ready.set(key, list.filter((s) => s !== sandbox));
     });
     sandbox.ready.then(
       () => {
         this.#failures = 0;
-        this.#booted(profile, sandbox);
+        this.#booted(key, sandbox);
       },
       (error: Error) => {
         if (this.#closed) return;
         this.#failures++;
         this.#options.log.error("sandbox failed to boot", { error: error.message });
-        const waiter = this.#waiters.find((w) => sandboxKey(w.profile) === sandboxKey(profile));
+        const waiter = this.#waiters.find((w) => w.key === key);
         if (waiter) {
           this.#waiters = this.#waiters.filter((w) => w !== waiter);
           waiter.reject(error);
         }
       },
     ).finally(() => {
-      this.#booting.set(sandboxKey(profile), (this.#booting.get(sandboxKey(profile)) ?? 1) - 1);
+      this.#booting.set(key, (this.#booting.get(key) ?? 1) - 1);
       // Back off after repeated boot failures instead of spinning.
       if (this.#failures === 0) return this.#refill();
       clearTimeout(this.#retryTimer);
@@ -144,20 +143,20 @@ export class SandboxPool implements AsyncDisposable {
     });
   }
 
-  #booted(profile: Profile, sandbox: Sandbox): void {
+  #booted(key: string, sandbox: Sandbox): void {
     if (this.#closed) {
       sandbox.kill();
       return;
     }
-    const waiter = this.#waiters.find((w) => sandboxKey(w.profile) === sandboxKey(profile));
+    const waiter = this.#waiters.find((w) => w.key === key);
     if (waiter) {
       this.#waiters = this.#waiters.filter((w) => w !== waiter);
       waiter.resolve(sandbox);
       return;
     }
-    const list = this.#ready.get(sandboxKey(profile)) ?? [];
+    const list = this.#ready.get(key) ?? [];
     list.push(sandbox);
-    this.#ready.set(sandboxKey(profile), list);
+    this.#ready.set(key, list);
   }
 
   /** Kills every sandbox, booting, ready or running, and waits for them to exit. */
