@@ -13,7 +13,7 @@ import type {
   ProgressParams,
   ToolReply,
 } from "../rpc/sandbox_protocol.ts";
-import type { RawOutcome } from "../sandbox/launcher.ts";
+import { largeOutputsFolder, type RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import type { ExecutionResult, ResultFile, ToolCallRecord } from "./execution_result.ts";
@@ -226,9 +226,7 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       live?.flush();
       await settleWithin([...inFlight], PENDING_CALLS_GRACE_MS);
       if (sessionId !== undefined) {
-        const ended = outcome === undefined || outcome.stop !== null ||
-          (outcome.reply?.ok === false && outcome.reply.fatal === true);
-        deps.sessions!.release(owner, sessionId, ended);
+        deps.sessions!.release(owner, sessionId, outcome === undefined || endsSession(outcome));
       } else {
         // Killed at once; reaping the process need not delay the answer (the pool tracks it).
         void sandbox[Symbol.asyncDispose]();
@@ -238,12 +236,16 @@ function runOnce(deps: ExecutorDeps, log: Logger): Executor {
       outcome.reply.outputs = await verifyOutputs(outcome.reply.outputs, profile);
     }
     const result = toResult(outcome, profile, calls, performance.now() - started);
-    const fatal = outcome.reply?.ok === false && outcome.reply.fatal === true;
-    if (sessionId !== undefined && (outcome.stop || fatal) && result.diagnostics) {
+    if (sessionId !== undefined && endsSession(outcome) && result.diagnostics) {
       result.diagnostics.message += `; session "${sessionId}" was closed and its state is lost`;
     }
     return result;
   };
+}
+
+/** Whether a session's process cannot go on: stopped by the host, or its interpreter lost. */
+function endsSession(outcome: RawOutcome): boolean {
+  return outcome.stop !== null || (outcome.reply?.ok === false && outcome.reply.fatal === true);
 }
 
 function toResult(
@@ -327,21 +329,18 @@ function toResult(
 
 /**
  * The outputs as the host can state them: a returned file's size is its data's; a file the
- * sandbox says it saved must be there, in the profile's read-write folder on the host, and its
- * size is the file's. Sizes of files neither returned nor saved remain the script's word.
+ * sandbox says it saved must be there, in the profile's large-outputs folder on the host, and
+ * its size is the file's. Sizes of files neither returned nor saved remain the script's word.
  */
 async function verifyOutputs(files: OutputFile[], profile: Profile): Promise<OutputFile[]> {
+  const folder = largeOutputsFolder(profile);
   return await Promise.all(files.map(async (file) => {
     if (file.data !== undefined) return { ...file, size: base64Bytes(file.data) };
     if (file.saved_to === undefined) return file;
     const { saved_to: savedTo, ...rest } = file;
-    const folder = profile.folders.find((f) =>
-      f.mode === "rw" && savedTo.startsWith(f.mount.replace(/\/$/, "") + "/")
-    );
     if (!folder) return rest;
-    const hostPath = folder.host + savedTo.slice(folder.mount.replace(/\/$/, "").length);
     try {
-      const stat = await Deno.lstat(hostPath);
+      const stat = await Deno.lstat(`${folder.onHost}/${file.name}`);
       return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;
     } catch {
       return rest; // not there: listed as omitted, not as saved

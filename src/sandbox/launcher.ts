@@ -262,7 +262,7 @@ export class Sandbox implements AsyncDisposable {
         files: request.files,
         wheels: request.wheels,
         output_files_bytes: request.outputFilesBytes ?? 0,
-        large_outputs_dir: largeOutputsDir(this.profile),
+        large_outputs_dir: largeOutputsFolder(this.profile)?.inSandbox,
         persistent: this.persistent,
       });
       const outcome = await Promise.race([
@@ -273,7 +273,7 @@ export class Sandbox implements AsyncDisposable {
         reply = parseExecuteReply(
           outcome.value,
           request.outputFilesBytes ?? 0,
-          largeOutputsDir(this.profile),
+          largeOutputsFolder(this.profile)?.inSandbox,
         );
       }
       if (outcome && "error" in outcome && !this.#stop) {
@@ -500,10 +500,19 @@ function parseCallToolParams(params: unknown): CallToolParams | null {
   return { server: p.server, tool: p.tool, arguments: args as Record<string, unknown> };
 }
 
-/** Outputs over the cap go to `<first rw mount>/outputs`, when the profile has one. */
-export function largeOutputsDir(profile: Profile): string | undefined {
+/**
+ * Outputs over the cap go to `outputs/` in the profile's first read-write folder, when it has
+ * one: where the script sees that folder, and where it is on the host.
+ */
+export function largeOutputsFolder(
+  profile: Profile,
+): { inSandbox: string; onHost: string } | undefined {
   const writable = profile.folders.find((f) => f.mode === "rw");
-  return writable ? `${writable.mount.replace(/\/$/, "")}/outputs` : undefined;
+  if (!writable) return undefined;
+  return {
+    inSandbox: `${writable.mount.replace(/\/$/, "")}/outputs`,
+    onHost: `${writable.host}/outputs`,
+  };
 }
 
 /** Well-formed standard base64 (a client rejects a whole result holding anything else). */
