@@ -467,8 +467,7 @@ const MAX_SCANNED_ENTRIES = 20_000;
  * Why `folder` may not be granted because of its links, or null: a symlink below it that
  * resolves outside it (or dangles), a file with more than one hard link (its other name may lie
  * anywhere, a trusted file included), or more entries than can be checked (what was not checked
- * is not granted). Checked when profiles load; the
- * sandbox itself cannot create links.
+ * is not granted). Checked when profiles load; the sandbox itself cannot create links.
  */
 export function findEscapingLink(folder: string): string | null {
   const pending = [folder];
