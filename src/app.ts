@@ -2,12 +2,12 @@
  * Assembles a running code-mode service from a config: the snapshot, the sandbox pool, the
  * executor and the MCP host. Used by every CLI command; `close` tears it all down.
  */
-import { type Config, loadConfig } from "./config.ts";
+import { type Config, loadConfig } from "./config/config.ts";
 import { describeExecuteCode } from "./host/description.ts";
-import { createExecutor, type Executor, type ToolBridge } from "./host/executor.ts";
+import { createExecutor, type Executor, type ToolBridge } from "./execution/executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
-import { SessionManager } from "./host/sessions.ts";
+import { SessionManager } from "./sandbox/sessions.ts";
 import { openResidentMemory } from "./sandbox/resident_memory.ts";
 import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
 import { PackageSources } from "./packages/package_sources.ts";
@@ -18,9 +18,9 @@ import type { ChatModel } from "./agent/chat_model.ts";
 import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_config.ts";
 import type { Profile } from "./sandbox/profile.ts";
 import { createHost, type Host } from "./host/server.ts";
-import { type Logger, scrubbedLogger } from "./log.ts";
+import { type Logger, scrubbedLogger } from "./_util/log.ts";
 import { createRedactor } from "./policy/redaction.ts";
-import { openAuditLog } from "./host/audit_log.ts";
+import { openAuditLog } from "./execution/audit_log.ts";
 import { Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { locateRuntime, runtimeTrustedPaths, type SandboxRuntime } from "./sandbox/runtime.ts";

@@ -4,15 +4,15 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./log.ts";
-import { VERSION } from "./version.ts";
-import { runRestrictedHost } from "./restricted_host.ts";
-import { UsageError } from "./usage_error.ts";
+import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./_util/log.ts";
+import { VERSION } from "./_util/version.ts";
+import { runRestrictedHost } from "./relaunch/restricted_relaunch.ts";
+import { UsageError } from "./commands/usage_error.ts";
 import { parseAllowedHost } from "./host/http_guard.ts";
-import { writeAllSync } from "./write_all.ts";
+import { writeAllSync } from "./_util/write_all.ts";
 
 /** The commands' code (the whole server), loaded when a command runs in this process. */
-const commands = () => import("./commands.ts");
+const commands = () => import("./commands/commands.ts");
 
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 

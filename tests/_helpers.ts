@@ -4,7 +4,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { fileURLToPath as fromFileUrl } from "node:url";
-import type { ExecutionResult } from "../src/host/execution_result.ts";
+import type { ExecutionResult } from "../src/execution/execution_result.ts";
 
 export const ROOT = fromFileUrl(new URL("..", import.meta.url));
 export const MAIN = fromFileUrl(new URL("../main.ts", import.meta.url));

@@ -5,7 +5,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import type { ExecutionResult } from "../src/host/execution_result.ts";
+import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import { childEnv, hostPid, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
 
 export const NO_SERVERS = `${ROOT}tests/fixtures/no_servers.json`;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
-import type { AuditRecord } from "../src/host/audit_log.ts";
+import type { AuditRecord } from "../src/execution/audit_log.ts";
 import { startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("createRedactor() replaces secrets in text and in JSON values", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { runCli } from "./_helpers.ts";
-import { VERSION } from "../src/version.ts";
+import { VERSION } from "../src/_util/version.ts";
 
 Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
   const dir = await Deno.makeTempDir();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { expandVars, loadConfig, parseConfigFile } from "../src/config.ts";
+import { expandVars, loadConfig, parseConfigFile } from "../src/config/config.ts";
 import { ROOT } from "./_helpers.ts";
 
 const ctx = {

@@ -4,7 +4,7 @@
  * writes raw protocol lines cannot answer the host's own requests.
  */
 import assert from "node:assert/strict";
-import { isOutputName, parseOutputs } from "../src/sandbox/launcher.ts";
+import { isOutputName, parseOutputs } from "../src/rpc/sandbox_protocol.ts";
 import { ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("parseOutputs() keeps plain relative names and states saved paths itself", async (t) => {

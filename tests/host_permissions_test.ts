@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { Config } from "../src/config.ts";
-import { parseConfigFile } from "../src/config.ts";
+import type { Config } from "../src/config/config.ts";
+import { parseConfigFile } from "../src/config/config.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import {
   configEnvNames,
@@ -10,7 +10,7 @@ import {
   type HostNeeds,
   modelHost,
   runGrantFor,
-} from "../src/host_permissions.ts";
+} from "../src/relaunch/server_permissions.ts";
 import { childPids, delay, isAlive, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 const CONFIG_TEXT = JSON.stringify({

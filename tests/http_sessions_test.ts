@@ -7,7 +7,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startApp } from "../src/app.ts";
 import { serveHttp } from "../src/host/http_server.ts";
-import { createLogger } from "../src/log.ts";
+import { createLogger } from "../src/_util/log.ts";
 import { delay, isAlive, ROOT, sandboxPids, writeConfig } from "./_helpers.ts";
 import {
   closeRawSession,

@@ -3,7 +3,7 @@ import { answerLine } from "../src/sandbox/memory_watcher.ts";
 import { WatchedResidentMemory } from "../src/sandbox/resident_memory.ts";
 import { memoryWatcherCommand } from "../src/sandbox/sandbox_command.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
-import { silentLogger } from "../src/log.ts";
+import { silentLogger } from "../src/_util/log.ts";
 import { childPids, delay } from "./_helpers.ts";
 
 Deno.test("answerLine() answers a process id with its memory and anything else with -", () => {

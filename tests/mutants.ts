@@ -9,7 +9,7 @@
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath as fromFileUrl } from "node:url";
-import { writeAllSync } from "../src/write_all.ts";
+import { writeAllSync } from "../src/_util/write_all.ts";
 
 interface Mutation {
   /** What the mutation breaks, in words. */
@@ -81,7 +81,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "hard links in a granted folder go unnoticed",
-    file: "src/config.ts",
+    file: "src/config/config.ts",
     from: "entry.isFile && (Deno.lstatSync(path).nlink ?? 1) > 1",
     to: "false",
     tests: ["tests/trusted_paths_test.ts"],
@@ -243,7 +243,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a script may claim a host outcome",
-    file: "src/host/outcomes.ts",
+    file: "src/execution/outcomes.ts",
     from: 'return isHostOutcome(name) ? "ScriptError" : name;',
     to: "return name;",
     tests: ["tests/host_facts_test.ts"],
@@ -251,7 +251,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a script's own ToolDenied becomes TOOL_DENIED",
-    file: "src/host/executor.ts",
+    file: "src/execution/executor.ts",
     from: 'const denied = calls.find((c) => c.outcome === "denied");',
     to: 'const denied = { server: "s", tool: "t", error: "x", ...calls.find(() => true) };',
     tests: ["tests/host_facts_test.ts"],
@@ -267,7 +267,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "calls still running at the end are not waited for",
-    file: "src/host/executor.ts",
+    file: "src/execution/executor.ts",
     from: "await settleWithin([...inFlight], PENDING_CALLS_GRACE_MS);",
     to: "",
     tests: ["tests/host_facts_test.ts"],
@@ -308,7 +308,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a claimed saved output is not checked on the host",
-    file: "src/host/executor.ts",
+    file: "src/execution/executor.ts",
     from: "return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;",
     to: "return { ...rest, saved_to: savedTo };",
     tests: ["tests/host_facts_test.ts"],
@@ -316,7 +316,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a forged ToolDenied's message is taken as the host's",
-    file: "src/host/executor.ts",
+    file: "src/execution/executor.ts",
     from: "message: `${denied.server}.${denied.tool} was denied: ${denied.error}`.slice(0, limit),",
     to: "message: reply.error.message.slice(0, limit),",
     tests: ["tests/host_facts_test.ts"],
@@ -324,14 +324,14 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "the audit outcome takes the script's exception name",
-    file: "src/host/audit_log.ts",
+    file: "src/execution/audit_log.ts",
     from: 'const errorType = diagnostics?.reported_by === "host" ? diagnostics.error_type : null;',
     to: "const errorType = diagnostics?.error_type ?? null;",
     tests: ["tests/audit_test.ts"],
   },
   {
     name: "live output reaches the client unscrubbed",
-    file: "src/host/executor.ts",
+    file: "src/execution/executor.ts",
     from: "onOutput: live?.write,",
     to: "onOutput: options.onOutput,",
     tests: ["tests/secret_surfaces_test.ts"],
@@ -339,7 +339,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a long partial line of live output is sent before its end",
-    file: "src/host/executor.ts",
+    file: "src/execution/executor.ts",
     from: 'const end = joined.lastIndexOf("\\n") + 1;',
     to: 'const end = joined.length > 16384 ? joined.length : joined.lastIndexOf("\\n") + 1;',
     tests: ["tests/secret_surfaces_test.ts"],
@@ -355,7 +355,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a config error quotes the expanded URL",
-    file: "src/config.ts",
+    file: "src/config/config.ts",
     from: '`: "${entry.url}" is not an http(s) URL`',
     to: '`: "${url}" is not an http(s) URL`',
     tests: ["tests/config_test.ts"],
@@ -377,7 +377,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "folders too large to check for links load",
-    file: "src/config.ts",
+    file: "src/config/config.ts",
     from: "if (++seen > MAX_SCANNED_ENTRIES) {",
     to: "if (++seen > Infinity) {",
     tests: ["tests/trusted_paths_test.ts"],
@@ -385,7 +385,7 @@ const MUTATIONS: Mutation[] = [
   // HTTP
   {
     name: "one connection may take every persistent session",
-    file: "src/host/sessions.ts",
+    file: "src/sandbox/sessions.ts",
     from: "if (mine >= this.#maxPerOwner) {",
     to: "if (false) {",
     tests: ["tests/http_sessions_test.ts"],
@@ -496,7 +496,7 @@ async function main(): Promise<number> {
       await Deno.writeTextFile(path, original.replace(mutation.from, mutation.to));
       try {
         if (WORKER_SOURCES.test(mutation.file)) {
-          await run([Deno.execPath(), "run", "-A", "src/sandbox/bundle_worker.ts"], copy, env);
+          await run([Deno.execPath(), "run", "-A", "src/_build/generate.ts"], copy, env);
         }
         const started = performance.now();
         const { ok } = await run(testCommand(mutation.tests, mutation.filter), copy, env);
@@ -506,7 +506,7 @@ async function main(): Promise<number> {
       } finally {
         await Deno.writeTextFile(path, original);
         if (WORKER_SOURCES.test(mutation.file)) {
-          await run([Deno.execPath(), "run", "-A", "src/sandbox/bundle_worker.ts"], copy, env);
+          await run([Deno.execPath(), "run", "-A", "src/_build/generate.ts"], copy, env);
         }
       }
     }

@@ -4,7 +4,7 @@
  * booted for other folders, hosts or memory.
  */
 import assert from "node:assert/strict";
-import { silentLogger } from "../src/log.ts";
+import { silentLogger } from "../src/_util/log.ts";
 import { SandboxPool } from "../src/sandbox/pool.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";

@@ -3,7 +3,7 @@
  * path tricks that must not get past them.
  */
 import assert from "node:assert/strict";
-import { loadProfiles } from "../src/config.ts";
+import { loadProfiles } from "../src/config/config.ts";
 import { startServer, writeConfig } from "./_helpers.ts";
 
 async function setUp(httpPort: number) {

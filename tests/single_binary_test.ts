@@ -4,7 +4,7 @@
  * `denort` runtime is available (DENORT_BIN), with a real compiled binary.
  */
 import assert from "node:assert/strict";
-import { silentLogger } from "../src/log.ts";
+import { silentLogger } from "../src/_util/log.ts";
 import { type RawOutcome, Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { silentLogger } from "../src/log.ts";
+import { silentLogger } from "../src/_util/log.ts";
 import { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { loadConfig, PROJECT_ROOT } from "../src/config.ts";
+import { loadConfig, PROJECT_ROOT } from "../src/config/config.ts";
 import { locateRuntime, runtimeTrustedPaths } from "../src/sandbox/runtime.ts";
 import { denoCacheDir } from "../src/policy/trusted_paths.ts";
 

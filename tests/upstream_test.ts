@@ -3,8 +3,8 @@
  */
 import assert from "node:assert/strict";
 import { childPids, delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
-import type { ServerConfig } from "../src/config.ts";
-import { silentLogger } from "../src/log.ts";
+import type { ServerConfig } from "../src/config/config.ts";
+import { silentLogger } from "../src/_util/log.ts";
 import { createRedactor } from "../src/policy/redaction.ts";
 import { UpstreamPool } from "../src/upstream/pool.ts";
 import { defaultTransportFactory } from "../src/upstream/transport.ts";

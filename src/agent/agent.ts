@@ -3,9 +3,9 @@
  * repeated with the error fed back until the code works or the attempts run out.
  */
 import type { Catalog } from "../catalog/catalog.ts";
-import type { ExecutionResult } from "../host/execution_result.ts";
-import type { Executor } from "../host/executor.ts";
-import type { Logger } from "../log.ts";
+import type { ExecutionResult } from "../execution/execution_result.ts";
+import type { Executor } from "../execution/executor.ts";
+import type { Logger } from "../_util/log.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import type { ChatModel, TokenUsage } from "./chat_model.ts";
 import { extractCode } from "./code_extraction.ts";

@@ -5,6 +5,7 @@
  */
 import { assignIdentifiers } from "./identifiers.ts";
 import { matchScore, queryTerms } from "./search_score.ts";
+import { PYTHON_EXCEPTIONS } from "../execution/outcomes.ts";
 import {
   firstSentence,
   type FunctionSpec,
@@ -35,18 +36,9 @@ export interface ServerEntry {
   error?: string;
 }
 
-/** Package-level names of `mcp_tools` (the exception classes and result types). */
-const PACKAGE_INIT = "from _codemode import ToolError, ToolDenied, ToolTimeout, " +
-  "UpstreamUnavailable, Image, Resource, report_progress\n";
-const PACKAGE_RESERVED = [
-  "report_progress",
-  "ToolError",
-  "ToolDenied",
-  "ToolTimeout",
-  "UpstreamUnavailable",
-  "Image",
-  "Resource",
-];
+/** Package-level names of `mcp_tools`: the exception classes and result types. */
+const PACKAGE_RESERVED = [...PYTHON_EXCEPTIONS, "Image", "Resource", "report_progress"];
+const PACKAGE_INIT = `from _codemode import ${PACKAGE_RESERVED.join(", ")}\n`;
 
 export class Catalog {
   readonly servers: ServerEntry[];

@@ -2,7 +2,7 @@
  * Caps on executions running at once (per HTTP session and over the whole server). A call over
  * the cap gets a BUSY result at once instead of queueing behind other clients' work.
  */
-import { type Executor, failedBeforeRun } from "./executor.ts";
+import { type Executor, failedBeforeRun } from "../execution/executor.ts";
 
 export class ExecutionLimit {
   readonly max: number;

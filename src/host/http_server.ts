@@ -12,7 +12,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { App } from "../app.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../_util/log.ts";
 import { ExecutionLimit } from "./concurrency.ts";
 import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";

@@ -5,14 +5,14 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation";
-import { VERSION } from "../version.ts";
-import type { Executor } from "./executor.ts";
+import { VERSION } from "../_util/version.ts";
+import type { Executor } from "../execution/executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
 import { trackLogLevel } from "./log_level.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
 import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
 import { registerSessionTools } from "./tools/sessions.ts";
-import type { SessionManager } from "./sessions.ts";
+import type { SessionManager } from "../sandbox/sessions.ts";
 import { searchSkills } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";

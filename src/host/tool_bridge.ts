@@ -5,7 +5,7 @@
 import { Catalog } from "../catalog/catalog.ts";
 import type { ToolReply } from "../rpc/sandbox_protocol.ts";
 import type { UpstreamPool } from "../upstream/pool.ts";
-import type { ToolBridge } from "./executor.ts";
+import type { ToolBridge } from "../execution/executor.ts";
 import type { Redactor } from "../policy/redaction.ts";
 
 export class UpstreamToolBridge implements ToolBridge {

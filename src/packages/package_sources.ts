@@ -5,8 +5,8 @@
  * next run does not download again.
  */
 import { join } from "node:path";
-import { sha256Hex } from "../digest.ts";
-import { writeFileAtomically } from "../atomic_write.ts";
+import { sha256Hex } from "../_util/digest.ts";
+import { writeFileAtomically } from "../_util/atomic_write.ts";
 import {
   compareVersions,
   isPackageName,

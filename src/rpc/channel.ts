@@ -27,12 +27,35 @@ export const RPC_METHOD_NOT_FOUND = -32601;
 export const RPC_INVALID_PARAMS = -32602;
 export const RPC_INTERNAL_ERROR = -32603;
 
+/** How an incoming line broke JSON-RPC. */
+export type ViolationKind =
+  | "overlong_line"
+  | "not_json"
+  | "not_an_object"
+  | "not_jsonrpc_2"
+  | "invalid_request_id"
+  | "reply_without_id"
+  | "reply_to_nothing"
+  | "malformed_reply";
+
+export interface ChannelViolation {
+  kind: ViolationKind;
+  /** A readable description, for logs. */
+  detail: string;
+}
+
 export interface ChannelHandlers {
   /** Handles a request; its value is the reply's result, a thrown `RemoteError` its error. */
   onRequest(method: string, params: unknown, id: JsonRpcId): Promise<unknown>;
   onNotification(method: string, params: unknown): void;
   /** A message broke the protocol (bad JSON, bad shape, a reply to nothing, an overlong line). */
-  onViolation(reason: string): void;
+  onViolation(violation: ChannelViolation): void;
+}
+
+/** What one side sends: method -> params, and for requests also the reply. */
+export interface MessageSet {
+  notifications: Record<string, unknown>;
+  requests: Record<string, { params: unknown; reply: unknown }>;
 }
 
 export interface ChannelOptions {
@@ -43,7 +66,11 @@ export interface ChannelOptions {
   handlers: ChannelHandlers;
 }
 
-export class JsonRpcChannel {
+/**
+ * One side of the channel. `Sends` types what this side sends; what it receives is `unknown`
+ * until the receiver checks it.
+ */
+export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
   readonly #write: (line: string) => void | Promise<void>;
   readonly #handlers: ChannelHandlers;
   readonly #pending = new Map<JsonRpcId, PromiseWithResolvers<unknown>>();
@@ -57,12 +84,21 @@ export class JsonRpcChannel {
     this.done = readLines(options.readable, options.maxLineBytes, {
       line: (text) => this.#receive(text),
       overlong: (bytes) =>
-        this.#handlers.onViolation(`line longer than ${options.maxLineBytes} bytes (${bytes}+)`),
+        this.#violation(
+          "overlong_line",
+          `line longer than ${options.maxLineBytes} bytes (${bytes}+)`,
+        ),
     }).catch(() => {}).finally(() => this.#close());
   }
 
-  /** Sends a request and resolves with the peer's result (rejects with `RemoteError`). */
-  async request(method: string, params: unknown): Promise<unknown> {
+  /**
+   * Sends a request and resolves with the peer's result (rejects with `RemoteError`). The result
+   * is `unknown`: the peer's word, to be checked by whoever reads it.
+   */
+  async request<M extends keyof Sends["requests"] & string>(
+    method: M,
+    params: Sends["requests"][M]["params"],
+  ): Promise<unknown> {
     if (this.#closed) throw new Error(`Cannot send "${method}": the channel is closed`);
     // Unguessable: a peer must not answer a request it never saw (the sandbox's script can
     // write raw lines to the channel, and would otherwise answer the host's own "execute").
@@ -78,13 +114,20 @@ export class JsonRpcChannel {
     return await waiter.promise;
   }
 
-  async notify(method: string, params: unknown): Promise<void> {
+  async notify<M extends keyof Sends["notifications"] & string>(
+    method: M,
+    params: Sends["notifications"][M],
+  ): Promise<void> {
     if (this.#closed) return;
     await this.#send({ jsonrpc: "2.0", method, params });
   }
 
   #send(message: unknown): void | Promise<void> {
     return this.#write(JSON.stringify(message) + "\n");
+  }
+
+  #violation(kind: ViolationKind, detail: string): void {
+    this.#handlers.onViolation({ kind, detail });
   }
 
   #close(): void {
@@ -101,32 +144,35 @@ export class JsonRpcChannel {
     try {
       message = JSON.parse(text);
     } catch {
-      this.#handlers.onViolation("a line that is not JSON");
+      this.#violation("not_json", "a line that is not JSON");
       return;
     }
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
-      this.#handlers.onViolation("a message that is not a JSON object");
+      this.#violation("not_an_object", "a message that is not a JSON object");
       return;
     }
     const m = message as Record<string, unknown>;
     if (m.jsonrpc !== "2.0") {
-      this.#handlers.onViolation('a message without jsonrpc "2.0"');
+      this.#violation("not_jsonrpc_2", 'a message without jsonrpc "2.0"');
       return;
     }
     const hasId = typeof m.id === "number" || typeof m.id === "string";
     if (typeof m.method === "string") {
       if (hasId) this.#answer(m.id as JsonRpcId, m.method, m.params);
       else if (m.id === undefined) this.#handlers.onNotification(m.method, m.params);
-      else this.#handlers.onViolation("a request with an invalid id");
+      else this.#violation("invalid_request_id", "a request with an invalid id");
       return;
     }
     if (!hasId) {
-      this.#handlers.onViolation("a reply without a valid id");
+      this.#violation("reply_without_id", "a reply without a valid id");
       return;
     }
     const waiter = this.#pending.get(m.id as JsonRpcId);
     if (waiter === undefined) {
-      this.#handlers.onViolation(`a reply to id ${JSON.stringify(m.id)}, which is not pending`);
+      this.#violation(
+        "reply_to_nothing",
+        `a reply to id ${JSON.stringify(m.id)}, which is not pending`,
+      );
       return;
     }
     this.#pending.delete(m.id as JsonRpcId);
@@ -136,7 +182,7 @@ export class JsonRpcChannel {
       waiter.reject(new RemoteError(m.error));
     } else {
       waiter.reject(new Error("Cannot read reply: it has neither a result nor a valid error"));
-      this.#handlers.onViolation("a reply with neither a result nor a valid error");
+      this.#violation("malformed_reply", "a reply with neither a result nor a valid error");
     }
   }
 

@@ -9,16 +9,20 @@
  *   sandbox -> host  notification "progress"    ProgressParams, while a script runs
  *   sandbox -> host  request      "call_tool"   CallToolParams -> ToolReply, while a script runs
  *
- * The host checks every field of everything it receives: the sandbox runs untrusted code.
+ * The host checks every field of everything it receives: the sandbox runs untrusted code. The
+ * validators below are the only way the host reads a sandbox's message; the worker builds its
+ * messages with the same types, so a change to a message breaks the type check on both sides.
+ * The worker's command line (`workerArgs`, `parseWorkerArgs`) is defined here too.
  */
+import type { ToolErrorKind } from "../execution/outcomes.ts";
 
-export const METHOD_BOOT = "boot";
-export const METHOD_READY = "ready";
-export const METHOD_PREPARE = "prepare";
-export const METHOD_EXECUTE = "execute";
-export const METHOD_OUTPUT = "output";
-export const METHOD_PROGRESS = "progress";
-export const METHOD_CALL_TOOL = "call_tool";
+export const METHOD_BOOT = "boot" satisfies keyof HostMessages["notifications"];
+export const METHOD_READY = "ready" satisfies keyof SandboxMessages["notifications"];
+export const METHOD_PREPARE = "prepare" satisfies keyof HostMessages["requests"];
+export const METHOD_EXECUTE = "execute" satisfies keyof HostMessages["requests"];
+export const METHOD_OUTPUT = "output" satisfies keyof SandboxMessages["notifications"];
+export const METHOD_PROGRESS = "progress" satisfies keyof SandboxMessages["notifications"];
+export const METHOD_CALL_TOOL = "call_tool" satisfies keyof SandboxMessages["requests"];
 
 /** Python packages: package name -> { module name -> source }. */
 export type Packages = Record<string, Record<string, string>>;
@@ -108,7 +112,7 @@ export type ToolReply =
   | { result: Record<string, unknown> }
   | { error: { kind: ToolErrorKind; message: string } };
 
-export type ToolErrorKind = "tool_error" | "denied" | "timeout" | "unavailable" | "invalid";
+export type { ToolErrorKind };
 
 /** How a sandbox boots: sent by the host as the first message, so no host path is in argv. */
 export interface BootParams {
@@ -143,4 +147,153 @@ export function parseBootParams(value: unknown): BootParams | null {
     interruptible: v.interruptible,
     drop_permissions: v.drop_permissions,
   };
+}
+
+/** The messages each side sends: method -> params (and, for requests, the reply). */
+export interface HostMessages {
+  notifications: { boot: BootParams };
+  requests: {
+    prepare: { params: PrepareParams; reply: Record<string, never> };
+    execute: { params: ExecuteParams; reply: ExecuteReply };
+  };
+}
+
+export interface SandboxMessages {
+  notifications: { ready: Record<string, never>; output: OutputParams; progress: ProgressParams };
+  requests: { call_tool: { params: CallToolParams; reply: ToolReply } };
+}
+
+/** How the worker is started: boot a sandbox, or build the memory snapshot. */
+export type WorkerLaunch =
+  | { mode: "serve" }
+  | { mode: "build-snapshot"; pyodideModuleUrl: string; outputPath: string };
+
+/** The worker's command-line arguments for a launch. */
+export function workerArgs(launch: WorkerLaunch): string[] {
+  return launch.mode === "serve"
+    ? ["serve"]
+    : ["build-snapshot", launch.pyodideModuleUrl, launch.outputPath];
+}
+
+/** The launch the worker's arguments ask for, or null when they are not one `workerArgs` makes. */
+export function parseWorkerArgs(args: readonly string[]): WorkerLaunch | null {
+  const [mode, moduleUrl, path, ...extra] = args;
+  if (extra.length > 0) return null;
+  if (mode === "serve" && moduleUrl === undefined) return { mode };
+  if (mode === "build-snapshot" && moduleUrl && path) {
+    return { mode, pyodideModuleUrl: moduleUrl, outputPath: path };
+  }
+  return null;
+}
+
+/** How a sandbox broke the protocol, beyond JSON-RPC itself (see `ViolationKind`). */
+export interface ProtocolViolation {
+  kind:
+    | "unknown_notification"
+    | "bad_output"
+    | "bad_progress"
+    | "too_many_progress_reports"
+    | "unexpected_request"
+    | "bad_call_tool"
+    | "tool_call_over_limit";
+  /** A readable description, for logs. */
+  detail: string;
+}
+
+// --- What the host accepts from a sandbox -------------------------------------------------------
+
+const MAX_PROGRESS_MESSAGE = 500;
+const MAX_OUTPUT_FILES = 50;
+
+/** Well-formed standard base64 (a client rejects a whole result holding anything else). */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A Python exception's (qualified) class name, as the script may raise it. */
+const PYTHON_NAME = /^(?=.{1,200}$)[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,9}$/;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** An output notification, or null when its shape is wrong. */
+export function parseOutput(params: unknown): OutputParams | null {
+  if (!isRecord(params) || typeof params.text !== "string") return null;
+  if (params.stream !== "stdout" && params.stream !== "stderr") return null;
+  return { stream: params.stream, text: params.text };
+}
+
+/** A progress report (its message cut to length), or null when its shape is wrong. */
+export function parseProgress(params: unknown): ProgressParams | null {
+  if (!isRecord(params)) return null;
+  if (typeof params.progress !== "number" || !Number.isFinite(params.progress)) return null;
+  const report: ProgressParams = { progress: params.progress };
+  if (typeof params.total === "number" && Number.isFinite(params.total)) {
+    report.total = params.total;
+  }
+  if (typeof params.message === "string") {
+    report.message = params.message.slice(0, MAX_PROGRESS_MESSAGE);
+  }
+  return report;
+}
+
+/** A call_tool request, or null when its shape is wrong. */
+export function parseCallToolParams(params: unknown): CallToolParams | null {
+  if (!isRecord(params) || typeof params.server !== "string") return null;
+  if (typeof params.tool !== "string" || !isRecord(params.arguments)) return null;
+  return { server: params.server, tool: params.tool, arguments: params.arguments };
+}
+
+/** A relative path below outputs/: plain segments, none empty, "." or "..". */
+export function isOutputName(name: string): boolean {
+  return /^[\w.\- ]{1,100}(\/[\w.\- ]{1,100}){0,9}$/.test(name) &&
+    name.split("/").every((part) => part !== "." && part !== "..");
+}
+
+/**
+ * The files a sandbox says it wrote, checked and capped again on the host. `savedIn` is where
+ * files over the cap are saved (inside the sandbox), when the profile has such a place.
+ */
+export function parseOutputs(value: unknown, capBytes: number, savedIn?: string): OutputFile[] {
+  if (!Array.isArray(value)) return [];
+  const files: OutputFile[] = [];
+  let budget = Math.ceil(capBytes / 3) * 4; // base64 characters
+  for (const f of value.slice(0, MAX_OUTPUT_FILES)) {
+    if (!isRecord(f) || typeof f.name !== "string" || !isOutputName(f.name)) continue;
+    const size = typeof f.size === "number" && f.size >= 0 ? f.size : 0;
+    const data = typeof f.data === "string" && BASE64.test(f.data) ? f.data : undefined;
+    if (data !== undefined && data.length <= budget) {
+      budget -= data.length;
+      files.push({ name: f.name, size, data });
+    } else if (typeof f.saved_to === "string" && savedIn !== undefined) {
+      // The sandbox only says it saved the file; where is the host's to state.
+      files.push({ name: f.name, size, omitted: true, saved_to: `${savedIn}/${f.name}` });
+    } else {
+      files.push({ name: f.name, size, omitted: true });
+    }
+  }
+  return files;
+}
+
+/** The reply to "execute", or null when its shape is wrong. */
+export function parseExecuteReply(
+  value: unknown,
+  outputCap: number,
+  savedIn: string | undefined,
+): ExecuteReply | null {
+  if (!isRecord(value)) return null;
+  const outputs = parseOutputs(value.outputs, outputCap, savedIn);
+  if (value.ok === true) return { ok: true, result: value.result ?? null, outputs };
+  if (value.ok !== false || !isRecord(value.error)) return null;
+  const e = value.error;
+  const error: ScriptError = {
+    error_type: typeof e.error_type === "string" && PYTHON_NAME.test(e.error_type)
+      ? e.error_type
+      : "Error",
+    message: typeof e.message === "string" ? e.message : "",
+    traceback: typeof e.traceback === "string" ? e.traceback : "",
+    lineno: typeof e.lineno === "number" ? e.lineno : null,
+  };
+  return value.fatal === true
+    ? { ok: false, error, outputs, fatal: true }
+    : { ok: false, error, outputs };
 }

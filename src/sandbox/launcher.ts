@@ -4,6 +4,7 @@
  * process: wall-clock timeout, resident memory, output size, protocol abuse, cancellation.
  */
 import {
+  type ChannelViolation,
   JsonRpcChannel,
   RemoteError,
   RPC_INVALID_PARAMS,
@@ -12,6 +13,7 @@ import {
 import {
   type CallToolParams,
   type ExecuteReply,
+  type HostMessages,
   type InputFile,
   METHOD_BOOT,
   METHOD_CALL_TOOL,
@@ -20,14 +22,17 @@ import {
   METHOD_PREPARE,
   METHOD_PROGRESS,
   METHOD_READY,
-  type OutputFile,
   type OutputStream,
   type Packages,
+  parseCallToolParams,
+  parseExecuteReply,
+  parseOutput,
+  parseProgress,
   type ProgressParams,
-  type ScriptError,
+  type ProtocolViolation,
   type ToolReply,
 } from "../rpc/sandbox_protocol.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../_util/log.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import type { Profile } from "./profile.ts";
 import { INTERRUPT_SIGNAL, sandboxCommand } from "./sandbox_command.ts";
@@ -117,7 +122,7 @@ export class Sandbox implements AsyncDisposable {
   /** Resolves once Pyodide has booted; rejects when the process dies or boot takes too long. */
   readonly ready: Promise<void>;
   readonly #process: Deno.ChildProcess;
-  readonly #channel: JsonRpcChannel;
+  readonly #channel: JsonRpcChannel<HostMessages>;
   readonly #log: Logger;
   readonly #memory: ResidentMemory;
   #memoryReading = false;
@@ -169,7 +174,7 @@ export class Sandbox implements AsyncDisposable {
 
     const writer = this.#process.stdin.getWriter();
     const booted = Promise.withResolvers<void>();
-    this.#channel = new JsonRpcChannel({
+    this.#channel = new JsonRpcChannel<HostMessages>({
       readable: this.#process.stdout,
       write: (line) => writer.write(encoder.encode(line)),
       maxLineBytes: MAX_LINE_BYTES,
@@ -181,9 +186,14 @@ export class Sandbox implements AsyncDisposable {
             booted.resolve();
           } else if (method === METHOD_OUTPUT) this.#onOutput(params);
           else if (method === METHOD_PROGRESS) this.#onProgress(params);
-          else this.#violation(`an unknown notification "${method.slice(0, 64)}"`);
+          else {
+            this.#violation({
+              kind: "unknown_notification",
+              detail: `an unknown notification "${method.slice(0, 64)}"`,
+            });
+          }
         },
-        onViolation: (reason) => this.#violation(reason),
+        onViolation: (violation) => this.#violation(violation),
       },
     });
     void this.#channel.notify(METHOD_BOOT, boot).catch(() => {}); // a dead child shows below
@@ -395,17 +405,20 @@ export class Sandbox implements AsyncDisposable {
   }
 
   #onOutput(params: unknown): void {
-    const p = params as { stream?: unknown; text?: unknown } | null;
-    const buffer = p?.stream === "stdout"
+    const output = parseOutput(params);
+    const buffer = output?.stream === "stdout"
       ? this.#stdout
-      : p?.stream === "stderr"
+      : output?.stream === "stderr"
       ? this.#stderr
       : null;
-    if (buffer === null || typeof p?.text !== "string") {
-      this.#violation("an output notification outside an execution or with a bad shape");
+    if (output === null || buffer === null) {
+      this.#violation({
+        kind: "bad_output",
+        detail: "an output notification outside an execution or with a bad shape",
+      });
       return;
     }
-    const accepted = buffer.append(p.text);
+    const accepted = buffer.append(output.text);
     if (accepted.length > 0) this.#hooks?.onOutput?.(buffer.stream, accepted);
     if (buffer.overflowed) {
       this.#halt(
@@ -418,36 +431,54 @@ export class Sandbox implements AsyncDisposable {
   #onProgress(params: unknown): void {
     const report = parseProgress(params);
     if (report === null || this.#hooks === null) {
-      this.#violation("a progress notification outside an execution or with a bad shape");
+      this.#violation({
+        kind: "bad_progress",
+        detail: "a progress notification outside an execution or with a bad shape",
+      });
       return;
     }
     if (++this.#progressReports <= MAX_PROGRESS_REPORTS) this.#hooks.onProgress?.(report);
-    else this.#violation(`more than ${MAX_PROGRESS_REPORTS} progress reports`);
+    else {
+      this.#violation({
+        kind: "too_many_progress_reports",
+        detail: `more than ${MAX_PROGRESS_REPORTS} progress reports`,
+      });
+    }
   }
 
   async #onRequest(method: string, params: unknown): Promise<unknown> {
     if (method !== METHOD_CALL_TOOL || this.#hooks === null || this.#stop) {
-      this.#violation(`an unexpected request "${method.slice(0, 64)}"`);
+      this.#violation({
+        kind: "unexpected_request",
+        detail: `an unexpected request "${method.slice(0, 64)}"`,
+      });
       throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: "Method not found" });
     }
     const call = parseCallToolParams(params);
     if (call === null) {
-      this.#violation("a call_tool request with a bad shape");
+      this.#violation({ kind: "bad_call_tool", detail: "a call_tool request with a bad shape" });
       throw new RemoteError({ code: RPC_INVALID_PARAMS, message: "Invalid call_tool params" });
     }
     // Calls past the limit are still answered (denied) by the gate, and counted here too.
     if (++this.#toolRequests > this.#toolCallLimit) {
-      this.#violation(`a tool call past the limit of ${this.#toolCallLimit}`);
+      this.#violation({
+        kind: "tool_call_over_limit",
+        detail: `a tool call past the limit of ${this.#toolCallLimit}`,
+      });
     }
     return await this.#hooks.callTool(call);
   }
 
-  #violation(reason: string): void {
-    this.#violations.push(reason);
+  #violation(violation: ProtocolViolation | ChannelViolation): void {
+    this.#violations.push(violation.detail);
     const log = this.#hooks?.log ?? this.#log;
-    log.debug("sandbox protocol violation", { pid: this.#process.pid, reason });
-    if (reason.startsWith("line longer")) {
-      this.#halt("POLICY_VIOLATION", `The sandbox wrote a protocol ${reason}`);
+    log.debug("sandbox protocol violation", {
+      pid: this.#process.pid,
+      kind: violation.kind,
+      reason: violation.detail,
+    });
+    if (violation.kind === "overlong_line") {
+      this.#halt("POLICY_VIOLATION", `The sandbox wrote a protocol ${violation.detail}`);
     } else if (this.#violations.length > MAX_VIOLATIONS) {
       this.#halt(
         "POLICY_VIOLATION",
@@ -481,25 +512,6 @@ export function crashMessage(stderrTail: string): string {
   }`;
 }
 
-function parseProgress(params: unknown): ProgressParams | null {
-  if (typeof params !== "object" || params === null) return null;
-  const p = params as Record<string, unknown>;
-  if (typeof p.progress !== "number" || !Number.isFinite(p.progress)) return null;
-  const report: ProgressParams = { progress: p.progress };
-  if (typeof p.total === "number" && Number.isFinite(p.total)) report.total = p.total;
-  if (typeof p.message === "string") report.message = p.message.slice(0, 500);
-  return report;
-}
-
-function parseCallToolParams(params: unknown): CallToolParams | null {
-  if (typeof params !== "object" || params === null) return null;
-  const p = params as Record<string, unknown>;
-  const args = p.arguments;
-  if (typeof p.server !== "string" || typeof p.tool !== "string") return null;
-  if (typeof args !== "object" || args === null || Array.isArray(args)) return null;
-  return { server: p.server, tool: p.tool, arguments: args as Record<string, unknown> };
-}
-
 /**
  * Outputs over the cap go to `outputs/` in the profile's first read-write folder, when it has
  * one: where the script sees that folder, and where it is on the host.
@@ -514,70 +526,3 @@ export function largeOutputsFolder(
     onHost: `${writable.host}/outputs`,
   };
 }
-
-/** Well-formed standard base64 (a client rejects a whole result holding anything else). */
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
-/** A relative path below outputs/: plain segments, none empty, "." or "..". */
-export function isOutputName(name: string): boolean {
-  return /^[\w.\- ]{1,100}(\/[\w.\- ]{1,100}){0,9}$/.test(name) &&
-    name.split("/").every((part) => part !== "." && part !== "..");
-}
-
-/**
- * The files a sandbox says it wrote, checked and capped again on the host. `savedIn` is where
- * files over the cap are saved (inside the sandbox), when the profile has such a place.
- */
-export function parseOutputs(
-  value: unknown,
-  capBytes: number,
-  savedIn?: string,
-): OutputFile[] {
-  if (!Array.isArray(value)) return [];
-  const files: OutputFile[] = [];
-  let budget = Math.ceil(capBytes / 3) * 4; // base64 characters
-  for (const item of value.slice(0, 50)) {
-    if (typeof item !== "object" || item === null) continue;
-    const f = item as Record<string, unknown>;
-    if (typeof f.name !== "string" || !isOutputName(f.name)) continue;
-    const size = typeof f.size === "number" && f.size >= 0 ? f.size : 0;
-    const data = typeof f.data === "string" && BASE64.test(f.data) ? f.data : undefined;
-    if (data !== undefined && data.length <= budget) {
-      budget -= data.length;
-      files.push({ name: f.name, size, data });
-    } else if (typeof f.saved_to === "string" && savedIn !== undefined) {
-      // The sandbox only says it saved the file; where is the host's to state.
-      files.push({ name: f.name, size, omitted: true, saved_to: `${savedIn}/${f.name}` });
-    } else {
-      files.push({ name: f.name, size, omitted: true });
-    }
-  }
-  return files;
-}
-
-function parseExecuteReply(
-  value: unknown,
-  outputCap: number,
-  savedIn: string | undefined,
-): ExecuteReply | null {
-  if (typeof value !== "object" || value === null) return null;
-  const v = value as Record<string, unknown>;
-  const outputs = parseOutputs(v.outputs, outputCap, savedIn);
-  if (v.ok === true) return { ok: true, result: v.result ?? null, outputs };
-  if (v.ok !== false || typeof v.error !== "object" || v.error === null) return null;
-  const e = v.error as Record<string, unknown>;
-  const error: ScriptError = {
-    error_type: typeof e.error_type === "string" && PYTHON_NAME.test(e.error_type)
-      ? e.error_type
-      : "Error",
-    message: typeof e.message === "string" ? e.message : "",
-    traceback: typeof e.traceback === "string" ? e.traceback : "",
-    lineno: typeof e.lineno === "number" ? e.lineno : null,
-  };
-  return v.fatal === true
-    ? { ok: false, error, outputs, fatal: true }
-    : { ok: false, error, outputs };
-}
-
-/** A Python exception's (qualified) class name, as the script may raise it. */
-const PYTHON_NAME = /^(?=.{1,200}$)[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,9}$/;

@@ -7,7 +7,7 @@
  */
 import { readLines } from "../rpc/lines.ts";
 import { readResidentBytes } from "./memory.ts";
-import { writeAllSync } from "../write_all.ts";
+import { writeAllSync } from "../_util/write_all.ts";
 
 /** First argument that makes the compiled binary act as the memory watcher. */
 export const MEMORY_WATCHER_ENTRY = "__memory-watcher";

@@ -3,7 +3,7 @@
  * sandbox (it is never returned: the caller runs one script and kills it) and starts booting a
  * replacement in the background. When none is ready, callers queue, up to a bound.
  */
-import type { Logger } from "../log.ts";
+import type { Logger } from "../_util/log.ts";
 import { Sandbox } from "./launcher.ts";
 import { type Profile, sandboxKey } from "./profile.ts";
 

@@ -3,7 +3,7 @@
  * `/proc` itself; a host with least privilege cannot (Deno reserves `/proc` for `--allow-all`),
  * so it asks the memory watcher, a helper process started once and kept for the host's life.
  */
-import type { Logger } from "../log.ts";
+import type { Logger } from "../_util/log.ts";
 import { readLines } from "../rpc/lines.ts";
 import { readResidentBytes } from "./memory.ts";
 import type { ProcessCommand } from "./sandbox_command.ts";

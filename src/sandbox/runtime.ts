@@ -5,7 +5,7 @@
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { dirname, join } from "node:path";
 import { version as pyodideVersion } from "pyodide";
-import { PYODIDE_VERSION } from "../version.ts";
+import { PYODIDE_VERSION } from "../_util/version.ts";
 import { denoCacheDir, type TrustedPath } from "../policy/trusted_paths.ts";
 
 export interface SandboxRuntime {

@@ -9,7 +9,7 @@
  *   narrow a broad grant to some paths, so profiles that grant folders or hosts are refused.
  *   The same mode runs under plain `deno run -A` for tests.
  */
-import type { BootParams } from "../rpc/sandbox_protocol.ts";
+import { type BootParams, workerArgs } from "../rpc/sandbox_protocol.ts";
 import { type Profile, SANDBOX_V8_TUNING, toDenoFlags } from "./profile.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { MEMORY_WATCHER_ENTRY } from "./memory_watcher.ts";
@@ -76,7 +76,7 @@ export function sandboxCommand(
         "--no-code-cache",
         ...toDenoFlags(profile, { readPaths }),
         runtime.workerPath,
-        "serve",
+        ...workerArgs({ mode: "serve" }),
       ],
       env: { ...SANDBOX_ENV },
       cwd: "/",
@@ -90,7 +90,7 @@ export function sandboxCommand(
     );
   }
   return {
-    ...entry(runtime, ["serve"]),
+    ...entry(runtime, workerArgs({ mode: "serve" })),
     env: {
       ...SANDBOX_ENV,
       DENO_V8_FLAGS: `--max-old-space-size=${profile.limits.memory_mb},${SANDBOX_V8_TUNING}`,
@@ -102,7 +102,11 @@ export function sandboxCommand(
 
 /** The command that builds the snapshot (trusted: no user code runs in it). */
 export function snapshotBuildCommand(runtime: SandboxRuntime, outPath: string): ProcessCommand {
-  const workerArgs = ["build-snapshot", runtime.pyodideModuleUrl, outPath];
+  const args = workerArgs({
+    mode: "build-snapshot",
+    pyodideModuleUrl: runtime.pyodideModuleUrl,
+    outputPath: outPath,
+  });
   if (runtime.mode === "flags") {
     return {
       command: runtime.denoPath,
@@ -114,12 +118,12 @@ export function snapshotBuildCommand(runtime: SandboxRuntime, outPath: string): 
         `--allow-read=${runtime.pyodideDir}`,
         `--allow-write=${outPath}`,
         runtime.workerPath,
-        ...workerArgs,
+        ...args,
       ],
       env: {},
     };
   }
-  return { ...entry(runtime, workerArgs), env: {} };
+  return { ...entry(runtime, args), env: {} };
 }
 
 /**
@@ -146,19 +150,17 @@ export function memoryWatcherCommand(runtime: SandboxRuntime): ProcessCommand {
   };
 }
 
-function entry(runtime: SandboxRuntime, workerArgs: string[]): { command: string; args: string[] } {
-  return runtime.standalone
-    ? { command: runtime.denoPath, args: [SANDBOX_ENTRY, ...workerArgs] }
-    : {
-      command: runtime.denoPath,
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-all",
-        "--no-config",
-        "--no-code-cache",
-        runtime.workerPath,
-        ...workerArgs,
-      ],
-    };
+function entry(runtime: SandboxRuntime, args: string[]): { command: string; args: string[] } {
+  return runtime.standalone ? { command: runtime.denoPath, args: [SANDBOX_ENTRY, ...args] } : {
+    command: runtime.denoPath,
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-all",
+      "--no-config",
+      "--no-code-cache",
+      runtime.workerPath,
+      ...args,
+    ],
+  };
 }

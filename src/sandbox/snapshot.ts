@@ -2,24 +2,24 @@
  * The Pyodide memory snapshot: built once on first use, cached, verified before it is trusted.
  *
  * The file name carries a key derived from everything that shapes the snapshot (Pyodide's
- * version, Deno's version, the Python prelude), so changing any of them builds a new one. The
+ * version, Deno's version, the Python modules), so changing any of them builds a new one. The
  * file starts with a header holding the SHA-256 of the snapshot bytes that follow (see
  * snapshot_format.ts); a file whose bytes do not match is rebuilt. One file, renamed into place,
  * so concurrent builders cannot race.
  */
 import { join } from "node:path";
-import { sha256Hex } from "../digest.ts";
-import { writeFileAtomically } from "../atomic_write.ts";
-import type { Logger } from "../log.ts";
-import { PYODIDE_VERSION } from "../version.ts";
-import { PRELUDE_PY } from "./prelude_py.ts";
+import { sha256Hex } from "../_util/digest.ts";
+import { writeFileAtomically } from "../_util/atomic_write.ts";
+import type { Logger } from "../_util/log.ts";
+import { PYODIDE_VERSION } from "../_util/version.ts";
+import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { SNAPSHOT_HEADER_BYTES, snapshotHeader } from "./snapshot_format.ts";
 
 /** The key of the snapshot that the current code needs. */
 export async function snapshotKey(): Promise<string> {
-  const parts = [PYODIDE_VERSION, Deno.version.deno, PRELUDE_PY].join("\0");
+  const parts = [PYODIDE_VERSION, Deno.version.deno, ...SNAPSHOT_MODULES.flat()].join("\0");
   return (await sha256Hex(parts)).slice(0, 16);
 }
 

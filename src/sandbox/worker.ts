@@ -1,10 +1,13 @@
 /**
  * The program inside a sandbox process. Runs with only the permissions its profile grants.
  *
- *   worker.ts build-snapshot <pyodide module URL> <output path>
- *     Boots Pyodide cold, loads the Python prelude, writes a memory snapshot, exits.
- *   worker.ts serve <pyodide module URL> <snapshot path> <mounts JSON>
- *     Boots from the snapshot, says "ready", runs exactly one "execute" request, exits.
+ *   worker build-snapshot <pyodide module URL> <output path>
+ *     Boots Pyodide cold, installs the Python modules, writes a memory snapshot, exits.
+ *   worker serve
+ *     Waits for the host's "boot" message, boots from the snapshot, says "ready", runs exactly
+ *     one "execute" request (many for a session), exits.
+ * (`workerArgs` in src/rpc/sandbox_protocol.ts makes these arguments; `parseWorkerArgs` reads
+ * them.)
  *
  * Once user code runs, nothing here is trusted by the host: Python can reach every object in
  * this process through `import js`. The host treats this side as hostile.
@@ -14,6 +17,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { JsonRpcChannel, RemoteError, RPC_METHOD_NOT_FOUND } from "../rpc/channel.ts";
 import {
   type CallToolParams,
+  type ExecuteParams,
   type ExecuteReply,
   METHOD_BOOT,
   METHOD_CALL_TOOL,
@@ -24,11 +28,14 @@ import {
   METHOD_READY,
   type OutputStream,
   parseBootParams,
+  parseWorkerArgs,
+  type PrepareParams,
+  type SandboxMessages,
 } from "../rpc/sandbox_protocol.ts";
-import { PRELUDE_PY } from "./prelude_py.ts";
+import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import { SNAPSHOT_HEADER_BYTES } from "./snapshot_format.ts";
 import { INTERRUPT_LISTENER_JS } from "./interrupt_listener.ts";
-import { writeAllSync } from "../write_all.ts";
+import { writeAllSync } from "../_util/write_all.ts";
 
 // Pyodide's private loader options (stable for the exact version pinned in deno.json).
 interface LoaderOptions {
@@ -68,6 +75,9 @@ type LoadPyodide = (options: LoaderOptions) => Promise<PyodideLike>;
 
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
+/** The worker's side of the channel: it sends what the protocol says a sandbox sends. */
+type Channel = JsonRpcChannel<SandboxMessages>;
+
 function writeLineSync(line: string): void {
   writeAllSync(Deno.stdout, line);
 }
@@ -88,20 +98,18 @@ async function buildSnapshot(moduleUrl: string, outPath: string): Promise<void> 
     stdout: logToStderr,
     stderr: logToStderr,
   });
-  pyodide.runPython(
-    "import sys, types\n" +
-      "_m = types.ModuleType('_codemode')\n" +
-      "sys.modules['_codemode'] = _m\n",
-  );
+  // Each source runs as a module of its own; the prelude imports the generated errors module.
   const install = pyodide.runPython(
-    "def _install(src):\n" +
-      "    import sys\n" +
-      "    exec(compile(src, '<codemode>', 'exec'), sys.modules['_codemode'].__dict__)\n" +
+    "def _install(name, src):\n" +
+      "    import sys, types\n" +
+      "    module = types.ModuleType(name)\n" +
+      "    sys.modules[name] = module\n" +
+      "    exec(compile(src, f'<{name[1:]}>', 'exec'), module.__dict__)\n" +
       "_install",
   ) as PyProxyLike;
-  install(PRELUDE_PY);
+  for (const [name, source] of SNAPSHOT_MODULES) install(name, source);
   install.destroy();
-  pyodide.runPython("del _install; del _m; import _codemode");
+  pyodide.runPython("del _install; import _codemode");
   await Deno.writeFile(outPath, pyodide.makeMemorySnapshot());
 }
 
@@ -155,7 +163,7 @@ function maskWritableModes(pyodide: PyodideLike): void {
 }
 
 /** A stream writer for Python's stdout/stderr that forwards text to the host as it comes. */
-function outputWriter(target: () => JsonRpcChannel | null, stream: OutputStream) {
+function outputWriter(target: () => Channel | null, stream: OutputStream) {
   const decoder = new TextDecoder();
   return {
     write(bytes: Uint8Array): number {
@@ -231,7 +239,7 @@ async function serve(): Promise<void> {
     throw new RemoteError({ code: RPC_METHOD_NOT_FOUND, message: `no method ${method}` });
   };
   const finished = Promise.withResolvers<void>();
-  const channel: JsonRpcChannel = new JsonRpcChannel({
+  const channel: Channel = new JsonRpcChannel<SandboxMessages>({
     readable: Deno.stdin.readable,
     write: writeLineSync,
     maxLineBytes: MAX_LINE_BYTES,
@@ -240,8 +248,8 @@ async function serve(): Promise<void> {
       onNotification(method, params) {
         if (method === METHOD_BOOT) booted.resolve(params);
       },
-      onViolation(reason) {
-        logToStderr(`sandbox: ignored ${reason}`);
+      onViolation(violation) {
+        logToStderr(`sandbox: ignored ${violation.detail}`);
       },
     },
   });
@@ -301,7 +309,9 @@ async function serve(): Promise<void> {
   let persistent = false;
   onRequest = async (method, params) => {
     if (method === METHOD_PREPARE && !executed) {
-      await prepareInPython.callPromising(JSON.stringify(params));
+      // The host's word, trusted: it launched this process.
+      const prepare: PrepareParams = params as PrepareParams;
+      await prepareInPython.callPromising(JSON.stringify(prepare));
       return {};
     }
     if (method !== METHOD_EXECUTE || (executed && !persistent) || running) {
@@ -309,11 +319,12 @@ async function serve(): Promise<void> {
     }
     executed = true;
     running = true;
-    persistent = (params as { persistent?: boolean }).persistent === true;
+    const execute: ExecuteParams = params as ExecuteParams; // the host's word, trusted
+    persistent = execute.persistent === true;
     forwarding = true;
     if (interrupts) Atomics.store(interrupts, 0, 0); // a late signal must not hit this run
     try {
-      const replyJson = await executeInPython.callPromising(JSON.stringify(params)) as string;
+      const replyJson = await executeInPython.callPromising(JSON.stringify(execute)) as string;
       return JSON.parse(replyJson) as ExecuteReply;
     } catch (error) {
       if (!isStackOverflow(error)) throw error;
@@ -345,12 +356,12 @@ function isStackOverflow(error: unknown): boolean {
 }
 
 async function main(args: string[]): Promise<number> {
-  const [mode, moduleUrl, path] = args;
-  if (mode === "build-snapshot" && moduleUrl && path) {
-    await buildSnapshot(moduleUrl, path);
+  const launch = parseWorkerArgs(args);
+  if (launch?.mode === "build-snapshot") {
+    await buildSnapshot(launch.pyodideModuleUrl, launch.outputPath);
     return 0;
   }
-  if (mode === "serve") {
+  if (launch?.mode === "serve") {
     await serve();
     return 0;
   }

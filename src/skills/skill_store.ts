@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import type { Catalog } from "../catalog/catalog.ts";
-import type { Logger } from "../log.ts";
-import { writeFileAtomically } from "../atomic_write.ts";
+import type { Logger } from "../_util/log.ts";
+import { writeFileAtomically } from "../_util/atomic_write.ts";
 
 export interface Skill {
   name: string;

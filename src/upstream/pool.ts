@@ -12,12 +12,12 @@ import {
   McpError,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { ServerConfig } from "../config.ts";
+import type { ServerConfig } from "../config/config.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
 import type { ToolInfo } from "../catalog/python_stubs.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../_util/log.ts";
 import type { ToolReply } from "../rpc/sandbox_protocol.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../_util/version.ts";
 import type { TransportFactory } from "./transport.ts";
 
 export type UpstreamState = "connecting" | "connected" | "reconnecting" | "closed";

@@ -7,7 +7,7 @@ import {
 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { ServerConfig } from "../config.ts";
+import type { ServerConfig } from "../config/config.ts";
 import { denoCommand } from "./deno_command.ts";
 
 export type TransportFactory = (server: ServerConfig) => {

@@ -3,12 +3,12 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import type { ExecuteRequest, Executor } from "../executor.ts";
+import type { ExecuteRequest, Executor } from "../../execution/executor.ts";
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
-import { type ExecutionResult, formatResultText } from "../execution_result.ts";
-import { isText } from "../mime_types.ts";
+import { type ExecutionResult, formatResultText } from "../../execution/execution_result.ts";
+import { isText } from "../../execution/mime_types.ts";
 import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
-import { SESSION_ID } from "../sessions.ts";
+import { SESSION_ID } from "../../sandbox/sessions.ts";
 
 export interface ExecuteCodeToolOptions {
   execute: Executor;

@@ -3,7 +3,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import type { SessionManager } from "../sessions.ts";
+import type { SessionManager } from "../../sandbox/sessions.ts";
 
 export function registerSessionTools(server: McpServer, sessions: SessionManager, owner: string) {
   server.registerTool("list_sessions", {

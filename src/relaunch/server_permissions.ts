@@ -4,8 +4,8 @@
  * flags; see restricted_host.ts. Pure: everything it looks at is passed in.
  */
 import { dirname, isAbsolute, resolve } from "node:path";
-import type { Config } from "./config.ts";
-import type { OpenAIModelConfig } from "./agent/model_config.ts";
+import type { Config } from "../config/config.ts";
+import type { OpenAIModelConfig } from "../agent/model_config.ts";
 
 export interface HostGrants {
   read: string[];

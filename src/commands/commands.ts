@@ -5,16 +5,16 @@
  */
 import process from "node:process";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { startApp } from "./app.ts";
-import { formatResultText } from "./host/execution_result.ts";
-import { runAgent } from "./agent/agent.ts";
-import { selectModel } from "./agent/select_model.ts";
-import { formatAgentResult } from "./host/tools/generate_and_execute.ts";
-import type { Logger } from "./log.ts";
-import { serveHttp } from "./host/http_server.ts";
-import { checkBind } from "./host/http_guard.ts";
+import { startApp } from "../app.ts";
+import { formatResultText } from "../execution/execution_result.ts";
+import { runAgent } from "../agent/agent.ts";
+import { selectModel } from "../agent/select_model.ts";
+import { formatAgentResult } from "../host/tools/generate_and_execute.ts";
+import type { Logger } from "../_util/log.ts";
+import { serveHttp } from "../host/http_server.ts";
+import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
-import { writeAllSync } from "./write_all.ts";
+import { writeAllSync } from "../_util/write_all.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
 

@@ -7,19 +7,19 @@
  * child's code.
  */
 import { dirname, join } from "node:path";
-import { loadConfig, PROJECT_ROOT } from "./config.ts";
-import { denoCommand } from "./upstream/deno_command.ts";
-import { openAIConfigFromEnv } from "./agent/model_config.ts";
+import { loadConfig, PROJECT_ROOT } from "../config/config.ts";
+import { denoCommand } from "../upstream/deno_command.ts";
+import { openAIConfigFromEnv } from "../agent/model_config.ts";
 import {
   describeGrants,
   hostFlags,
   type HostGrants,
   hostGrants,
   runGrantFor,
-} from "./host_permissions.ts";
-import { createRedactor } from "./policy/redaction.ts";
-import { locateRuntime, runtimeTrustedPaths } from "./sandbox/runtime.ts";
-import type { Logger } from "./log.ts";
+} from "./server_permissions.ts";
+import { createRedactor } from "../policy/redaction.ts";
+import { locateRuntime, runtimeTrustedPaths } from "../sandbox/runtime.ts";
+import type { Logger } from "../_util/log.ts";
 
 /** The flag a server started this way gets (and users may pass to skip the restart). */
 export const NO_RESTRICT = "--no-restrict";

@@ -2,9 +2,9 @@
  * The audit log: one JSON line per execution, appended to a file (never stdout).
  */
 import { dirname } from "node:path";
-import { sha256Hex } from "../digest.ts";
+import { sha256Hex } from "../_util/digest.ts";
 import type { ExecutionResult } from "./execution_result.ts";
-import { writeAllSync } from "../write_all.ts";
+import { writeAllSync } from "../_util/write_all.ts";
 
 export interface AuditRecord {
   time: string;

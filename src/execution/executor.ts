@@ -3,7 +3,7 @@
  * answers the sandbox's tool calls under host-side policy, and turns what happened into an
  * `ExecutionResult`. Every decision about a sandbox's requests is made here, never inside it.
  */
-import { type Logger, withFields } from "../log.ts";
+import { type Logger, withFields } from "../_util/log.ts";
 import { checkCodeSize } from "../policy/code_size.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
 import type {
@@ -22,7 +22,7 @@ import { type HostOutcome, scriptErrorType } from "./outcomes.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import { checkInputFiles, type FileContent } from "../policy/input_files.ts";
-import { SessionBusyError, SessionError, type SessionManager } from "./sessions.ts";
+import { SessionBusyError, SessionError, type SessionManager } from "../sandbox/sessions.ts";
 import { type ResolvedWheel, scriptDependencies } from "../packages/wheels.ts";
 import type { PackageSources } from "../packages/package_sources.ts";
 

@@ -6,9 +6,9 @@
  */
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
-import { mergeProfileFiles, type Profile, resolveProfile } from "./sandbox/profile.ts";
-import { secretProblem } from "./policy/redaction.ts";
-import { type TrustedPath, trustedPaths } from "./policy/trusted_paths.ts";
+import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
+import { secretProblem } from "../policy/redaction.ts";
+import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 
 export interface StdioServerConfig {
   kind: "stdio";
@@ -73,7 +73,7 @@ export interface Config {
 }
 
 /** The project's root folder (where the default mcp_servers.json and permissions/ live). */
-export const PROJECT_ROOT = dirname(dirname(fromFileUrl(import.meta.url)));
+export const PROJECT_ROOT = fromFileUrl(new URL("../../", import.meta.url)).replace(/\/$/, "");
 
 export interface LoadConfigOptions {
   /** Path of mcp_servers.json; default `$CODEMODE_CONFIG`, then the project's own file. */

@@ -4,10 +4,10 @@
  * using the same name never share one; they expire when idle, and their number is capped over
  * the server and per connection (so one client cannot take them all).
  */
-import type { Logger } from "../log.ts";
-import type { Sandbox } from "../sandbox/launcher.ts";
-import type { Profile } from "../sandbox/profile.ts";
-import { defaultSessionsPerConnection } from "../config.ts";
+import type { Logger } from "../_util/log.ts";
+import type { Sandbox } from "./launcher.ts";
+import type { Profile } from "./profile.ts";
+import { defaultSessionsPerConnection } from "../config/config.ts";
 
 export interface SessionInfo {
   session_id: string;

@@ -2,24 +2,29 @@
  * `doctor`: checks everything the server depends on and prints one table row per check, so a
  * user can see at a glance what is missing. Never throws; each check reports its own failure.
  */
-import { type Config, loadConfig } from "./config.ts";
-import type { Logger } from "./log.ts";
-import { Sandbox } from "./sandbox/launcher.ts";
-import { computeHostGrants } from "./restricted_host.ts";
-import { describeGrants, hostFlags } from "./host_permissions.ts";
+import { type Config, loadConfig } from "../config/config.ts";
+import type { Logger } from "../_util/log.ts";
+import { Sandbox } from "../sandbox/launcher.ts";
+import { computeHostGrants } from "../relaunch/restricted_relaunch.ts";
+import { describeGrants, hostFlags } from "../relaunch/server_permissions.ts";
 import {
   directResidentMemory,
   type ResidentMemory,
   unknownResidentMemory,
   WatchedResidentMemory,
-} from "./sandbox/resident_memory.ts";
-import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
-import { locateRuntime, type SandboxRuntime } from "./sandbox/runtime.ts";
-import { ensureSnapshot, isSnapshotIntact, snapshotKey, snapshotPath } from "./sandbox/snapshot.ts";
-import { UpstreamPool } from "./upstream/pool.ts";
-import { createRedactor } from "./policy/redaction.ts";
-import { defaultTransportFactory } from "./upstream/transport.ts";
-import { PYODIDE_VERSION } from "./version.ts";
+} from "../sandbox/resident_memory.ts";
+import { memoryWatcherCommand } from "../sandbox/sandbox_command.ts";
+import { locateRuntime, type SandboxRuntime } from "../sandbox/runtime.ts";
+import {
+  ensureSnapshot,
+  isSnapshotIntact,
+  snapshotKey,
+  snapshotPath,
+} from "../sandbox/snapshot.ts";
+import { UpstreamPool } from "../upstream/pool.ts";
+import { createRedactor } from "../policy/redaction.ts";
+import { defaultTransportFactory } from "../upstream/transport.ts";
+import { PYODIDE_VERSION } from "../_util/version.ts";
 
 export interface Check {
   name: string;

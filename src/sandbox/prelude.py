@@ -1,0 +1,427 @@
+"""The Python side of the sandbox runtime, baked into the Pyodide memory snapshot as `_codemode`.
+
+Running a script with top-level `await`, turning its last expression into a JSON-safe value,
+formatting errors without Pyodide-internal frames, and the bridge that tool modules
+(`mcp_tools.<server>`) call. It must not touch `js` at import time: a snapshot cannot hold
+references to JavaScript objects.
+
+Embedded into TypeScript as src/sandbox/prelude_py.ts by `deno task generate`. Changing it
+changes the snapshot key, so the snapshot is rebuilt on next start.
+"""
+import ast, asyncio, base64, builtins, importlib, importlib.abc, importlib.util, json, linecache
+import os, shutil, sys, traceback, types
+from pyodide.code import CodeRunner
+import inspect
+from pyodide.ffi import run_sync
+
+SCRIPT = "<script>"
+# Bound now, so a script that monkey-patches json cannot break the runtime's own replies.
+_dumps = json.dumps
+_loads = json.loads
+_HIDDEN_PREFIXES = ("/lib/python", "<codemode", "/lib/pyodide")
+
+
+# The exception classes a failed tool call raises, generated from the host's outcome table
+# (OUTCOMES in src/execution/outcomes.ts) and installed ahead of this module; mcp_tools
+# re-exports them.
+from _codemode_errors import *  # noqa: F401,F403
+from _codemode_errors import ERROR_CLASSES, ToolError
+
+
+class Image:
+    """An image returned by a tool: base64 'data' and its 'mime_type'."""
+
+    def __init__(self, data, mime_type):
+        self.data = data
+        self.mime_type = mime_type
+
+    def __repr__(self):
+        return f"Image(mime_type={self.mime_type!r}, {len(self.data)} base64 chars)"
+
+
+class Resource:
+    """An embedded resource returned by a tool: its uri, mime type, and text or base64 blob."""
+
+    def __init__(self, uri, mime_type=None, text=None, blob=None):
+        self.uri = uri
+        self.mime_type = mime_type
+        self.text = text
+        self.blob = blob
+
+    def __repr__(self):
+        return f"Resource(uri={self.uri!r}, mime_type={self.mime_type!r})"
+
+
+Image.__module__ = Resource.__module__ = "mcp_tools"
+
+
+def _text_value(text):
+    """Text content that is a JSON object or array comes back parsed; any other text as str."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return _loads(stripped)
+        except ValueError:
+            pass
+    return text
+
+
+def _content_value(item):
+    kind = item.get("type")
+    if kind == "text":
+        return _text_value(item.get("text", ""))
+    if kind in ("image", "audio"):
+        return Image(item.get("data", ""), item.get("mimeType", ""))
+    if kind == "resource":
+        res = item.get("resource", {})
+        return Resource(res.get("uri"), res.get("mimeType"), res.get("text"), res.get("blob"))
+    if kind == "resource_link":
+        return Resource(item.get("uri"), item.get("mimeType"))
+    return item
+
+
+def to_python_value(result):
+    """An MCP CallToolResult as a Python value (the documented rule, see the README)."""
+    if result.get("structuredContent") is not None:
+        return result["structuredContent"]
+    values = [_content_value(item) for item in result.get("content", [])]
+    if len(values) == 0:
+        return None
+    if len(values) == 1:
+        return values[0]
+    if all(isinstance(v, str) for v in values):
+        return "\n".join(values)
+    return values
+
+
+def report_progress(progress, total=None, message=None):
+    """Reports progress to the MCP client (when it asked for progress). Cheap; call it freely."""
+    report = {"progress": float(progress)}
+    if total is not None:
+        report["total"] = float(total)
+    if message is not None:
+        report["message"] = str(message)[:500]
+    _host().report_progress(_dumps(report))
+
+
+def _host():
+    import _codemode_host
+    return _codemode_host
+
+
+def _decode_reply(server, tool, reply_json):
+    reply = _loads(reply_json)
+    if "error" in reply:
+        err = reply["error"]
+        cls = ERROR_CLASSES.get(err.get("kind"), ToolError)
+        raise cls(server, tool, err.get("message", "failed"), err.get("kind", "tool_error"))
+    return to_python_value(reply["result"])
+
+
+def call_tool(server, tool, arguments):
+    """Calls an upstream tool and blocks until it answers."""
+    reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
+    return _decode_reply(server, tool, reply_json)
+
+
+async def call_tool_async(server, tool, arguments):
+    """Calls an upstream tool; await it (several can run at once with asyncio.gather)."""
+    reply_json = await _host().call_tool(server, tool, _dumps(arguments))
+    return _decode_reply(server, tool, reply_json)
+
+
+class _SourceLoader(importlib.abc.Loader):
+    """Loads a generated module from its source text when it is first imported."""
+
+    def __init__(self, source, filename):
+        self.source = source
+        self.filename = filename
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(self.source, self.filename, "exec"), module.__dict__)
+
+
+class _GeneratedModules(importlib.abc.MetaPathFinder):
+    """Finds the submodules of packages installed by install_modules, compiling them lazily."""
+
+    def __init__(self):
+        self.sources = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        source = self.sources.get(fullname)
+        if source is None:
+            return None
+        loader = _SourceLoader(source, f"<codemode:{fullname}>")
+        return importlib.util.spec_from_loader(fullname, loader)
+
+
+_generated = _GeneratedModules()
+sys.meta_path.insert(0, _generated)
+
+
+def install_modules(package, sources):
+    """Creates package 'package' whose submodules (name -> Python source) compile on first import."""
+    # Replaces whatever an earlier install (prepare) left for this package.
+    for name in [n for n in _generated.sources if n.startswith(package + ".")]:
+        del _generated.sources[name]
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    pkg = types.ModuleType(package)
+    pkg.__path__ = []
+    pkg.__all__ = sorted(n for n in sources if n != "__init__")
+    sys.modules[package] = pkg
+    if "__init__" in sources:
+        exec(compile(sources["__init__"], f"<codemode:{package}>", "exec"), pkg.__dict__)
+    for name, source in sources.items():
+        if name != "__init__":
+            _generated.sources[f"{package}.{name}"] = source
+
+    def __getattr__(name):
+        if f"{package}.{name}" in _generated.sources:
+            return importlib.import_module(f"{package}.{name}")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    if "__getattr__" not in pkg.__dict__:  # a package's own __init__ may resolve names itself
+        pkg.__getattr__ = __getattr__
+
+
+def prepare(request_json):
+    """Installs packages ahead of the script (while the sandbox waits in the pool)."""
+    for package, sources in _loads(request_json)["packages"].items():
+        install_modules(package, sources)
+
+
+_session_scope = None
+
+
+def execute(request_json):
+    """The sandbox's one job: install changed packages, place the input files, run the code,
+    answer in JSON with the files it wrote to outputs/. A persistent session keeps its scope."""
+    global _session_scope
+    request = _loads(request_json)
+    for package, sources in (request.get("packages") or {}).items():
+        install_modules(package, sources)
+    install_wheels(request.get("wheels") or [])
+    place_files(request.get("files") or [])
+    reset_outputs()
+    scope = None
+    if request.get("persistent"):
+        if _session_scope is None:
+            _session_scope = new_scope()
+        scope = _session_scope
+    outcome = run(request["code"], request["result_bytes"], scope)
+    outcome["outputs"] = collect_outputs(
+        request.get("output_files_bytes", 0), request.get("large_outputs_dir"))
+    return to_json(outcome)
+
+
+_WARM_MODULE = """
+from typing import Any, Literal
+import _codemode as _cm
+
+def f(a: str, *, b: int | None = None) -> Any:
+    \"\"\"A function shaped like a generated tool stub.\"\"\"
+    return {k: v for k, v in {"a": a, "b": b}.items() if v is not None}
+
+async def f_async(a: str) -> Any:
+    return f(a)
+"""
+
+
+def forget_host_paths():
+    """The snapshot was made by a process started from a host path, which Python kept as its
+    executable and in the environment; a script must not learn it."""
+    sys.executable = ""
+    sys._base_executable = ""
+    sys.orig_argv = [""]
+    os.environ.pop("_", None)
+
+
+def warm_up():
+    """Runs the execution path once so a booted sandbox answers its first script quickly
+    (WebAssembly functions are compiled on first use). Leaves nothing behind."""
+    install_modules("_codemode_warm", {"__init__": "x = 1", "m": _WARM_MODULE})
+    run(
+        "from _codemode_warm import m\nimport asyncio\nawait asyncio.sleep(0)\n"
+        "print('warm')\n[m.f('x', b=2), await m.f_async('y'), {1, 2}, 2.5, None]",
+        1000,
+    )
+    run("x = [1, 2.5, None, 'text']\nprint(x)\nx", 1000)
+    run("def g():\n    return 1 / 0\ng()", 1000)
+    execute(_dumps({
+        "code": "open('outputs/w.txt', 'w').write(open('w_in.txt').read())",
+        "files": [{"name": "w_in.txt", "data": "dw=="}],
+        "result_bytes": 100,
+        "output_files_bytes": 100,
+    }))
+    os.remove(os.path.join(HOME, "w_in.txt"))
+    reset_outputs()
+    for name in [n for n in sys.modules if n.startswith("_codemode_warm")]:
+        del sys.modules[name]
+    for name in [n for n in _generated.sources if n.startswith("_codemode_warm")]:
+        del _generated.sources[name]
+    linecache.cache.pop(SCRIPT, None)
+
+
+def _frame_visible(frame):
+    return not frame.filename.startswith(_HIDDEN_PREFIXES)
+
+
+def _error_type(exc):
+    return type(exc).__name__
+
+
+def describe_error(exc):
+    """Error type, message, traceback without internal frames, and line number."""
+    te = traceback.TracebackException.from_exception(exc, limit=-40)
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
+    lineno = None
+    if isinstance(exc, SyntaxError) and exc.filename == SCRIPT:
+        lineno = exc.lineno
+    else:
+        for frame in te.stack:
+            if frame.filename == SCRIPT:
+                lineno = frame.lineno
+    return {
+        "error_type": _error_type(exc),
+        "message": str(exc),
+        "traceback": "".join(te.format()),
+        "lineno": lineno,
+    }
+
+
+_EXACT_INTS = 2**53
+
+
+def exact_ints(value):
+    """The value with integers that a JSON reader would round (beyond 2**53) as digit strings."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -_EXACT_INTS < value < _EXACT_INTS else str(value)
+    if isinstance(value, (list, tuple)):
+        return [exact_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: exact_ints(v) for k, v in value.items()}
+    return value
+
+
+def json_safe(value, limit):
+    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr.
+    Integers beyond 2**53 come back as strings of their digits, not rounded floats."""
+    if value is None:
+        return None
+    try:
+        text = _dumps(value, allow_nan=False)
+        value = exact_ints(value)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is not None and len(text) <= limit:
+        return value
+    shown = repr(value)
+    if len(shown) > limit:
+        shown = shown[:limit] + f"... [result truncated: {len(shown)} chars, limit {limit}]"
+    return shown
+
+
+def new_scope():
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def run(code, result_limit, scope=None):
+    """Runs a script; returns {ok, result} or {ok: false, error}.
+
+    Called with JSPI enabled (PyProxy.callPromising), so tool calls and top-level await can
+    suspend Python while JavaScript waits; a script without await never touches the event loop.
+    A persistent session passes the same scope every time.
+    """
+    linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
+    if scope is None:
+        scope = new_scope()
+    try:
+        runner = CodeRunner(code, filename=SCRIPT, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT).compile()
+        if runner.code.co_flags & inspect.CO_COROUTINE:
+            value = run_sync(runner.run_async(scope))
+        else:
+            value = runner.run(scope)
+        outcome = {"ok": True, "result": json_safe(value, result_limit)}
+    except SystemExit as exc:
+        if exc.code in (None, 0):
+            outcome = {"ok": True, "result": None}
+        else:
+            outcome = {"ok": False, "error": describe_error(exc)}
+    except BaseException as exc:
+        outcome = {"ok": False, "error": describe_error(exc)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return outcome
+
+
+def to_json(outcome):
+    try:
+        return _dumps(outcome)
+    except (TypeError, ValueError):
+        outcome["result"] = repr(outcome.get("result"))
+        return _dumps(outcome)
+
+
+HOME = "/home/pyodide"
+OUTPUTS = HOME + "/outputs"
+
+
+def place_files(files):
+    """Writes the caller's input files (names already checked by the host) under HOME."""
+    for f in files:
+        path = os.path.join(HOME, f["name"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(f["data"]))
+
+
+SITE_PACKAGES = f"/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+
+
+def install_wheels(wheels):
+    """Unpacks wheels (already chosen and read by the host) into site-packages."""
+    import io, zipfile
+    for wheel in wheels:
+        with zipfile.ZipFile(io.BytesIO(base64.b64decode(wheel["data"]))) as archive:
+            for member in archive.namelist():
+                if member.startswith("/") or ".." in member.split("/"):
+                    raise ValueError(f"wheel {wheel['file']} holds an unsafe path: {member}")
+            archive.extractall(SITE_PACKAGES)
+    if wheels:
+        importlib.invalidate_caches()
+
+
+def reset_outputs():
+    shutil.rmtree(OUTPUTS, ignore_errors=True)
+    os.makedirs(OUTPUTS, exist_ok=True)
+
+
+def collect_outputs(limit_bytes, spill_dir=None, limit_files=50):
+    """Files the script wrote to outputs/, base64, within the limits. Files beyond them are
+    moved to spill_dir (a writable host folder) when there is one, else listed as omitted."""
+    found, total = [], 0
+    for root, _dirs, names in os.walk(OUTPUTS):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, OUTPUTS)
+            size = os.path.getsize(path)
+            if len(found) >= limit_files or total + size > limit_bytes:
+                entry = {"name": rel, "size": size, "omitted": True}
+                if spill_dir:
+                    target = os.path.join(spill_dir, rel)
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    shutil.copyfile(path, target)
+                    entry["saved_to"] = target
+                found.append(entry)
+                continue
+            with open(path, "rb") as fh:
+                data = fh.read()
+            total += size
+            found.append({"name": rel, "size": size, "data": base64.b64encode(data).decode()})
+    return found
