@@ -4,7 +4,7 @@
  */
 import { type Config, loadConfig } from "./config/config.ts";
 import { describeExecuteCode } from "./host/description.ts";
-import { createExecutor, type Executor, type ToolBridge } from "./execution/executor.ts";
+import { type Executor, SandboxExecutor } from "./execution/executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./sandbox/sessions.ts";
@@ -12,7 +12,7 @@ import { openResidentMemory } from "./sandbox/resident_memory.ts";
 import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
 import { PackageSources } from "./packages/package_sources.ts";
 import { join } from "node:path";
-import { UpstreamToolBridge } from "./host/tool_bridge.ts";
+import { ToolCatalog } from "./upstream/tool_catalog.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
 import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_config.ts";
@@ -21,7 +21,7 @@ import { createHost, type Host } from "./host/server.ts";
 import { type Logger, scrubbedLogger } from "./_util/log.ts";
 import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./execution/audit_log.ts";
-import { Sandbox } from "./sandbox/launcher.ts";
+import { type ModuleSource, Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { locateRuntime, runtimeTrustedPaths, type SandboxRuntime } from "./sandbox/runtime.ts";
 import { ensureSnapshot } from "./sandbox/snapshot.ts";
@@ -41,14 +41,14 @@ export interface App extends AsyncDisposable {
   config: Config;
   runtime: SandboxRuntime;
   pool: SandboxPool;
-  execute: Executor;
+  executor: Executor;
   upstream: UpstreamPool;
-  tools: UpstreamToolBridge;
+  tools: ToolCatalog;
   /** The agent's API model settings from the environment (null when none is set). */
   openAI: OpenAIModelConfig | null;
   agentDeps(model: ChatModel): AgentDeps;
   /** A new MCP server over the shared service (one per stdio client or HTTP session). */
-  createHost(overrides?: { execute?: Executor }): Host;
+  createHost(overrides?: { executor?: Executor }): Host;
   close(): Promise<void>;
 }
 
@@ -67,23 +67,23 @@ export async function startApp(options: AppOptions): Promise<App> {
     servers: config.servers,
     transports: options.transports ?? defaultTransportFactory,
     log,
-    callTimeoutMs: config.settings.tool_timeout_s * 1000,
     onChange: () => tools.refresh(),
     redact: redact.text,
   });
-  const tools: UpstreamToolBridge = new UpstreamToolBridge(upstream, redact);
+  const tools: ToolCatalog = new ToolCatalog(() => upstream.snapshot(), redact);
   const skills = new SkillStore(config.settings.skills_dir, log);
   // Sandboxes boot while the upstream servers connect; they install the tool modules after.
   const toolsReady = Promise.all([upstream.start(), skills.load()]);
-  toolsReady.catch(() => {}); // awaited below; this only keeps an early failure "handled"
+  const modulesReady = toolsReady.then(() => {});
+  // Both awaited later; this only keeps an early failure "handled".
+  toolsReady.catch(() => {});
+  modulesReady.catch(() => {});
   const snapshotPath = await ensureSnapshot(runtime, log);
   // What every sandbox gets installed: the tool modules and the saved skills.
-  const sandboxTools: ToolBridge = {
-    packages: () => ({ ...tools.packages(), ...skills.packages(tools.catalog) }),
-    get version() {
-      return tools.version * 1_000_000 + skills.version;
-    },
-    call: (server, tool, args) => tools.call(server, tool, args),
+  const modules: ModuleSource = {
+    ready: modulesReady,
+    version: () => `${tools.version}.${skills.version}`,
+    packages: () => ({ ...tools.current.packages(), ...skills.packages(tools.current) }),
   };
   const launch = (profile: Profile, persistent: boolean) =>
     new Sandbox({
@@ -93,10 +93,7 @@ export async function startApp(options: AppOptions): Promise<App> {
       log,
       memory,
       persistent,
-      prepare: async () => {
-        await toolsReady;
-        return { version: sandboxTools.version, packages: sandboxTools.packages() };
-      },
+      modules,
     });
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
@@ -121,11 +118,15 @@ export async function startApp(options: AppOptions): Promise<App> {
     throw error;
   }
   const allowed = new Set(config.settings.allowed_profiles);
-  const execute = createExecutor({
+  const executor = new SandboxExecutor({
     pool,
     profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
     defaultProfile: defaultProfile.name,
-    tools: sandboxTools,
+    tools: {
+      catalog: () => tools.current,
+      session: (server) => upstream.session(server),
+      callTimeoutMs: config.settings.tool_timeout_s * 1000,
+    },
     log,
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
@@ -143,20 +144,22 @@ export async function startApp(options: AppOptions): Promise<App> {
   // The agent and skill analysis run through the executor of the host they serve, so an HTTP
   // session's concurrency cap covers them too.
   const analyseWith = (run: Executor) => async (code: string): Promise<Analysis> => {
-    const outcome = await run({ code: analysisScript(code) }, { profileOverride: analyser });
+    const outcome = await run.execute({ code: analysisScript(code) }, {
+      profileOverride: analyser,
+    });
     if (!outcome.success) throw new Error(outcome.diagnostics?.message ?? "the analysis failed");
     return outcome.result as Analysis;
   };
   const agentDepsWith = (run: Executor) => (model: ChatModel): AgentDeps => ({
     model,
-    execute: run,
-    catalog: () => tools.catalog,
+    executor: run,
+    catalog: () => tools.current,
     sandboxRules: rules,
     analyse: analyseWith(run),
     log,
     redact,
   });
-  const agentDeps = agentDepsWith(execute);
+  const agentDeps = agentDepsWith(executor);
   const close = async () => {
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
     await memory.close();
@@ -166,23 +169,23 @@ export async function startApp(options: AppOptions): Promise<App> {
     config,
     runtime,
     pool,
-    execute,
+    executor,
     upstream,
     tools,
     openAI,
     agentDeps,
     createHost: (overrides = {}) => {
-      const run = overrides.execute ?? execute;
+      const run = overrides.executor ?? executor;
       return createHost({
-        execute: run,
-        describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.catalog.index()),
-        catalog: () => tools.catalog,
+        executor: run,
+        describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.current.index()),
+        catalog: () => tools.current,
         onCatalogChange: (listener) => tools.onChange(listener),
         profiles: config.settings.allowed_profiles,
         defaultProfile: defaultProfile.name,
         openAI,
         agent: agentDepsWith(run),
-        skills: { store: skills, catalog: () => tools.catalog, analyse: analyseWith(run) },
+        skills: { store: skills, catalog: () => tools.current, analyse: analyseWith(run) },
         sessions,
       });
     },

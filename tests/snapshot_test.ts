@@ -38,7 +38,6 @@ Deno.test("the snapshot is built on first use, and a corrupt one is detected and
   });
   const outcome = await sandbox.execute({
     code: "import _codemode\n'prelude' if hasattr(_codemode, 'run') else 'missing'",
-    packages: {},
     timeoutMs: 30_000,
     memoryBytes: 512 * 1024 * 1024,
     outputBytes: 65536,

@@ -301,15 +301,14 @@ Deno.test("a failed server's stderr is scrubbed before it is cut, so no fragment
       servers: [server],
       transports: defaultTransportFactory,
       log: silentLogger,
-      callTimeoutMs: 5000,
       redact: createRedactor([secret]).text,
     });
     await pool.start();
     const [snapshot] = pool.snapshot();
-    const call = await pool.call("broken", "anything", {});
-    assert.ok("error" in call);
+    const session = pool.session("broken");
+    assert.ok(session !== undefined && "unavailable" in session);
     assert.equal(
-      call.error.message,
+      session.unavailable,
       `server "broken" is not connected (reconnecting): ${snapshot!.error}`,
     );
     return snapshot!.error!;

@@ -37,7 +37,7 @@ export interface AgentResult {
 
 export interface AgentDeps {
   model: ChatModel;
-  execute: Executor;
+  executor: Executor;
   catalog: () => Catalog;
   /** The sandbox's rules for a profile (the execute_code description). */
   sandboxRules: (profile: string | undefined) => string;
@@ -131,7 +131,7 @@ export async function runAgent(
       continue;
     }
     attempt.phase = "execution";
-    execution = await deps.execute({ code, profile: request.profile }, { signal });
+    execution = await deps.executor.execute({ code, profile: request.profile }, { signal });
     if (execution.success) {
       onAttempt(attempt);
       return finish(true, `Succeeded on attempt ${n} of ${maxAttempts}`);

@@ -77,7 +77,11 @@ export async function runScript(file: string, options: RunOptions): Promise<numb
   }
   await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 0 });
   checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
-  const result = await app.execute({ code, profile: options.profile, timeout_s: options.timeout });
+  const result = await app.executor.execute({
+    code,
+    profile: options.profile,
+    timeout_s: options.timeout,
+  });
   if (options.json) {
     options.out(JSON.stringify(result, null, 2) + "\n");
   } else {
@@ -103,7 +107,7 @@ export async function printTools(
   out: (text: string) => void,
 ): Promise<number> {
   await using app = await startApp({ configPath, log, poolSize: 0 });
-  const catalog = app.tools.catalog;
+  const catalog = app.tools.current;
   if (indexOnly) {
     out(catalog.index() + "\n");
   } else {

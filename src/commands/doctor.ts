@@ -119,7 +119,6 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
       servers: c.servers,
       transports: defaultTransportFactory,
       log,
-      callTimeoutMs: c.settings.tool_timeout_s * 1000,
       redact: redact.text,
     });
     await upstream.start();

@@ -3,7 +3,8 @@
  */
 import { dirname } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
-import type { ExecutionResult } from "./execution_result.ts";
+import type { ExecutionResult, ToolCallRecord } from "./execution_result.ts";
+import { type HostOutcome, LIMIT_OUTCOMES } from "./outcomes.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 
 export interface AuditRecord {
@@ -12,25 +13,16 @@ export interface AuditRecord {
   profile: string;
   code_sha256: string;
   code_chars: number;
-  tool_calls: { server: string; tool: string; outcome: string; duration_ms: number }[];
+  tool_calls: Pick<ToolCallRecord, "server" | "tool" | "outcome" | "duration_ms">[];
   /**
    * "ok"; a host outcome (TIMEOUT, MEMORY_LIMIT, ...); or "error" when the script raised an
    * exception (named in `script_error`: the script's own word, so it never decides `outcome`).
    */
-  outcome: string;
+  outcome: "ok" | "error" | HostOutcome;
   script_error?: string;
-  limit_hit: string | null;
+  limit_hit: HostOutcome | null;
   duration_ms: number;
 }
-
-const LIMITS = new Set([
-  "TIMEOUT",
-  "MEMORY_LIMIT",
-  "OUTPUT_LIMIT",
-  "POLICY_VIOLATION",
-  "TOOL_DENIED",
-  "BUSY",
-]);
 
 export async function auditRecord(
   id: string,
@@ -55,7 +47,7 @@ export async function auditRecord(
     ...(diagnostics?.reported_by === "script"
       ? { script_error: diagnostics.error_type.slice(0, 200) }
       : {}),
-    limit_hit: errorType !== null && LIMITS.has(errorType) ? errorType : null,
+    limit_hit: errorType !== null && LIMIT_OUTCOMES.has(errorType) ? errorType : null,
     duration_ms: result.duration_ms,
   };
 }

@@ -84,6 +84,9 @@ export type HostOutcome = {
   [K in Outcome]: (typeof OUTCOMES)[K]["of"] extends "execution" ? K : never;
 }[Outcome];
 
+/** Some of the outcomes `T`, each checked against it (a misspelled name does not compile). */
+export type OneOf<T extends string, Some extends T> = Some;
+
 type Raising = { [K in Outcome]: (typeof OUTCOMES)[K] extends { raises: object } ? K : never }[
   Outcome
 ];

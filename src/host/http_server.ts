@@ -78,7 +78,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
 
   const newHost = () => {
     const session = new ExecutionLimit(options.maxPerSession, "in this session");
-    return app.createHost({ execute: session.wrap(overall.wrap(app.execute)) });
+    return app.createHost({ executor: session.wrap(overall.wrap(app.executor)) });
   };
 
   const close = async (session: Session) => {

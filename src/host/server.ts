@@ -22,7 +22,7 @@ import type { OpenAIModelConfig } from "../agent/model_config.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 
 export interface HostDeps {
-  execute: Executor;
+  executor: Executor;
   describeExecuteCode: () => string;
   catalog: () => Catalog;
   /**
@@ -59,7 +59,9 @@ export function createHost(deps: HostDeps): Host {
   const wantsLog = trackLogLevel(server);
   const executeCode = registerExecuteCodeTool(server, {
     wantsLog,
-    execute: (request, options) => deps.execute(request, { ...options, owner }),
+    executor: {
+      execute: (request, options) => deps.executor.execute(request, { ...options, owner }),
+    },
     description: deps.describeExecuteCode,
     profiles: deps.profiles,
     defaultProfile: deps.defaultProfile,

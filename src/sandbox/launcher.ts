@@ -33,6 +33,7 @@ import {
   type ToolReply,
 } from "../rpc/sandbox_protocol.ts";
 import type { Logger } from "../_util/log.ts";
+import type { HostOutcome, OneOf } from "../execution/outcomes.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import type { Profile } from "./profile.ts";
 import { INTERRUPT_SIGNAL, sandboxCommand } from "./sandbox_command.ts";
@@ -40,18 +41,13 @@ import type { ResidentMemory } from "./resident_memory.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 
 /** Why the host stopped a sandbox before it finished on its own. */
-export type StopReason =
-  | "TIMEOUT"
-  | "MEMORY_LIMIT"
-  | "OUTPUT_LIMIT"
-  | "POLICY_VIOLATION"
-  | "CANCELLED"
-  | "SANDBOX_CRASHED";
+export type StopReason = OneOf<
+  HostOutcome,
+  "TIMEOUT" | "MEMORY_LIMIT" | "OUTPUT_LIMIT" | "POLICY_VIOLATION" | "CANCELLED" | "SANDBOX_CRASHED"
+>;
 
 export interface ExecutionRequest {
   code: string;
-  /** Packages to install first; omit when the ones from `prepare` are current. */
-  packages?: Packages;
   /** Input files for the script's working folder. */
   files?: InputFile[];
   /** Wheels to install before the run. */
@@ -101,11 +97,20 @@ export interface LaunchOptions {
   bootTimeoutMs?: number;
   /** Keep the process and its Python scope across executions (a session). */
   persistent?: boolean;
-  /**
-   * Packages to install right after boot (part of being ready), with their version. Called once
-   * Pyodide has booted, so it may wait for the packages to be known (upstream servers connecting).
-   */
-  prepare?: () => Promise<{ version: number; packages: Packages }>;
+  /** The Python modules every script may import (the tool modules and skills). */
+  modules?: ModuleSource;
+}
+
+/**
+ * What a sandbox installs before its scripts run: the tool modules (`mcp_tools`) and the saved
+ * skills. The sandbox installs them once booted, and again before a script whenever `version`
+ * has changed since (a server's tools changed, a skill was saved).
+ */
+export interface ModuleSource {
+  /** Resolves once the modules are known (the upstream servers have connected or failed). */
+  ready: Promise<void>;
+  version(): string;
+  packages(): Packages;
 }
 
 const MAX_LINE_BYTES = 8 * 1024 * 1024;
@@ -144,8 +149,9 @@ export class Sandbox implements AsyncDisposable {
   #toolCallLimit = Infinity;
   /** A session's process between its scripts (SIGSTOP). */
   #paused = false;
-  /** Version of the packages installed in the process (-1: none). */
-  preparedVersion = -1;
+  readonly #modules: ModuleSource | undefined;
+  /** The version of the modules installed in the process (null: none yet). */
+  #installed: string | null = null;
   /** A session's sandbox runs many scripts in one scope; others run one and die. */
   readonly persistent: boolean;
 
@@ -154,6 +160,7 @@ export class Sandbox implements AsyncDisposable {
     this.persistent = options.persistent ?? false;
     this.#log = options.log;
     this.#memory = options.memory;
+    this.#modules = options.modules;
     const { command, args, env, cwd, boot } = sandboxCommand(
       options.runtime,
       options.snapshotPath,
@@ -202,10 +209,13 @@ export class Sandbox implements AsyncDisposable {
     const spawned = performance.now();
     const prepared = booted.promise.then(async () => {
       const bootMs = Math.round(performance.now() - spawned);
-      if (options.prepare) {
-        const { version, packages } = await options.prepare();
-        await this.#channel.request(METHOD_PREPARE, { packages });
-        this.preparedVersion = version;
+      const modules = this.#modules;
+      if (modules) {
+        // Installed while the sandbox waits in the pool, so a script need not wait for it.
+        await modules.ready;
+        const version = modules.version();
+        await this.#channel.request(METHOD_PREPARE, { packages: modules.packages() });
+        this.#installed = version;
       }
       const readyMs = Math.round(performance.now() - spawned);
       this.#log.debug("sandbox ready", { pid: this.pid, boot_ms: bootMs, ready_ms: readyMs });
@@ -264,10 +274,12 @@ export class Sandbox implements AsyncDisposable {
     if (hooks.signal?.aborted) onAbort();
 
     let reply: ExecuteReply | null = null;
+    const modules = this.#modules;
+    const version = modules?.version() ?? null;
     try {
       const answer = this.#channel.request(METHOD_EXECUTE, {
         code: request.code,
-        packages: request.packages,
+        packages: modules && version !== this.#installed ? modules.packages() : undefined,
         result_bytes: request.outputBytes,
         files: request.files,
         wheels: request.wheels,
@@ -280,6 +292,7 @@ export class Sandbox implements AsyncDisposable {
         this.#stopped.promise.then(() => null),
       ]);
       if (outcome && "value" in outcome) {
+        this.#installed = version;
         reply = parseExecuteReply(
           outcome.value,
           request.outputFilesBytes ?? 0,

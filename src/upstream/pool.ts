@@ -2,38 +2,32 @@
  * One long-lived MCP client session per configured upstream server.
  *
  * All servers connect in parallel at start; one that fails is reported and retried with backoff
- * without holding up the others. A session that drops is reconnected the same way; calls during
- * the outage fail at once with a clear error. `tools/list_changed` refreshes that server's tools.
+ * without holding up the others. A session that drops is reconnected the same way; `session`
+ * says why a server cannot take calls meanwhile. `tools/list_changed` refreshes that server's
+ * tools. Calls themselves go through the tool gate (src/execution/tool_gate.ts).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import {
-  type CallToolResult,
-  ErrorCode,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerConfig } from "../config/config.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
 import type { ToolInfo } from "../catalog/python_stubs.ts";
 import type { Logger } from "../_util/log.ts";
-import type { ToolReply } from "../rpc/sandbox_protocol.ts";
 import { VERSION } from "../_util/version.ts";
 import type { TransportFactory } from "./transport.ts";
 
 export type UpstreamState = "connecting" | "connected" | "reconnecting" | "closed";
 
+/** Where a call to one server goes: its live MCP client session, or why there is none. */
+export type UpstreamSession = { client: Client } | { unavailable: string };
+
 export interface UpstreamOptions {
   servers: readonly ServerConfig[];
   transports: TransportFactory;
   log: Logger;
-  /** Per-call timeout. */
-  callTimeoutMs: number;
   /** How long connecting (initialize + tools/list) may take. */
   connectTimeoutMs?: number;
   /** Called whenever any server's tools change (connect, reconnect, list_changed, failure). */
   onChange?: () => void;
-  /** Largest tool result passed on to a sandbox, as JSON characters. */
-  maxResultChars?: number;
   /**
    * Scrubs secrets from the text the pool writes itself (connection errors, a server's stderr,
    * error replies), before that text is cut to length: a cut could split a secret so that no
@@ -168,45 +162,12 @@ class UpstreamConnection {
     return this.state === "closed";
   }
 
-  async call(tool: string, args: Record<string, unknown>): Promise<ToolReply> {
+  /** The live session, or why there is none. */
+  session(): UpstreamSession {
     const client = this.#client;
-    if (this.state !== "connected" || client === null) {
-      const why = this.lastError ? `: ${this.lastError}` : "";
-      return unavailable(`server "${this.config.name}" is not connected (${this.state})${why}`);
-    }
-    let result: CallToolResult;
-    try {
-      result = await client.callTool({ name: tool, arguments: args }, undefined, {
-        timeout: this.options.callTimeoutMs,
-      }) as CallToolResult;
-    } catch (error) {
-      const code = error instanceof McpError ? (error as { code: number }).code : undefined;
-      if (code === ErrorCode.RequestTimeout) {
-        const seconds = this.options.callTimeoutMs / 1000;
-        return {
-          error: { kind: "timeout", message: `no answer within the ${seconds} s per-call timeout` },
-        };
-      }
-      if (code === ErrorCode.ConnectionClosed) {
-        return unavailable(`server "${this.config.name}" went away during the call`);
-      }
-      return { error: { kind: "tool_error", message: this.#redact(errorText(error)) } };
-    }
-    if (result.isError) {
-      const message = contentText(result, (text) => this.#redact(text));
-      return { error: { kind: "tool_error", message: message || "the tool reported an error" } };
-    }
-    const max = this.options.maxResultChars ?? 8 * 1024 * 1024;
-    const size = JSON.stringify(result).length;
-    if (size > max) {
-      return {
-        error: {
-          kind: "tool_error",
-          message: `result of ${size} characters exceeds the ${max} limit`,
-        },
-      };
-    }
-    return { result: result as unknown as Record<string, unknown> };
+    if (this.state === "connected" && client !== null) return { client };
+    const why = this.lastError ? `: ${this.lastError}` : "";
+    return { unavailable: `server "${this.config.name}" is not connected (${this.state})${why}` };
   }
 
   async close(): Promise<void> {
@@ -249,15 +210,9 @@ export class UpstreamPool implements AsyncDisposable {
     return this.#connections.get(server)?.state;
   }
 
-  /** Calls a tool. Never throws: failures come back as `{ error }`. */
-  call(server: string, tool: string, args: Record<string, unknown>): Promise<ToolReply> {
-    const connection = this.#connections.get(server);
-    if (!connection) {
-      return Promise.resolve({
-        error: { kind: "invalid", message: `no server named "${server}"` },
-      });
-    }
-    return connection.call(tool, args);
+  /** Where a call to `server` goes (undefined: no server of that name is configured). */
+  session(server: string): UpstreamSession | undefined {
+    return this.#connections.get(server)?.session();
   }
 
   async close(): Promise<void> {
@@ -269,17 +224,6 @@ export class UpstreamPool implements AsyncDisposable {
   }
 }
 
-function unavailable(message: string): ToolReply {
-  return { error: { kind: "unavailable", message } };
-}
-
-/** The text of an error result, scrubbed before it is cut to length. */
-function contentText(result: CallToolResult, redact: (text: string) => string): string {
-  const content = (result.content ?? []) as { type: string; text?: string }[];
-  const text = content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join("\n");
-  return redact(text).slice(0, 4000);
-}
-
-function errorText(error: unknown): string {
+export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -1,17 +1,22 @@
 /**
- * The `execute_code` tool: run a Python script in a fresh sandbox.
+ * The `execute_code` tool: run a Python script in a fresh sandbox. The MCP handler: the client's
+ * arguments (checked against the input schema by the SDK) go to the executor, live output and
+ * progress go back as notifications, and the result becomes an MCP tool result.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import type { ExecuteRequest, Executor } from "../../execution/executor.ts";
+import {
+  EXECUTE_REQUEST_SHAPE,
+  type ExecuteRequest,
+  type Executor,
+} from "../../execution/executor.ts";
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../../execution/execution_result.ts";
 import { isText } from "../../execution/mime_types.ts";
 import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
-import { SESSION_ID } from "../../sandbox/sessions.ts";
 
 export interface ExecuteCodeToolOptions {
-  execute: Executor;
+  executor: Executor;
   /** The tool description (sandbox rules plus the tool index); see `describeExecuteCode`. */
   description: () => string;
   profiles: string[];
@@ -55,37 +60,25 @@ export const executionResultShape = {
 };
 
 export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeToolOptions) {
+  const inputSchema = {
+    ...EXECUTE_REQUEST_SHAPE,
+    // Only the profiles callers may use, by name, so clients can offer them.
+    profile: z.enum(options.profiles as [string, ...string[]]).optional().describe(
+      `Permission profile (default "${options.defaultProfile}").`,
+    ),
+  } satisfies Record<keyof ExecuteRequest, z.ZodType>;
   return server.registerTool("execute_code", {
     title: "Run Python in a sandbox",
     description: options.description(),
-    inputSchema: {
-      code: z.string().describe(
-        "Python 3 source. Top-level await is allowed. The value of the last expression is returned as `result`.",
-      ),
-      timeout_s: z.number().positive().optional().describe(
-        "Wall-clock limit in seconds (default from the profile, usually 30).",
-      ),
-      profile: z.enum(options.profiles as [string, ...string[]]).optional().describe(
-        `Permission profile (default "${options.defaultProfile}").`,
-      ),
-      session_id: z.string().regex(SESSION_ID).optional().describe(
-        "Keep variables and imports across calls: the first call with a new id (1-64 letters, digits, _ or -) opens a persistent session; later calls with the same id continue it. Omit for a fresh sandbox.",
-      ),
-      packages: z.array(z.string().max(100)).max(20).optional().describe(
-        "Python packages to install first, from the server's local wheel folder (a PEP 723 '# /// script' block in the code works too).",
-      ),
-      files: z.record(z.string(), z.union([z.string(), z.object({ base64: z.string() })]))
-        .optional()
-        .describe(
-          "Input files placed in the working folder before the run: name -> text, or {base64}. Files the script writes to outputs/ come back with the result.",
-        ),
-    },
+    inputSchema,
     outputSchema: executionResultShape,
     annotations: { openWorldHint: true },
-    // The SDK's inference of these types fails under this TypeScript; they are spelled out.
-  }, async (args: ExecuteRequest, extra: RequestExtra) => {
+    // The SDK's inference of the argument types fails under this TypeScript: they are the
+    // schema's own (`z.infer`), spelled out.
+  }, async (args: z.infer<z.ZodObject<typeof inputSchema>>, extra: RequestExtra) => {
+    const request: ExecuteRequest = args;
     const { flush, ...live } = liveFeedback(extra, options.wantsLog);
-    const result = await options.execute(args, { signal: extra.signal, ...live });
+    const result = await options.executor.execute(request, { signal: extra.signal, ...live });
     await flush(); // notifications about a request must reach the client before its result
     return toToolResult(result);
   });

@@ -1,0 +1,99 @@
+/**
+ * Stage: request checks. Everything the host can decide about a request before any sandbox is
+ * touched: the profile (known, and one callers may use), the code's size, the timeout, the input
+ * files and the packages (resolved to wheels). A request that passes becomes a `CheckedRequest`
+ * the later stages trust; one that does not becomes a `Refusal`.
+ */
+import { checkCodeSize } from "../policy/code_size.ts";
+import { checkInputFiles } from "../policy/input_files.ts";
+import type { PackageSources } from "../packages/package_sources.ts";
+import { type ResolvedWheel, scriptDependencies } from "../packages/wheels.ts";
+import type { InputFile } from "../rpc/sandbox_protocol.ts";
+import type { Profile } from "../sandbox/profile.ts";
+import type { ExecuteRequest } from "./executor.ts";
+import type { HostOutcome } from "./outcomes.ts";
+
+export interface CheckedRequest {
+  code: string;
+  profile: Profile;
+  timeoutMs: number;
+  files: InputFile[];
+  wheels: ResolvedWheel[];
+  /** Run in this persistent session instead of a fresh sandbox. */
+  sessionId?: string;
+}
+
+/** The host refused a request, before or instead of running it. */
+export interface Refusal {
+  /** The profile asked for (it may not exist). */
+  profile: string;
+  outcome: HostOutcome;
+  message: string;
+}
+
+export interface RequestCheckDeps {
+  /** A profile callers may use, by name; undefined when unknown or not allowed. */
+  profile: (name: string) => Profile | undefined;
+  defaultProfile: string;
+  /** Where requested Python packages come from (absent: none can be installed). */
+  packages?: PackageSources;
+}
+
+export async function checkRequest(
+  request: ExecuteRequest,
+  deps: RequestCheckDeps,
+  /** Runs under this profile instead of a named one (internal callers only, never clients). */
+  profileOverride?: Profile,
+): Promise<CheckedRequest | Refusal> {
+  const name = request.profile ?? deps.defaultProfile;
+  const refuse = (outcome: HostOutcome, message: string): Refusal => ({
+    profile: name,
+    outcome,
+    message,
+  });
+  const profile = profileOverride ?? deps.profile(name);
+  if (profile === undefined) {
+    return refuse(
+      "POLICY_VIOLATION",
+      `Profile "${name}" does not exist or may not be used by callers`,
+    );
+  }
+  const tooBig = checkCodeSize(request.code, profile.limits);
+  if (tooBig) return refuse("POLICY_VIOLATION", tooBig);
+  const timeoutS = request.timeout_s ?? profile.limits.timeout_s;
+  if (!(timeoutS > 0) || timeoutS > profile.limits.max_timeout_s) {
+    return refuse(
+      "POLICY_VIOLATION",
+      `timeout_s must be above 0 and at most ${profile.limits.max_timeout_s}`,
+    );
+  }
+  const files = checkInputFiles(request.files ?? {});
+  if (typeof files === "string") return refuse("POLICY_VIOLATION", files);
+
+  const wanted = [...(request.packages ?? []), ...scriptDependencies(request.code)];
+  let wheels: ResolvedWheel[] = [];
+  if (wanted.length > 0) {
+    const found = deps.packages
+      ? await deps.packages.resolve(wanted, profile.net)
+      : { wheels: [], problems: wanted.map((n) => `${n}: no package sources`) };
+    if (found.problems.length > 0) {
+      return refuse(
+        "PACKAGE_UNAVAILABLE",
+        `Cannot install packages: ${found.problems.join("; ")}`,
+      );
+    }
+    wheels = found.wheels;
+  }
+  return {
+    code: request.code,
+    profile,
+    timeoutMs: timeoutS * 1000,
+    files,
+    wheels,
+    sessionId: request.session_id,
+  };
+}
+
+export function isRefusal(value: CheckedRequest | Refusal): value is Refusal {
+  return "outcome" in value;
+}

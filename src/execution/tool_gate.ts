@@ -1,0 +1,163 @@
+/**
+ * Stage: the tool gate. Every tool call a script makes passes here, one execution's gate per
+ * run: decide it (the profile's policy and call limit), route it (the catalog, then the upstream
+ * server's live MCP session), and record it (for the result and the audit log). The reply goes
+ * back to the sandbox scrubbed of secrets. Nothing here trusts the sandbox's request.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { type CallToolResult, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { Catalog } from "../catalog/catalog.ts";
+import { decideToolCall } from "../policy/tool_policy.ts";
+import type { Redactor } from "../policy/redaction.ts";
+import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
+import type { Profile } from "../sandbox/profile.ts";
+import { errorText, type UpstreamSession } from "../upstream/pool.ts";
+import type { ToolCallRecord } from "./execution_result.ts";
+
+export interface ToolGateDeps {
+  profile: Profile;
+  /** The current catalog (which servers and tools exist). */
+  catalog: () => Catalog;
+  /** The upstream server's session (undefined: no such server). */
+  session: (server: string) => UpstreamSession | undefined;
+  redact: Redactor;
+  /** Per-call timeout. */
+  callTimeoutMs: number;
+  /** Largest tool result passed on to a sandbox, as JSON characters. */
+  maxResultChars?: number;
+}
+
+/** How long calls still running when a script ends may take to finish before the result. */
+export const PENDING_CALLS_GRACE_MS = 5000;
+
+const DEFAULT_MAX_RESULT_CHARS = 8 * 1024 * 1024;
+
+export class ToolGate {
+  /** Every call the script asked for, in order: allowed or not, finished or not. */
+  readonly calls: ToolCallRecord[] = [];
+  readonly #deps: ToolGateDeps;
+  /** Allowed calls still waiting for their upstream answer. */
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #closed = false;
+
+  constructor(deps: ToolGateDeps) {
+    this.#deps = deps;
+  }
+
+  /** Decides, routes and records one call. Never throws: failures come back as `{ error }`. */
+  async call(params: CallToolParams): Promise<ToolReply> {
+    const record: ToolCallRecord = {
+      server: params.server.slice(0, 200),
+      tool: params.tool.slice(0, 200),
+      outcome: "denied",
+      duration_ms: 0,
+    };
+    const { profile } = this.#deps;
+    const decision = this.#closed
+      ? { allowed: false as const, reason: "the script has already ended" }
+      : decideToolCall(params.server, params.tool, {
+        allowed_tools: profile.allowed_tools,
+        tool_calls: profile.limits.tool_calls,
+      }, this.calls.length);
+    this.calls.push(record);
+    if (!decision.allowed) {
+      record.error = decision.reason;
+      return { error: { kind: "denied", message: `denied: ${decision.reason}` } };
+    }
+    record.outcome = "unfinished"; // until the upstream answers
+    const started = performance.now();
+    const call = this.#route(params);
+    this.#inFlight.add(call);
+    const reply = this.#deps.redact.json(await call.finally(() => this.#inFlight.delete(call)));
+    record.duration_ms = Math.round((performance.now() - started) * 10) / 10;
+    record.outcome = "error" in reply ? "error" : "ok";
+    if ("error" in reply) record.error = reply.error.message.slice(0, 500);
+    return reply;
+  }
+
+  /**
+   * Refuses calls from now on, and waits a little for those still running (a script may start
+   * calls it never waits for), so that the result and the audit log say what happened; any
+   * still running after the grace are left recorded "unfinished".
+   */
+  async close(graceMs = PENDING_CALLS_GRACE_MS): Promise<void> {
+    this.#closed = true;
+    if (this.#inFlight.size === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#inFlight]),
+      new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** To the upstream session that has the tool, or an error saying why there is none. */
+  #route({ server, tool, arguments: args }: CallToolParams): Promise<ToolReply> {
+    const session = this.#deps.session(server);
+    if (session === undefined) return invalid(`no server named "${server}"`);
+    // A server that is down keeps its last known tools in the catalog; its outage is the news.
+    if ("unavailable" in session) return unavailable(session.unavailable);
+    if (!this.#deps.catalog().hasTool(server, tool)) {
+      return invalid(`server "${server}" has no tool "${tool}"`);
+    }
+    return this.#callUpstream(session.client, server, tool, args);
+  }
+
+  async #callUpstream(
+    client: Client,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<ToolReply> {
+    const { callTimeoutMs, redact } = this.#deps;
+    let result: CallToolResult;
+    try {
+      result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout: callTimeoutMs,
+      }) as CallToolResult;
+    } catch (error) {
+      const code = error instanceof McpError ? (error as { code: number }).code : undefined;
+      if (code === ErrorCode.RequestTimeout) {
+        const seconds = callTimeoutMs / 1000;
+        return {
+          error: { kind: "timeout", message: `no answer within the ${seconds} s per-call timeout` },
+        };
+      }
+      if (code === ErrorCode.ConnectionClosed) {
+        return unavailable(`server "${server}" went away during the call`);
+      }
+      // Scrubbed before it is cut: a cut could split a secret so that no later scrub finds it.
+      return { error: { kind: "tool_error", message: redact.text(errorText(error)) } };
+    }
+    if (result.isError) {
+      const message = contentText(result, redact.text);
+      return { error: { kind: "tool_error", message: message || "the tool reported an error" } };
+    }
+    const max = this.#deps.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
+    const size = JSON.stringify(result).length;
+    if (size > max) {
+      return {
+        error: {
+          kind: "tool_error",
+          message: `result of ${size} characters exceeds the ${max} limit`,
+        },
+      };
+    }
+    return { result: result as unknown as Record<string, unknown> };
+  }
+}
+
+function invalid(message: string): Promise<ToolReply> {
+  return Promise.resolve({ error: { kind: "invalid", message } });
+}
+
+function unavailable(message: string): Promise<ToolReply> {
+  return Promise.resolve({ error: { kind: "unavailable", message } });
+}
+
+/** The text of an error result, scrubbed before it is cut to length. */
+function contentText(result: CallToolResult, redact: (text: string) => string): string {
+  const content = (result.content ?? []) as { type: string; text?: string }[];
+  const text = content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join("\n");
+  return redact(text).slice(0, 4000);
+}
