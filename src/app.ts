@@ -2,6 +2,7 @@
  * Assembles a running code-mode service from a config: the snapshot, the sandbox pool, the
  * executor and the MCP host. Used by every CLI command; `close` tears it all down.
  */
+import { readEnv } from "./config/environment.ts";
 import { type Config, loadConfig } from "./config/config.ts";
 import { describeExecuteCode } from "./host/description.ts";
 import { type Executor, SandboxExecutor } from "./execution/executor.ts";
@@ -58,7 +59,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     path: options.configPath,
     runtimePaths: runtimeTrustedPaths(runtime),
   });
-  const openAI = openAIConfigFromEnv((name) => Deno.env.get(name));
+  const openAI = openAIConfigFromEnv(readEnv);
   const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
   const log = scrubbedLogger(options.log, redact.text);
   const audit = config.settings.audit_log ? openAuditLog(config.settings.audit_log) : null;

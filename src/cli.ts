@@ -14,6 +14,15 @@ import { writeAllSync } from "./_util/write_all.ts";
 /** The commands' code (the whole server), loaded when a command runs in this process. */
 const commands = () => import("./commands/commands.ts");
 
+/** What `serve --http` uses unless told otherwise (written here only; the usage text says them). */
+const HTTP_DEFAULTS = {
+  host: "127.0.0.1",
+  port: 8788,
+  maxConcurrent: 8,
+  maxPerSession: 4,
+  maxSessions: 256,
+};
+
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 
 Usage:
@@ -22,7 +31,7 @@ Usage:
                 [--max-concurrent N] [--max-per-session N]
                 [--max-http-sessions N] [--http-idle-s S]
                                                     MCP over Streamable HTTP at /mcp (default
-                                                    127.0.0.1:8788); any other host requires
+                                                    ${HTTP_DEFAULTS.host}:${HTTP_DEFAULTS.port}); any other host requires
                                                     CODEMODE_HTTP_TOKEN (bearer token), and
                                                     0.0.0.0 or :: the --allow-host names
                                                     clients use in the Host header
@@ -110,17 +119,29 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         if (rest.length > 0) throw new UsageError(`serve takes no arguments, got "${rest[0]}"`);
         const http = values.http
           ? {
-            host: values.host ?? "127.0.0.1",
-            port: wholeNumber(values.port, "--port", 8788, 0, 65535),
+            host: values.host ?? HTTP_DEFAULTS.host,
+            port: wholeNumber(values.port, "--port", HTTP_DEFAULTS.port, 0, 65535),
             stateless: values.stateless ?? false,
-            maxConcurrent: wholeNumber(values["max-concurrent"], "--max-concurrent", 8, 1, 256),
-            maxPerSession: wholeNumber(values["max-per-session"], "--max-per-session", 4, 1, 256),
+            maxConcurrent: wholeNumber(
+              values["max-concurrent"],
+              "--max-concurrent",
+              HTTP_DEFAULTS.maxConcurrent,
+              1,
+              256,
+            ),
+            maxPerSession: wholeNumber(
+              values["max-per-session"],
+              "--max-per-session",
+              HTTP_DEFAULTS.maxPerSession,
+              1,
+              256,
+            ),
             allowedOrigins: values["allow-origin"] ?? [],
             allowedHosts: (values["allow-host"] ?? []).map(allowedHost),
             maxSessions: wholeNumber(
               values["max-http-sessions"],
               "--max-http-sessions",
-              256,
+              HTTP_DEFAULTS.maxSessions,
               1,
               65_536,
             ),

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { runCli } from "./_helpers.ts";
 import { VERSION } from "../src/_util/version.ts";
+import { runCli as runCliInProcess } from "../src/cli.ts";
 
 Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
   const dir = await Deno.makeTempDir();
@@ -107,4 +108,17 @@ Deno.test("serve --http refuses bad --allow-host, --max-http-sessions and --http
       assert.equal(r.stderr.split("\n")[0], message);
     });
   }
+});
+
+Deno.test("runCli() in process: --version and --help print to the output, bad usage exits 2", async () => {
+  const printed: string[] = [];
+  const out = (text: string) => void printed.push(text);
+  assert.equal(await runCliInProcess(["--version"], out), 0);
+  assert.deepEqual(printed, [`${VERSION}\n`]);
+  assert.equal(await runCliInProcess(["--help"], out), 0);
+  assert.match(printed[1]!, /--http \[--host H\] \[--port P\]/);
+  assert.match(printed[1]!, /\(default\s+127\.0\.0\.1:8788\)/, "the defaults the code uses");
+  assert.equal(await runCliInProcess(["serve", "--no-restrict", "extra"], out), 2);
+  assert.equal(await runCliInProcess(["no-such-command"], out), 2);
+  assert.equal(printed.length, 2, "usage errors go to stderr, not the output");
 });

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import type { Config } from "../src/config/config.ts";
+import { HOST_ENV } from "../src/config/environment.ts";
 import { parseConfigFile } from "../src/config/config.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import {
   configEnvNames,
-  HOST_ENV,
   hostFlags,
   hostGrants,
   type HostNeeds,

@@ -141,9 +141,9 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "tool descriptions reach the catalog unscrubbed",
-    file: "src/host/tool_bridge.ts",
-    from: "new Catalog(this.#redact.json(this.#upstream.snapshot()))",
-    to: "new Catalog(this.#upstream.snapshot())",
+    file: "src/upstream/tool_catalog.ts",
+    from: "new Catalog(this.#redact.json(this.#snapshot()))",
+    to: "new Catalog(this.#snapshot())",
     tests: ["tests/secret_surfaces_test.ts"],
   },
   // Limits, enforced from outside the sandbox
@@ -211,7 +211,7 @@ const MUTATIONS: Mutation[] = [
   // Parsing of what the sandbox sends
   {
     name: "output file names may climb out with ..",
-    file: "src/sandbox/launcher.ts",
+    file: "src/rpc/sandbox_protocol.ts",
     from: 'name.split("/").every((part) => part !== "." && part !== "..")',
     to: "true",
     tests: ["tests/host_facts_test.ts"],
@@ -219,7 +219,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "the sandbox says where large outputs were saved",
-    file: "src/sandbox/launcher.ts",
+    file: "src/rpc/sandbox_protocol.ts",
     from: "saved_to: `${savedIn}/${f.name}`",
     to: "saved_to: f.saved_to as string",
     tests: ["tests/host_facts_test.ts"],
@@ -227,7 +227,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "any text is taken as an exception's name",
-    file: "src/sandbox/launcher.ts",
+    file: "src/rpc/sandbox_protocol.ts",
     from: "PYTHON_NAME.test(e.error_type)",
     to: "true",
     tests: ["tests/host_facts_test.ts"],
@@ -251,9 +251,10 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a script's own ToolDenied becomes TOOL_DENIED",
-    file: "src/execution/executor.ts",
-    from: 'const denied = calls.find((c) => c.outcome === "denied");',
-    to: 'const denied = { server: "s", tool: "t", error: "x", ...calls.find(() => true) };',
+    file: "src/execution/result_mapping.ts",
+    from: 'const deniedCall = calls.find((c) => c.outcome === "denied");',
+    to:
+      'const deniedCall = { server: "s", tool: "t", error: "x", ...calls.find(() => true) } as ToolCallRecord;',
     tests: ["tests/host_facts_test.ts"],
     filter: "cannot forge",
   },
@@ -268,7 +269,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
-    from: "await settleWithin([...inFlight], PENDING_CALLS_GRACE_MS);",
+    from: "await gate.close();",
     to: "",
     tests: ["tests/host_facts_test.ts"],
     filter: "still running",
@@ -308,7 +309,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a claimed saved output is not checked on the host",
-    file: "src/execution/executor.ts",
+    file: "src/execution/result_mapping.ts",
     from: "return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;",
     to: "return { ...rest, saved_to: savedTo };",
     tests: ["tests/host_facts_test.ts"],
@@ -316,9 +317,10 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a forged ToolDenied's message is taken as the host's",
-    file: "src/execution/executor.ts",
-    from: "message: `${denied.server}.${denied.tool} was denied: ${denied.error}`.slice(0, limit),",
-    to: "message: reply.error.message.slice(0, limit),",
+    file: "src/execution/result_mapping.ts",
+    from:
+      "message: `${deniedCall.server}.${deniedCall.tool} was denied: ${deniedCall.error}`.slice(",
+    to: "message: raised.message.slice(",
     tests: ["tests/host_facts_test.ts"],
     filter: "cannot forge",
   },
@@ -347,7 +349,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "output data is taken without checking it is base64",
-    file: "src/sandbox/launcher.ts",
+    file: "src/rpc/sandbox_protocol.ts",
     from: 'typeof f.data === "string" && BASE64.test(f.data)',
     to: 'typeof f.data === "string"',
     tests: ["tests/host_facts_test.ts"],
@@ -420,7 +422,7 @@ const MUTATIONS: Mutation[] = [
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
 /** Files whose change needs the sandbox worker bundled again. */
 const WORKER_SOURCES =
-  /^src\/(sandbox\/worker\.ts|rpc\/|sandbox\/(prelude_py|snapshot_format|interrupt_listener)\.ts|write_all\.ts)/;
+  /^src\/(sandbox\/worker\.ts|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener)\.ts|_util\/write_all\.ts)/;
 
 async function run(command: string[], cwd: string, env: Record<string, string>) {
   const out = await new Deno.Command(command[0]!, {

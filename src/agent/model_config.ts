@@ -2,6 +2,7 @@
  * The agent's API model settings, read from the environment. Kept apart from the `openai`
  * client so that reading them (e.g. to grant the host network access) loads nothing else.
  */
+import type { Env } from "../config/environment.ts";
 import { secretProblem } from "../policy/redaction.ts";
 
 /** Which request field carries the output-token limit. */
@@ -28,7 +29,7 @@ export interface OpenAIModelConfig {
  * The API key is a secret scrubbed from all output, so one too short to scrub is refused.
  */
 export function openAIConfigFromEnv(
-  env: (name: string) => string | undefined,
+  env: Env,
 ): OpenAIModelConfig | null {
   const param = env("CODEMODE_MAX_TOKENS_PARAM") ?? "auto";
   if (!["max_tokens", "max_completion_tokens", "auto"].includes(param)) {

@@ -3,6 +3,7 @@
  * re-starts itself with least privilege (restricted_host.ts), and that launcher should not load
  * the whole server to do so.
  */
+import { readEnv } from "../config/environment.ts";
 import process from "node:process";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { startApp } from "../app.ts";
@@ -185,7 +186,7 @@ export async function serveOverHttp(
   log: Logger,
   flags: HttpFlags,
 ): Promise<number> {
-  const token = Deno.env.get("CODEMODE_HTTP_TOKEN") || undefined;
+  const token = readEnv("CODEMODE_HTTP_TOKEN") || undefined;
   const refusal = checkBind(flags.host, token, flags.allowedHosts);
   if (refusal) throw new UsageError(refusal);
   const app = await startApp({ configPath, log });

@@ -4,6 +4,7 @@
  * Everything the rest of the server trusts is checked here once. Errors name the file, the
  * server or profile, and the field.
  */
+import { readConfigVariable, readEnv } from "./environment.ts";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
@@ -84,7 +85,7 @@ export interface LoadConfigOptions {
 }
 
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
-  const env = options.env ?? ((name: string) => Deno.env.get(name));
+  const env = options.env ?? readConfigVariable;
   const path = resolve(
     options.path ?? env("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json"),
   );
@@ -371,8 +372,8 @@ export function defaultSessionsPerConnection(maxSessions: number): number {
 
 /** `$XDG_DATA_HOME/mcp-code-mode/skills`, else `~/.local/share/mcp-code-mode/skills`. */
 function defaultSkillsDir(): string {
-  const base = Deno.env.get("XDG_DATA_HOME") ??
-    join(Deno.env.get("HOME") ?? Deno.cwd(), ".local", "share");
+  const base = readEnv("XDG_DATA_HOME") ??
+    join(readEnv("HOME") ?? Deno.cwd(), ".local", "share");
   return join(base, "mcp-code-mode", "skills");
 }
 

@@ -3,6 +3,7 @@
  * script that could rewrite the worker, the memory watcher, a profile or a skill would run its
  * own code at the next start, in the next execution, or with every permission.
  */
+import type { Env } from "../config/environment.ts";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 
 /** A path no sandbox may write, and what it is (for the refusal's message). */
@@ -128,7 +129,7 @@ export function isInside(path: string, folder: string): boolean {
 }
 
 /** Deno's cache folder (`deno info` tells the same), where it keeps npm packages and code. */
-export function denoCacheDir(env: (name: string) => string | undefined, os: string): string {
+export function denoCacheDir(env: Env, os: string): string {
   const explicit = env("DENO_DIR");
   if (explicit) return explicit;
   const home = env("HOME") ?? env("USERPROFILE") ?? "/";

@@ -6,6 +6,7 @@
  * this process is not in the protocol's path: it waits, forwards signals, and exits with the
  * child's code.
  */
+import { readEnv } from "../config/environment.ts";
 import { dirname, join } from "node:path";
 import { loadConfig, PROJECT_ROOT } from "../config/config.ts";
 import { denoCommand } from "../upstream/deno_command.ts";
@@ -64,7 +65,7 @@ export async function computeHostGrants(
     serverCommands: stdioCommands,
     auditFolderExists: config.settings.audit_log === "" ||
       await exists(dirname(config.settings.audit_log)),
-    model: openAIConfigFromEnv((name) => Deno.env.get(name)),
+    model: openAIConfigFromEnv(readEnv),
     http,
     extraRead,
   });

@@ -3,6 +3,7 @@
  * process needs, and nothing more. Run from source, the server re-starts itself under these
  * flags; see restricted_host.ts. Pure: everything it looks at is passed in.
  */
+import { HOST_ENV } from "../config/environment.ts";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { Config } from "../config/config.ts";
 import type { OpenAIModelConfig } from "../agent/model_config.ts";
@@ -36,33 +37,6 @@ export interface HostNeeds {
   /** Other files the command reads (the script of `run FILE`). */
   extraRead: string[];
 }
-
-/**
- * Environment variables the host reads, besides the config's `${VAR}` names. A trailing `*`
- * is a prefix (Deno's own syntax).
- */
-export const HOST_ENV = [
-  // Locating caches and data: Deno's, ours, and the XDG defaults.
-  "DENO_DIR",
-  "HOME",
-  "XDG_CACHE_HOME",
-  "XDG_DATA_HOME",
-  // Handed to stdio servers by the MCP SDK's default environment.
-  "PATH",
-  "USER",
-  "LOGNAME",
-  "SHELL",
-  "TERM",
-  // Read at import time by Node-compatibility code (command lookup, child processes).
-  "OSTYPE",
-  "PATHEXT",
-  "NODE_*",
-  "NO_COLOR",
-  // Our own settings and the agent's model.
-  "CODEMODE_*",
-  "OPENAI_*",
-  "AZURE_OPENAI_*",
-];
 
 /** What the host needs, as lists (deduplicated, in a stable order). */
 export function hostGrants(needs: HostNeeds): HostGrants {

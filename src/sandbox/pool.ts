@@ -32,6 +32,8 @@ interface Waiter {
   key: string;
   resolve(sandbox: Sandbox): void;
   reject(error: Error): void;
+  /** Stops listening for the caller's abort (once the waiter is served or gone). */
+  forget(): void;
 }
 
 export class SandboxPool implements AsyncDisposable {
@@ -66,18 +68,33 @@ export class SandboxPool implements AsyncDisposable {
       setTimeout(() => this.#refill(), 0);
       return Promise.resolve(sandbox);
     }
+    const cancelled = () => new Error("Cannot run: cancelled while waiting for a sandbox");
+    if (signal?.aborted) return Promise.reject(cancelled());
     if (this.#waiters.length >= this.#options.maxWaiting) {
       return Promise.reject(new PoolBusyError(this.#waiters.length));
     }
     const waiting = Promise.withResolvers<Sandbox>();
-    const waiter: Waiter = { profile, key, resolve: waiting.resolve, reject: waiting.reject };
+    const onAbort = () => {
+      this.#take(waiter);
+      waiter.reject(cancelled());
+    };
+    const waiter: Waiter = {
+      profile,
+      key,
+      resolve: waiting.resolve,
+      reject: waiting.reject,
+      forget: () => signal?.removeEventListener("abort", onAbort),
+    };
     this.#waiters.push(waiter);
-    signal?.addEventListener("abort", () => {
-      this.#waiters = this.#waiters.filter((w) => w !== waiter);
-      waiter.reject(new Error("Cannot run: cancelled while waiting for a sandbox"));
-    }, { once: true });
+    signal?.addEventListener("abort", onAbort, { once: true });
     this.#refill();
     return waiting.promise;
+  }
+
+  /** Removes a waiter from the queue; it no longer listens for its caller's abort. */
+  #take(waiter: Waiter): void {
+    this.#waiters = this.#waiters.filter((w) => w !== waiter);
+    waiter.forget();
   }
 
   #wanted(key: string): number {
@@ -127,7 +144,7 @@ export class SandboxPool implements AsyncDisposable {
         this.#options.log.error("sandbox failed to boot", { error: error.message });
         const waiter = this.#waiters.find((w) => w.key === key);
         if (waiter) {
-          this.#waiters = this.#waiters.filter((w) => w !== waiter);
+          this.#take(waiter);
           waiter.reject(error);
         }
       },
@@ -150,7 +167,7 @@ export class SandboxPool implements AsyncDisposable {
     }
     const waiter = this.#waiters.find((w) => w.key === key);
     if (waiter) {
-      this.#waiters = this.#waiters.filter((w) => w !== waiter);
+      this.#take(waiter);
       waiter.resolve(sandbox);
       return;
     }
@@ -164,6 +181,7 @@ export class SandboxPool implements AsyncDisposable {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
     for (const waiter of this.#waiters) {
+      waiter.forget();
       waiter.reject(new Error("Cannot run: the server is shutting down"));
     }
     this.#waiters = [];

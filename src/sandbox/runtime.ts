@@ -2,6 +2,7 @@
  * Where the sandbox runtime's files are: the worker program, Pyodide's package folder, and the
  * cache folder that holds the memory snapshot.
  */
+import { readEnv } from "../config/environment.ts";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { dirname, join } from "node:path";
 import { version as pyodideVersion } from "pyodide";
@@ -77,10 +78,10 @@ export function locateRuntime(
 }
 
 export function defaultCacheDir(): string {
-  const explicit = Deno.env.get("CODEMODE_CACHE_DIR");
+  const explicit = readEnv("CODEMODE_CACHE_DIR");
   if (explicit) return explicit;
-  const xdg = Deno.env.get("XDG_CACHE_HOME");
-  const home = Deno.env.get("HOME") ?? Deno.cwd();
+  const xdg = readEnv("XDG_CACHE_HOME");
+  const home = readEnv("HOME") ?? Deno.cwd();
   return join(xdg ?? join(home, ".cache"), "mcp-code-mode");
 }
 
@@ -91,7 +92,7 @@ export function runtimeTrustedPaths(runtime: SandboxRuntime): TrustedPath[] {
     { path: runtime.cacheDir, what: "the snapshot cache" },
     { path: runtime.denoPath, what: "the Deno binary" },
     {
-      path: denoCacheDir((name) => Deno.env.get(name), Deno.build.os),
+      path: denoCacheDir(readEnv, Deno.build.os),
       what: "Deno's cache",
     },
   ];

@@ -7,6 +7,7 @@
  * snapshot_format.ts); a file whose bytes do not match is rebuilt. One file, renamed into place,
  * so concurrent builders cannot race.
  */
+import { readEnv } from "../config/environment.ts";
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
@@ -94,8 +95,8 @@ async function removeStaleSnapshots(cacheDir: string, keep: string, log: Logger)
  */
 export function childEnv(): Record<string, string> {
   const env: Record<string, string> = { NO_COLOR: "1" };
-  for (const name of ["DENO_DIR", "HOME", "XDG_CACHE_HOME"]) {
-    const value = Deno.env.get(name);
+  for (const name of ["DENO_DIR", "HOME", "XDG_CACHE_HOME"] as const) {
+    const value = readEnv(name);
     if (value !== undefined) env[name] = value;
   }
   return env;

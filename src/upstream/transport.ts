@@ -1,6 +1,7 @@
 /**
  * Creates the MCP client transport for one configured upstream server.
  */
+import { readEnv } from "../config/environment.ts";
 import {
   getDefaultEnvironment,
   StdioClientTransport,
@@ -29,7 +30,7 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     };
   }
   const env: Record<string, string> = { ...getDefaultEnvironment() };
-  const denoDir = Deno.env.get("DENO_DIR");
+  const denoDir = readEnv("DENO_DIR");
   if (denoDir) env.DENO_DIR = denoDir;
   Object.assign(env, server.env);
   const transport = new StdioClientTransport({

@@ -5,6 +5,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { SchemaArgs } from "./_schema_args.ts";
 import {
   EXECUTE_REQUEST_SHAPE,
   type ExecuteRequest,
@@ -73,9 +74,7 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
     inputSchema,
     outputSchema: executionResultShape,
     annotations: { openWorldHint: true },
-    // The SDK's inference of the argument types fails under this TypeScript: they are the
-    // schema's own (`z.infer`), spelled out.
-  }, async (args: z.infer<z.ZodObject<typeof inputSchema>>, extra: RequestExtra) => {
+  }, async (args: SchemaArgs<typeof inputSchema>, extra: RequestExtra) => {
     const request: ExecuteRequest = args;
     const { flush, ...live } = liveFeedback(extra, options.wantsLog);
     const result = await options.executor.execute(request, { signal: extra.signal, ...live });

@@ -3,6 +3,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { SchemaArgs } from "./_schema_args.ts";
 import { type AgentDeps, type AgentResult, runAgent } from "../../agent/agent.ts";
 import type { ChatModel } from "../../agent/chat_model.ts";
 
@@ -14,18 +15,19 @@ export interface GenerateToolOptions {
 }
 
 export function registerGenerateAndExecuteTool(server: McpServer, options: GenerateToolOptions) {
+  const inputSchema = {
+    task: z.string().min(1).max(20_000).describe("What the script should do."),
+    max_attempts: z.number().int().min(1).max(10).optional().describe("Default 3."),
+    profile: z.enum(options.profiles as [string, ...string[]]).optional(),
+  };
   return server.registerTool("generate_and_execute", {
     title: "Write and run Python for a task",
     description:
       "Describe a task in plain words; a model writes Python against the available tools, it is checked and run in the sandbox, and repaired from the error until it works (up to max_attempts). Uses OPENAI_API_KEY when the server has one, otherwise your client's model through MCP sampling.",
-    inputSchema: {
-      task: z.string().min(1).max(20_000).describe("What the script should do."),
-      max_attempts: z.number().int().min(1).max(10).optional().describe("Default 3."),
-      profile: z.enum(options.profiles as [string, ...string[]]).optional(),
-    },
+    inputSchema,
     annotations: { openWorldHint: true },
   }, async (
-    args: { task: string; max_attempts?: number; profile?: string },
+    args: SchemaArgs<typeof inputSchema>,
     extra: { signal: AbortSignal },
   ) => {
     let model: ChatModel;

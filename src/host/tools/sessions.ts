@@ -3,6 +3,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { SchemaArgs } from "./_schema_args.ts";
 import type { SessionManager } from "../../sandbox/sessions.ts";
 
 export function registerSessionTools(server: McpServer, sessions: SessionManager, owner: string) {
@@ -23,11 +24,12 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
     return { content: [{ type: "text" as const, text }], structuredContent: { sessions: list } };
   });
 
+  const closeInput = { session_id: z.string().max(64) };
   server.registerTool("close_session", {
     title: "Close a persistent session",
     description: "Closes a session and discards its state (its sandbox process is killed).",
-    inputSchema: { session_id: z.string().max(64) },
-  }, async (args: { session_id: string }) => {
+    inputSchema: closeInput,
+  }, async (args: SchemaArgs<typeof closeInput>) => {
     const closed = await sessions.close(owner, args.session_id);
     return {
       content: [{

@@ -4,6 +4,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { SchemaArgs } from "./_schema_args.ts";
 import type { Analysis } from "../../analysis/python_analysis.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
 import { checkSkill, checkSkillName } from "../../skills/skill_check.ts";
@@ -24,18 +25,19 @@ const text = (value: string, isError = false) => ({
 export function registerSkillTools(server: McpServer, options: SkillToolsOptions): void {
   const { store } = options;
 
+  const saveInput = {
+    name: z.string().max(64).describe("Lowercase identifier; also the function's name."),
+    code: z.string().max(100_000).describe(
+      "Python source defining the function (it may import mcp_tools).",
+    ),
+    description: z.string().max(4000).describe("What the skill does and returns."),
+  };
   server.registerTool("save_skill", {
     title: "Save a skill",
     description:
       "Save working Python as a reusable skill: the code must define a top-level function with the skill's name. Later scripts call it with `from skills import <name>`. Saving over a skill keeps the previous version.",
-    inputSchema: {
-      name: z.string().max(64).describe("Lowercase identifier; also the function's name."),
-      code: z.string().max(100_000).describe(
-        "Python source defining the function (it may import mcp_tools).",
-      ),
-      description: z.string().max(4000).describe("What the skill does and returns."),
-    },
-  }, async (args: { name: string; code: string; description: string }) => {
+    inputSchema: saveInput,
+  }, async (args: SchemaArgs<typeof saveInput>) => {
     const badName = checkSkillName(args.name);
     if (badName) return text(`Cannot save skill: ${badName}`, true);
     const checked = checkSkill(args, await options.analyse(args.code), options.catalog());
@@ -83,12 +85,13 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
     };
   });
 
+  const nameInput = { name: z.string().max(64) };
   server.registerTool("get_skill", {
     title: "Get a skill",
     description: "A skill's code, description, tools and version.",
-    inputSchema: { name: z.string().max(64) },
+    inputSchema: nameInput,
     annotations: { readOnlyHint: true },
-  }, (args: { name: string }) => {
+  }, (args: SchemaArgs<typeof nameInput>) => {
     const skill = store.get(args.name);
     if (!skill) return text(`Cannot get skill: no skill named "${args.name}"`, true);
     const status = store.status(skill, options.catalog());
@@ -103,9 +106,9 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
   server.registerTool("delete_skill", {
     title: "Delete a skill",
     description: "Deletes a saved skill (its archived versions stay on disk).",
-    inputSchema: { name: z.string().max(64) },
+    inputSchema: nameInput,
     annotations: { destructiveHint: true },
-  }, async (args: { name: string }) => {
+  }, async (args: SchemaArgs<typeof nameInput>) => {
     const deleted = await store.delete(args.name);
     return deleted
       ? text(`Deleted skill ${args.name}.`)

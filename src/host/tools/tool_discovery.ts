@@ -4,6 +4,7 @@
  */
 import { type McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { SchemaArgs } from "./_schema_args.ts";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Catalog } from "../../catalog/catalog.ts";
 
@@ -19,16 +20,17 @@ export function registerToolDiscovery(
   catalog: () => Catalog,
   extraSearch: (query: string) => ExtraHit[] = () => [],
 ): void {
+  const searchInput = {
+    query: z.string().max(1000).describe("Words to look for in tool names and descriptions."),
+    limit: z.number().int().min(1).max(50).optional().describe("Most results (default 8)."),
+  };
   server.registerTool("search_tools", {
     title: "Search the Python tool stubs",
     description:
       "Find upstream tools callable from execute_code. Returns the Python stubs (signature and docstring) of the best matches for the query words.",
-    inputSchema: {
-      query: z.string().max(1000).describe("Words to look for in tool names and descriptions."),
-      limit: z.number().int().min(1).max(50).optional().describe("Most results (default 8)."),
-    },
+    inputSchema: searchInput,
     annotations: { readOnlyHint: true },
-  }, (args: { query: string; limit?: number }) => {
+  }, (args: SchemaArgs<typeof searchInput>) => {
     const limit = args.limit ?? 8;
     const hits = [...catalog().search(args.query, limit), ...extraSearch(args.query)]
       .sort((a, b) => b.score - a.score || a.name.localeCompare(b.name))
@@ -42,15 +44,14 @@ export function registerToolDiscovery(
     };
   });
 
+  const docsInput = { names: z.array(z.string().max(200)).min(1).max(50) };
   server.registerTool("get_tool_docs", {
     title: "Get Python stubs of tools",
     description:
       "Full Python stubs for tools named 'module.function' (e.g. filesystem.read_file), or of a whole module when given just its name.",
-    inputSchema: {
-      names: z.array(z.string().max(200)).min(1).max(50),
-    },
+    inputSchema: docsInput,
     annotations: { readOnlyHint: true },
-  }, (args: { names: string[] }) => {
+  }, (args: SchemaArgs<typeof docsInput>) => {
     const docs = catalog().docs(args.names);
     const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
     const text = docs.map((d) =>

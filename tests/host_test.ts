@@ -1,0 +1,290 @@
+/**
+ * The MCP host in process: `createHost` driven by an SDK client over the in-memory transport,
+ * with the smallest real dependencies (an empty catalog, a skill store in a temporary folder, a
+ * session manager). The executor is a stand-in that records what it was asked: the executor
+ * itself needs sandbox processes, which tests/execute_code_test.ts runs end to end.
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { silentLogger } from "../src/_util/log.ts";
+import { Catalog } from "../src/catalog/catalog.ts";
+import { type ExecutionResult, formatResultText } from "../src/execution/execution_result.ts";
+import type { ExecuteOptions, ExecuteRequest, Executor } from "../src/execution/executor.ts";
+import { createHost } from "../src/host/server.ts";
+import type { Sandbox } from "../src/sandbox/launcher.ts";
+import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
+import { SessionManager } from "../src/sandbox/sessions.ts";
+import { SkillStore } from "../src/skills/skill_store.ts";
+
+const success: ExecutionResult = {
+  success: true,
+  stdout: "hello\n",
+  stderr: "",
+  result: { answer: 42 },
+  duration_ms: 12.5,
+  profile: "work",
+  tool_calls: { count: 1, calls: [{ server: "fs", tool: "read", outcome: "ok", duration_ms: 3 }] },
+  protocol_violations: 0,
+  outputs: [],
+  diagnostics: null,
+};
+
+const timedOut: ExecutionResult = {
+  ...success,
+  success: false,
+  result: null,
+  tool_calls: { count: 0, calls: [] },
+  diagnostics: { error_type: "TIMEOUT", reported_by: "host", message: "The script ran past 2 s" },
+};
+
+/** A stand-in sandbox for the session manager (it only needs these). */
+function fakeSandbox(profile: Profile) {
+  const exited = Promise.withResolvers<Deno.CommandStatus>();
+  const sandbox = {
+    profile,
+    ready: Promise.resolve(),
+    exited: exited.promise,
+    disposed: false,
+    kill: () => exited.resolve({ success: false, code: 137, signal: "SIGKILL" }),
+    [Symbol.asyncDispose]: () => {
+      sandbox.disposed = true;
+      sandbox.kill();
+      return Promise.resolve();
+    },
+  };
+  return sandbox;
+}
+
+const profile: Profile = {
+  name: "work",
+  description: "",
+  folders: [],
+  net: [],
+  allowed_tools: ["*"],
+  limits: { ...DEFAULT_LIMITS },
+};
+
+type Received = { request: ExecuteRequest; options: ExecuteOptions | undefined };
+
+/** A host over a recording executor, with a connected client. */
+async function startHost(
+  answer: (
+    request: ExecuteRequest,
+    options: ExecuteOptions | undefined,
+    sessions: SessionManager,
+  ) => Promise<ExecutionResult> = () => Promise.resolve(success),
+) {
+  const received: Received[] = [];
+  const executor: Executor = {
+    execute: (request, options) => {
+      received.push({ request, options });
+      return answer(request, options, sessions);
+    },
+  };
+  const skillsDir = await Deno.makeTempDir();
+  const catalog = new Catalog([]);
+  const sessions = new SessionManager({
+    max: 4,
+    idleMs: 60_000,
+    launch: (p) => fakeSandbox(p) as unknown as Sandbox,
+    log: silentLogger,
+  });
+  const listeners = new Set<() => void>();
+  let description = "Run Python (test description).";
+  const host = createHost({
+    executor,
+    describeExecuteCode: () => description,
+    catalog: () => catalog,
+    onCatalogChange: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    profiles: ["default", "work"],
+    defaultProfile: "default",
+    openAI: null,
+    agent: () => {
+      throw new Error("the agent is not used in these tests");
+    },
+    skills: {
+      store: new SkillStore(skillsDir, silentLogger),
+      catalog: () => catalog,
+      analyse: () => Promise.reject(new Error("the analysis is not used in these tests")),
+    },
+    sessions,
+  });
+  const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
+  await host.server.connect(serverEnd);
+  const client = new Client({ name: "host-test", version: "1.0.0" });
+  await client.connect(clientEnd);
+  return {
+    client,
+    host,
+    sessions,
+    received,
+    listeners,
+    setDescription: (text: string) => description = text,
+    close: async () => {
+      await host.close();
+      await client.close();
+      await sessions.closeAll();
+      await Deno.remove(skillsDir, { recursive: true });
+    },
+  };
+}
+
+interface ToolResult {
+  content: { type: string; text?: string; data?: string; mimeType?: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+async function callExecute(client: Client, args: Record<string, unknown>): Promise<ToolResult> {
+  return await client.callTool({ name: "execute_code", arguments: args }) as ToolResult;
+}
+
+Deno.test("tools/list shows execute_code with its input schema and the usable profiles as an enum", async () => {
+  const h = await startHost();
+  const { tools } = await h.client.listTools();
+  const names = tools.map((t: { name: string }) => t.name);
+  for (const name of ["execute_code", "search_tools", "list_sessions", "save_skill"]) {
+    assert.ok(names.includes(name), `${name} in ${names}`);
+  }
+  const tool = tools.find((t: { name: string }) => t.name === "execute_code")!;
+  assert.equal(tool.description, "Run Python (test description).");
+  const schema = tool.inputSchema as {
+    required: string[];
+    properties: Record<string, { type?: string; enum?: string[]; pattern?: string }>;
+  };
+  assert.deepEqual(schema.required, ["code"]);
+  assert.deepEqual(Object.keys(schema.properties).sort(), [
+    "code",
+    "files",
+    "packages",
+    "profile",
+    "session_id",
+    "timeout_s",
+  ]);
+  assert.equal(schema.properties.code!.type, "string");
+  assert.deepEqual(schema.properties.profile!.enum, ["default", "work"]);
+  assert.equal(schema.properties.session_id!.pattern, "^[A-Za-z0-9_-]{1,64}$");
+  assert.ok(tool.outputSchema, "structured results are announced");
+  await h.close();
+});
+
+Deno.test("execute_code passes the caller's arguments to the executor with this connection as owner", async () => {
+  const h = await startHost();
+  const args = {
+    code: "print('hello')",
+    profile: "work",
+    timeout_s: 5,
+    session_id: "s-1",
+    packages: ["demo"],
+    files: { "in.txt": "x", "b.bin": { base64: "AAAA" } },
+  };
+  await callExecute(h.client, args);
+  await callExecute(h.client, { code: "2" });
+  assert.equal(h.received.length, 2);
+  const [first, second] = h.received;
+  assert.deepEqual(first!.request, args);
+  assert.deepEqual(second!.request, { code: "2" });
+  const owner = first!.options?.owner;
+  assert.equal(typeof owner, "string");
+  assert.ok(owner!.length > 0);
+  assert.equal(second!.options?.owner, owner, "the same owner for the same connection");
+  assert.ok(first!.options?.signal instanceof AbortSignal, "the request's cancellation signal");
+
+  const other = await startHost();
+  await callExecute(other.client, { code: "3" });
+  assert.notEqual(other.received[0]!.options?.owner, owner, "another connection, another owner");
+  await other.close();
+  await h.close();
+});
+
+Deno.test("execute_code returns the executor's result as structured content and text", async () => {
+  const h = await startHost();
+  const r = await callExecute(h.client, { code: "print('hello')" });
+  assert.equal(r.isError, false);
+  assert.deepEqual(r.structuredContent, success);
+  assert.deepEqual(r.content, [{ type: "text", text: formatResultText(success) }]);
+  assert.match(r.content[0]!.text!, /^OK \(12\.5 ms\)\n--- stdout ---\nhello/);
+  await h.close();
+});
+
+Deno.test("execute_code marks a failed execution isError, with its diagnostics", async () => {
+  const h = await startHost(() => Promise.resolve(timedOut));
+  const r = await callExecute(h.client, { code: "while True: pass", timeout_s: 2 });
+  assert.equal(r.isError, true);
+  assert.deepEqual(r.structuredContent?.diagnostics, timedOut.diagnostics);
+  assert.match(r.content[0]!.text!, /--- error: TIMEOUT ---\nThe script ran past 2 s$/);
+  await h.close();
+});
+
+Deno.test("execute_code returns an image the script wrote as image content, listed without its data", async () => {
+  const png = { name: "plot.png", size: 3, mime_type: "image/png", data: "AAAA" };
+  const h = await startHost(() => Promise.resolve({ ...success, outputs: [png] }));
+  const r = await callExecute(h.client, { code: "1" });
+  assert.deepEqual(r.content[1], { type: "image", data: "AAAA", mimeType: "image/png" });
+  assert.deepEqual(r.structuredContent?.outputs, [
+    { name: "plot.png", size: 3, mime_type: "image/png" },
+  ]);
+  await h.close();
+});
+
+Deno.test("execute_code refuses invalid arguments before the executor is called", async (t) => {
+  const h = await startHost();
+  const table: [string, Record<string, unknown>, RegExp][] = [
+    ["code missing", { profile: "work" }, / at code$/],
+    ["code not a string", { code: 5 }, / at code$/],
+    ["a session_id with a bad character", { code: "1", session_id: "bad id!" }, / at session_id$/],
+    ["a profile callers may not use", { code: "1", profile: "root" }, / at profile$/],
+    ["a negative timeout", { code: "1", timeout_s: -1 }, / at timeout_s$/],
+    ["too many packages", { code: "1", packages: Array(21).fill("p") }, / at packages$/],
+  ];
+  for (const [what, args, field] of table) {
+    await t.step(what, async () => {
+      const r = await callExecute(h.client, args);
+      assert.equal(r.isError, true);
+      const text = r.content[0]!.text!;
+      assert.match(text, /^MCP error -32602: Input validation error: .* tool execute_code: /);
+      assert.match(text, field);
+    });
+  }
+  assert.equal(h.received.length, 0, "the executor never saw them");
+  await h.close();
+});
+
+Deno.test("a catalog change updates the execute_code description; close() unsubscribes", async () => {
+  const h = await startHost();
+  assert.equal(h.listeners.size, 1);
+  h.setDescription("Run Python; tools: notes.greet");
+  for (const listener of h.listeners) listener();
+  const { tools } = await h.client.listTools();
+  const tool = tools.find((t: { name: string }) => t.name === "execute_code")!;
+  assert.equal(tool.description, "Run Python; tools: notes.greet");
+  await h.host.close();
+  assert.equal(h.listeners.size, 0, "a closed host leaves no listener behind");
+  await h.close(); // a second close() is harmless
+});
+
+Deno.test("host.close() closes the sessions this connection opened, and only those", async () => {
+  // The stand-in executor opens a session as the real one would, for the owner it is given.
+  let opened: Sandbox | undefined;
+  const h = await startHost(async (request, options, sessions) => {
+    opened = await sessions.open(options!.owner!, request.session_id!, profile);
+    sessions.release(options!.owner!, request.session_id!, false);
+    return success;
+  });
+  const othersSandbox = await h.sessions.open("another-connection", "s1", profile);
+  await callExecute(h.client, { code: "x = 1", session_id: "s1" });
+  const listed = await h.client.callTool({ name: "list_sessions", arguments: {} }) as ToolResult;
+  assert.deepEqual(
+    (listed.structuredContent?.sessions as { session_id: string }[]).map((s) => s.session_id),
+    ["s1"],
+  );
+  await h.host.close();
+  assert.equal((opened as unknown as { disposed: boolean }).disposed, true);
+  assert.equal((othersSandbox as unknown as { disposed: boolean }).disposed, false);
+  assert.equal(h.sessions.list("another-connection").length, 1);
+  await h.close();
+});

@@ -1,0 +1,209 @@
+/**
+ * SandboxPool's scheduling in process: warm sandboxes, replacements, the waiting queue and its
+ * bound, cancellation, boot failures and shutdown. The sandboxes are stand-ins whose boot the
+ * test finishes or fails at will (a real one is a Pyodide process; tests/pool_key_test.ts and the
+ * end-to-end tests run the pool with those): the pool only uses `ready`, `exited`, `kill` and
+ * disposal.
+ */
+import assert from "node:assert/strict";
+import { silentLogger } from "../src/_util/log.ts";
+import type { Sandbox } from "../src/sandbox/launcher.ts";
+import { PoolBusyError, type PoolOptions, SandboxPool } from "../src/sandbox/pool.ts";
+import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
+
+function profile(name: string): Profile {
+  return {
+    name,
+    description: "",
+    folders: [],
+    net: [],
+    allowed_tools: ["*"],
+    limits: { ...DEFAULT_LIMITS },
+  };
+}
+
+interface FakeSandbox {
+  profile: Profile;
+  ready: Promise<void>;
+  exited: Promise<Deno.CommandStatus>;
+  killed: number;
+  disposed: number;
+  boot(): void;
+  fail(error: Error): void;
+  kill(): void;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A pool whose launches are recorded; each boots when the test says (or at once). */
+function poolWith(options: Partial<PoolOptions>, bootAtOnce = false) {
+  const launched: FakeSandbox[] = [];
+  const launch = (p: Profile): Sandbox => {
+    const ready = Promise.withResolvers<void>();
+    const exited = Promise.withResolvers<Deno.CommandStatus>();
+    const status = { success: false, code: 137, signal: "SIGKILL" as const };
+    const sandbox: FakeSandbox = {
+      profile: p,
+      ready: ready.promise,
+      exited: exited.promise,
+      killed: 0,
+      disposed: 0,
+      boot: () => ready.resolve(),
+      fail: (error) => ready.reject(error),
+      kill: () => {
+        sandbox.killed++;
+        exited.resolve(status);
+      },
+      [Symbol.asyncDispose]: () => {
+        sandbox.disposed++;
+        exited.resolve(status);
+        return Promise.resolve();
+      },
+    };
+    launched.push(sandbox);
+    if (bootAtOnce) sandbox.boot();
+    return sandbox as unknown as Sandbox;
+  };
+  const pool = new SandboxPool({
+    warm: 0,
+    maxBooting: 4,
+    maxWaiting: 4,
+    launch,
+    log: silentLogger,
+    ...options,
+  });
+  return { pool, launched };
+}
+
+/** Lets the pool's promise callbacks and zero-delay timers run. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+const work = profile("work");
+
+Deno.test("SandboxPool keeps `warm` sandboxes booting for a profile it warms up", async () => {
+  const { pool, launched } = poolWith({ warm: 2 });
+  pool.warmUp(work);
+  assert.equal(launched.length, 2);
+  assert.ok(launched.every((s) => s.profile === work));
+  launched.forEach((s) => s.boot());
+  await settle();
+  assert.equal(launched.length, 2, "no more than warm once they are ready");
+  await pool.close();
+});
+
+Deno.test("SandboxPool.acquire() hands out a ready sandbox at once and boots a replacement", async () => {
+  const { pool, launched } = poolWith({ warm: 1 }, true);
+  pool.warmUp(work);
+  await settle();
+  const got = await pool.acquire(work);
+  assert.equal(got, launched[0] as unknown as Sandbox);
+  await settle();
+  assert.equal(launched.length, 2, "a replacement is booting");
+  const next = await pool.acquire(work);
+  assert.equal(next, launched[1] as unknown as Sandbox, "the replacement is handed out next");
+  await pool.close();
+});
+
+Deno.test("SandboxPool queues callers up to maxWaiting and refuses one more with PoolBusyError", async () => {
+  const { pool, launched } = poolWith({ maxBooting: 1, maxWaiting: 2 });
+  const first = pool.acquire(work);
+  const second = pool.acquire(work);
+  await assert.rejects(pool.acquire(work), (error: unknown) => {
+    assert.ok(error instanceof PoolBusyError);
+    assert.equal(error.message, "Cannot run now: 2 executions are already waiting for a sandbox");
+    return true;
+  });
+  assert.equal(launched.length, 1, "maxBooting bounds the boots");
+  launched[0]!.boot();
+  assert.equal(await first, launched[0] as unknown as Sandbox, "first come, first served");
+  await settle();
+  assert.equal(launched.length, 2, "the next boot starts for the one still waiting");
+  launched[1]!.boot();
+  assert.equal(await second, launched[1] as unknown as Sandbox);
+  await pool.close();
+});
+
+Deno.test("SandboxPool rejects a waiting caller whose signal aborts, and frees its place", async () => {
+  const { pool, launched } = poolWith({ maxBooting: 1, maxWaiting: 1 });
+  const controller = new AbortController();
+  const waiting = pool.acquire(work, controller.signal);
+  controller.abort();
+  await assert.rejects(waiting, /^Error: Cannot run: cancelled while waiting for a sandbox$/);
+  const next = pool.acquire(work); // the place is free again: not BUSY
+  launched[0]!.boot();
+  assert.equal(await next, launched[0] as unknown as Sandbox, "the boot goes to the next caller");
+  await pool.close();
+});
+
+Deno.test("SandboxPool refuses a caller whose signal has already aborted, taking no place or boot", async () => {
+  const { pool, launched } = poolWith({ maxWaiting: 1 });
+  const controller = new AbortController();
+  controller.abort();
+  await assert.rejects(
+    pool.acquire(work, controller.signal),
+    /^Error: Cannot run: cancelled while waiting for a sandbox$/,
+  );
+  assert.equal(launched.length, 0, "nothing boots for it");
+  const next = pool.acquire(work); // its place was never taken: not BUSY
+  launched[0]!.boot();
+  assert.equal(await next, launched[0] as unknown as Sandbox);
+  await pool.close();
+});
+
+Deno.test("SandboxPool stops listening for a caller's abort once the caller is served", async () => {
+  const { pool, launched } = poolWith({});
+  const controller = new AbortController();
+  let listening = 0;
+  const signal = controller.signal;
+  const add = signal.addEventListener.bind(signal);
+  const remove = signal.removeEventListener.bind(signal);
+  signal.addEventListener = ((...args: Parameters<typeof add>) => {
+    listening++;
+    add(...args);
+  }) as typeof add;
+  signal.removeEventListener = ((...args: Parameters<typeof remove>) => {
+    listening--;
+    remove(...args);
+  }) as typeof remove;
+  const waiting = pool.acquire(work, signal);
+  assert.equal(listening, 1);
+  launched[0]!.boot();
+  await waiting;
+  assert.equal(listening, 0, "a long-lived signal keeps no listener per acquire");
+  await pool.close();
+});
+
+Deno.test("SandboxPool rejects a waiting caller with the error of a failed boot", async () => {
+  const { pool, launched } = poolWith({});
+  const waiting = pool.acquire(work);
+  const error = new Error("Cannot boot sandbox: the process exited");
+  launched[0]!.fail(error);
+  await assert.rejects(waiting, (e: unknown) => e === error);
+  await settle();
+  assert.equal(launched.length, 1, "no immediate retry after a failure (backoff)");
+  await pool.close();
+});
+
+Deno.test("SandboxPool.close() kills every sandbox and rejects waiters and later callers", async () => {
+  const { pool, launched } = poolWith({ warm: 1, maxBooting: 2 });
+  pool.warmUp(work);
+  launched[0]!.boot();
+  await settle();
+  // Boots for "other" (for the caller, and its own warm set) never finish.
+  const waiting = pool.acquire(profile("other"));
+  assert.equal(launched.length, 3);
+  await pool.close();
+  await assert.rejects(waiting, /^Error: Cannot run: the server is shutting down$/);
+  assert.deepEqual(launched.map((s) => s.disposed), [1, 1, 1], "ready and booting alike");
+  await assert.rejects(pool.acquire(work), /^Error: Cannot run: the server is shutting down$/);
+});
+
+Deno.test("SandboxPool forgets a ready sandbox whose process exited", async () => {
+  const { pool, launched } = poolWith({ warm: 1 }, true);
+  pool.warmUp(work);
+  await settle();
+  launched[0]!.kill(); // died while waiting in the pool
+  await settle();
+  const got = await pool.acquire(work);
+  assert.notEqual(got, launched[0] as unknown as Sandbox, "never a dead sandbox");
+  await pool.close();
+});

@@ -1,0 +1,206 @@
+/**
+ * UpstreamPool in process: real MCP servers built with the SDK, reached over its in-memory
+ * transport through the pool's injected transport factory (tests/upstream_test.ts and
+ * tests/upstream_dynamic_test.ts run servers over stdio and HTTP).
+ */
+import assert from "node:assert/strict";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { z } from "zod";
+import { silentLogger } from "../src/_util/log.ts";
+import type { ServerConfig } from "../src/config/config.ts";
+import { UpstreamPool } from "../src/upstream/pool.ts";
+import type { TransportFactory } from "../src/upstream/transport.ts";
+
+function serverConfig(name: string): ServerConfig {
+  return {
+    kind: "stdio",
+    name,
+    command: "unused",
+    args: [],
+    env: {},
+    cwd: "/",
+    description: `${name} server`,
+  };
+}
+
+/** A real MCP server with one tool, "greet"; `servers` holds every one started. */
+function serverFactory() {
+  const servers: McpServer[] = [];
+  const start = (): Transport => {
+    const server = new McpServer({ name: "notes", version: "1.0.0" });
+    server.registerTool(
+      "greet",
+      { description: "Greets someone.", inputSchema: { name: z.string() } },
+      (args: { name: string }) => ({
+        content: [{ type: "text" as const, text: `hi ${args.name}` }],
+      }),
+    );
+    const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
+    void server.connect(serverEnd);
+    servers.push(server);
+    return clientEnd;
+  };
+  return { servers, start };
+}
+
+/** `promise`, or a failure naming what did not happen in time (rather than a hung test). */
+async function within<T>(promise: Promise<T>, what: string, ms = 5000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A transport whose start fails, as a server that cannot be spawned. */
+function failingTransport(message: string): Transport {
+  return {
+    start: () => Promise.reject(new Error(message)),
+    send: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+}
+
+Deno.test("UpstreamPool.start() connects every server and snapshot() lists their tools", async () => {
+  const notes = serverFactory();
+  const pool = new UpstreamPool({
+    servers: [serverConfig("notes")],
+    transports: () => ({ transport: notes.start() }),
+    log: silentLogger,
+  });
+  await pool.start();
+  assert.equal(pool.state("notes"), "connected");
+  const [entry, ...rest] = pool.snapshot();
+  assert.deepEqual(rest, []);
+  assert.equal(entry!.server, "notes");
+  assert.equal(entry!.description, "notes server");
+  assert.equal(entry!.error, undefined);
+  assert.deepEqual(entry!.tools.map((t) => [t.server, t.name, t.description]), [
+    ["notes", "greet", "Greets someone."],
+  ]);
+  assert.deepEqual(Object.keys(entry!.tools[0]!.inputSchema.properties as object), ["name"]);
+  await pool.close();
+});
+
+Deno.test("UpstreamPool.session() gives the live client, or says why there is none", async () => {
+  const notes = serverFactory();
+  const pool = new UpstreamPool({
+    servers: [serverConfig("notes")],
+    transports: () => ({ transport: notes.start() }),
+    log: silentLogger,
+  });
+  const before = pool.session("notes");
+  assert.deepEqual(before, { unavailable: 'server "notes" is not connected (connecting)' });
+  await pool.start();
+  const session = pool.session("notes");
+  assert.ok(session && "client" in session, "a live client once connected");
+  const reply = await session.client.callTool({ name: "greet", arguments: { name: "Ada" } });
+  assert.deepEqual(reply.content, [{ type: "text", text: "hi Ada" }]);
+  assert.equal(pool.session("nowhere"), undefined, "no server of that name");
+  await pool.close();
+  assert.deepEqual(pool.session("notes"), {
+    unavailable: 'server "notes" is not connected (closed)',
+  });
+});
+
+Deno.test("UpstreamPool reports a server that cannot connect, without holding up the others", async () => {
+  const notes = serverFactory();
+  let changes = 0;
+  const transports: TransportFactory = (server) => ({
+    transport: server.name === "broken"
+      ? failingTransport("Cannot spawn: no such command")
+      : notes.start(),
+  });
+  const pool = new UpstreamPool({
+    servers: [serverConfig("broken"), serverConfig("notes")],
+    transports,
+    log: silentLogger,
+    onChange: () => changes++,
+  });
+  await pool.start();
+  assert.equal(pool.state("broken"), "reconnecting");
+  assert.equal(pool.state("notes"), "connected");
+  const [broken, good] = pool.snapshot();
+  assert.deepEqual(broken, {
+    server: "broken",
+    description: "broken server",
+    tools: [],
+    error: "Cannot spawn: no such command",
+  });
+  assert.equal(good!.error, undefined);
+  assert.deepEqual(pool.session("broken"), {
+    unavailable: 'server "broken" is not connected (reconnecting): Cannot spawn: no such command',
+  });
+  assert.ok(changes >= 2, "a change for the failure and for the connect");
+  await pool.close(); // also cancels the scheduled reconnect
+});
+
+Deno.test("UpstreamPool scrubs a secret from a connection error before it is shown", async () => {
+  const pool = new UpstreamPool({
+    servers: [serverConfig("broken")],
+    transports: () => ({ transport: failingTransport("bad token sk-live-123456789") }),
+    log: silentLogger,
+    redact: (text) => text.replaceAll("sk-live-123456789", "[REDACTED]"),
+  });
+  await pool.start();
+  assert.equal(pool.snapshot()[0]!.error, "bad token [REDACTED]");
+  assert.doesNotMatch(JSON.stringify(pool.session("broken")), /sk-live/);
+  await pool.close();
+});
+
+Deno.test("UpstreamPool picks up a tool the server adds (tools/list_changed) and calls onChange", async () => {
+  const notes = serverFactory();
+  const changed = Promise.withResolvers<void>();
+  let connected = false;
+  const pool = new UpstreamPool({
+    servers: [serverConfig("notes")],
+    transports: () => ({ transport: notes.start() }),
+    log: silentLogger,
+    onChange: () => {
+      if (connected) changed.resolve();
+    },
+  });
+  await pool.start();
+  connected = true;
+  notes.servers[0]!.registerTool(
+    "farewell",
+    { description: "Says goodbye." },
+    () => ({ content: [{ type: "text" as const, text: "bye" }] }),
+  );
+  await within(changed.promise, "onChange after tools/list_changed");
+  assert.deepEqual(pool.snapshot()[0]!.tools.map((t) => t.name).sort(), ["farewell", "greet"]);
+  await pool.close();
+});
+
+Deno.test("UpstreamPool says a dropped server is unavailable, then reconnects it", async () => {
+  const notes = serverFactory();
+  const reconnected = Promise.withResolvers<void>();
+  const pool = new UpstreamPool({
+    servers: [serverConfig("notes")],
+    transports: () => ({ transport: notes.start() }),
+    log: silentLogger,
+    onChange: () => {
+      if (notes.servers.length === 2 && pool.state("notes") === "connected") reconnected.resolve();
+    },
+  });
+  await pool.start();
+  await notes.servers[0]!.close(); // the server side goes away
+  assert.equal(pool.state("notes"), "reconnecting");
+  assert.deepEqual(pool.session("notes"), {
+    unavailable: 'server "notes" is not connected (reconnecting): the session closed',
+  });
+  assert.deepEqual(
+    pool.snapshot()[0]!.tools.map((t) => t.name),
+    ["greet"],
+    "its last known tools are kept",
+  );
+  await within(reconnected.promise, "the reconnect"); // the first retry comes after 250 ms
+  assert.ok("client" in pool.session("notes")!);
+  await pool.close();
+});
