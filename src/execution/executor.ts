@@ -4,7 +4,8 @@
  *   1. request checks     request_checks.ts   profile, code size, timeout, input files, packages
  *   2. acquire a sandbox  sandbox_lease.ts    a fresh one from the pool, or the session's
  *   3. run                here                the script on that sandbox (launcher.ts), with
- *   4. the tool gate      tool_gate.ts          every tool call decided, routed and recorded
+ *   4. the tool gate      tool_gate.ts          every tool call (the sandbox's call_tool
+ *                                               requests, `gate.call`) decided, routed, recorded
  *   5. map to a result    result_mapping.ts   what happened -> ExecutionResult
  *
  * then scrubs the result of secrets and writes the audit record. Every decision about a
@@ -103,7 +104,7 @@ export class SandboxExecutor implements Executor {
     try {
       result = await this.#run(request, options, log);
     } catch (error) {
-      // Not expected: every known failure is mapped above. Still an answer, never a throw.
+      // Not expected: every known failure is mapped in #run. Still an answer, never a throw.
       log.error("execution failed on the host", { error: String(error) });
       result = refusedResult({
         profile: request.profile ?? this.#deps.defaultProfile,

@@ -10,9 +10,13 @@
  */
 
 interface OutcomeEntry {
-  /** Whether it ends an execution (a result's error_type) or one tool call (a Python exception). */
+  /**
+   * Whether it ends an execution (a result's error_type) or one tool call (a Python exception the
+   * script may catch). TOOL_DENIED is both: the exception, and the execution's outcome when the
+   * script lets it escape after the host denied a call (see toDiagnostics).
+   */
   readonly of: "execution" | "tool_call";
-  /** A limit or refusal the audit log records as `limit_hit`. */
+  /** An execution's limit or refusal the audit log records as `limit_hit` (false for tool calls). */
   readonly limit: boolean;
   /** For a tool call: its kind on the wire and the exception the script sees. */
   readonly raises?: { readonly kind: string; readonly python: string };
@@ -124,7 +128,7 @@ const BASE_EXCEPTION = OUTCOMES.TOOL_FAILED.raises.python;
 
 /** The Python exception classes of `mcp_tools`, base class first. */
 export const PYTHON_EXCEPTIONS: readonly string[] = [
-  ...new Set(entries.flatMap(([, e]) => (e.raises ? [e.raises.python] : []))),
+  ...new Set([BASE_EXCEPTION, ...entries.flatMap(([, e]) => (e.raises ? [e.raises.python] : []))]),
 ];
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Stage: the tool gate. Every tool call a script makes passes here, one execution's gate per
- * run: decide it (the profile's policy and call limit), route it (the catalog, then the upstream
- * server's live MCP session), and record it (for the result and the audit log). The reply goes
+ * run: decide it (the profile's policy and call limit), route it (to the upstream server's live
+ * MCP session, when that server is connected and its catalog lists the tool), and record it (for the result and the audit log). The reply goes
  * back to the sandbox scrubbed of secrets. Nothing here trusts the sandbox's request.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";

@@ -4,14 +4,18 @@
  *   host -> sandbox  notification "boot"        BootParams, first (launch parameters)
  *   sandbox -> host  notification "ready"       once Pyodide has booted
  *   host -> sandbox  request      "prepare"     PrepareParams -> {} (while idle in the pool)
- *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (exactly once)
+ *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (once; a session's, once per script)
  *   sandbox -> host  notification "output"      OutputParams, while a script runs
  *   sandbox -> host  notification "progress"    ProgressParams, while a script runs
  *   sandbox -> host  request      "call_tool"   CallToolParams -> ToolReply, while a script runs
  *
  * The host checks every field of everything it receives: the sandbox runs untrusted code. The
- * validators below are the only way the host reads a sandbox's message; the worker builds its
- * messages with the same types, so a change to a message breaks the type check on both sides.
+ * validators below are the only way the host reads a sandbox's message. Each side's channel is
+ * typed by what it sends (`HostMessages`, `SandboxMessages`), so a change to a message's params
+ * breaks the type check where it is sent; replies travel as `unknown` and are read through the
+ * validators (the worker's replies are built in Python, prelude.py). Besides these messages the
+ * host signals a process: SIGUSR1 interrupts a session's script, SIGSTOP/SIGCONT pause a session
+ * between scripts (sandbox_command.ts, launcher.ts).
  * The worker's command line (`workerArgs`, `parseWorkerArgs`) is defined here too.
  */
 import type { ToolErrorKind } from "../execution/outcomes.ts";

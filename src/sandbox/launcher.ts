@@ -1,6 +1,7 @@
 /**
- * One sandbox process: spawned with its profile's flags, booted from the snapshot, used for
- * exactly one execution, then killed. The host enforces every limit here, from outside the
+ * `Sandbox`, the handle of one sandbox process: spawned with its profile's flags, booted from
+ * the snapshot, used for exactly one execution and then killed (a session's runs many, until it
+ * is closed or a limit stops it). The host enforces every limit here, from outside the
  * process: wall-clock timeout, resident memory, output size, protocol abuse, cancellation.
  */
 import {
@@ -46,7 +47,7 @@ export type StopReason = OneOf<
   "TIMEOUT" | "MEMORY_LIMIT" | "OUTPUT_LIMIT" | "POLICY_VIOLATION" | "CANCELLED" | "SANDBOX_CRASHED"
 >;
 
-export interface ExecutionRequest {
+export interface ScriptRun {
   code: string;
   /** Input files for the script's working folder. */
   files?: InputFile[];
@@ -243,7 +244,7 @@ export class Sandbox implements AsyncDisposable {
    * Runs one script. A one-shot sandbox is killed when this settles; a session's (persistent)
    * sandbox lives on for the next script unless a limit stopped it.
    */
-  async execute(request: ExecutionRequest, hooks: ExecutionHooks): Promise<RawOutcome> {
+  async execute(request: ScriptRun, hooks: ExecutionHooks): Promise<RawOutcome> {
     if (this.#used && !this.persistent) {
       throw new Error("Cannot execute: this sandbox has already run a script");
     }

@@ -338,9 +338,12 @@ var LIMIT_OUTCOMES = new Set(entries.filter(([, entry]) => entry.of === "executi
 var HOST_OUTCOME_SET = new Set(HOST_OUTCOMES);
 var BASE_EXCEPTION = OUTCOMES.TOOL_FAILED.raises.python;
 var PYTHON_EXCEPTIONS = [
-  ...new Set(entries.flatMap(([, e]) => e.raises ? [
-    e.raises.python
-  ] : []))
+  .../* @__PURE__ */ new Set([
+    BASE_EXCEPTION,
+    ...entries.flatMap(([, e]) => e.raises ? [
+      e.raises.python
+    ] : [])
+  ])
 ];
 function toolErrorsModulePy() {
   const lines = [
