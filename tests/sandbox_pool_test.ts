@@ -9,18 +9,10 @@ import assert from "node:assert/strict";
 import { silentLogger } from "../src/_util/log.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
 import { PoolBusyError, type PoolOptions, SandboxPool } from "../src/sandbox/pool.ts";
-import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
+import type { Profile } from "../src/sandbox/profile.ts";
+import { plainProfile } from "./_profiles.ts";
 
-function profile(name: string): Profile {
-  return {
-    name,
-    description: "",
-    folders: [],
-    net: [],
-    allowed_tools: ["*"],
-    limits: { ...DEFAULT_LIMITS },
-  };
-}
+const profile = plainProfile;
 
 interface FakeSandbox {
   profile: Profile;

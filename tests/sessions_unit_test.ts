@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../src/_util/log.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
-import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
+import type { Profile } from "../src/sandbox/profile.ts";
+import { plainProfile } from "./_profiles.ts";
 import {
   SessionBusyError,
   SessionError,
@@ -15,16 +16,7 @@ import {
   type SessionOptions,
 } from "../src/sandbox/sessions.ts";
 
-function profile(name: string): Profile {
-  return {
-    name,
-    description: "",
-    folders: [],
-    net: [],
-    allowed_tools: ["*"],
-    limits: { ...DEFAULT_LIMITS },
-  };
-}
+const profile = plainProfile;
 
 interface FakeSandbox {
   profile: Profile;
