@@ -18,7 +18,7 @@ import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
 import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_config.ts";
 import type { Profile } from "./sandbox/profile.ts";
-import { createHost, type Host } from "./host/server.ts";
+import { createHost, type Host, type HostContext } from "./host/server.ts";
 import { type Logger, scrubbedLogger } from "./_util/log.ts";
 import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./execution/audit_log.ts";
@@ -48,8 +48,13 @@ export interface App extends AsyncDisposable {
   /** The agent's API model settings from the environment (null when none is set). */
   openAI: OpenAIModelConfig | null;
   agentDeps(model: ChatModel): AgentDeps;
-  /** A new MCP server over the shared service (one per stdio client or HTTP session). */
-  createHost(overrides?: { executor?: Executor }): Host;
+  /**
+   * A new MCP server over the shared service (one per stdio connection, HTTP session or
+   * stateless HTTP request), optionally running scripts through another executor.
+   */
+  createHost(context: HostContext, overrides?: { executor?: Executor }): Host;
+  /** Persistent sessions, closed by owner when the connection or caller that owns them ends. */
+  sessions: SessionManager;
   close(): Promise<void>;
 }
 
@@ -175,7 +180,8 @@ export async function startApp(options: AppOptions): Promise<App> {
     tools,
     openAI,
     agentDeps,
-    createHost: (overrides = {}) => {
+    sessions,
+    createHost: (context, overrides = {}) => {
       const run = overrides.executor ?? executor;
       return createHost({
         executor: run,
@@ -188,7 +194,7 @@ export async function startApp(options: AppOptions): Promise<App> {
         agent: agentDepsWith(run),
         skills: { store: skills, catalog: () => tools.current, analyse: analyseWith(run) },
         sessions,
-      });
+      }, context);
     },
     close,
     [Symbol.asyncDispose]: close,

@@ -11,7 +11,11 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
   const { servers, settings } = parseConfigFile({
     servers: {
       files: { command: "deno", args: ["run", "${CONFIG_DIR}/x.ts"], env: { KEY: "${TOKEN}" } },
-      api: { url: "https://api.example/mcp", headers: { Authorization: "Bearer ${TOKEN}" } },
+      api: {
+        url: "https://api.example/mcp",
+        headers: { Authorization: "Bearer ${TOKEN}" },
+        protocol: "2026-07-28",
+      },
       off: { command: "nope", disabled: true },
     },
     settings: { pool_size: 3 },
@@ -20,6 +24,7 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
     {
       kind: "stdio",
       name: "files",
+      protocol: "auto",
       command: "deno",
       args: ["run", "/etc/code-mode/x.ts"],
       env: { KEY: "s3cret" },
@@ -29,6 +34,7 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
     {
       kind: "http",
       name: "api",
+      protocol: "2026-07-28",
       url: "https://api.example/mcp",
       headers: { Authorization: "Bearer s3cret" },
       description: "",
@@ -50,6 +56,11 @@ Deno.test("parseConfigFile() names the file, the server and the field in every e
       "both command and url",
       { servers: { a: { command: "x", url: "http://h" } } },
       /give exactly one/,
+    ],
+    [
+      "an unknown protocol revision",
+      { servers: { a: { command: "x", protocol: "2024-01-01" } } },
+      /server "a", field "protocol": must be one of "auto", "2025-11-25", "2026-07-28"/,
     ],
     [
       "args not strings",

@@ -6,9 +6,8 @@
  * cover those.
  */
 import assert from "node:assert/strict";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Client } from "@modelcontextprotocol/client";
+import { InMemoryTransport, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { Catalog } from "../src/catalog/catalog.ts";
 import type { ExecuteRequest } from "../src/execution/executor.ts";
@@ -502,11 +501,11 @@ const SECRET = "sk-test-9f8e7d6c5b4a";
 async function startUpstream() {
   const server = new McpServer({ name: "mem", version: "1.0.0" });
   const slow = Promise.withResolvers<void>();
-  const empty = {};
+  const empty = z.object({});
   const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] });
   server.registerTool(
     "echo",
-    { description: "Echoes its text.", inputSchema: { text: z.string() } },
+    { description: "Echoes its text.", inputSchema: z.object({ text: z.string() }) },
     (args: { text: string }) => text(`echo: ${args.text}`),
   );
   server.registerTool(

@@ -123,9 +123,15 @@ Deno.test("bad requests from the MCP client get clear errors, never a crash", as
       );
     },
   );
-  await t.step("an unknown tool", async () => {
-    const reply = await server.client.callTool({ name: "rm_rf", arguments: {} });
-    assert.equal(reply.isError, true);
+  await t.step("an unknown tool: an invalid-params error naming it", async () => {
+    await assert.rejects(
+      () => server.client.callTool({ name: "rm_rf", arguments: {} }),
+      (error: Error & { code?: number }) => {
+        assert.equal(error.code, -32602);
+        assert.match(error.message, /Tool rm_rf not found/);
+        return true;
+      },
+    );
   });
   await t.step("the server still answers", async () => {
     await stillWorks(server);

@@ -10,7 +10,6 @@ import {
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { allowedFor, checkBind, guardRequest, parseAllowedHost } from "../src/host/http_guard.ts";
-import { passes } from "../src/host/log_level.ts";
 import {
   childEnv,
   delay,
@@ -381,12 +380,4 @@ Deno.test("live output and progress also reach a stdio client", async () => {
   });
   assert.equal(quiet.stdout, "not sent\n", "the result still carries all output");
   assert.deepEqual(logs, ["sent\n"]);
-});
-
-Deno.test("passes() orders log levels by severity", () => {
-  assert.equal(passes("info", null), true);
-  assert.equal(passes("info", "warning"), false);
-  assert.equal(passes("warning", "warning"), true);
-  assert.equal(passes("error", "warning"), true);
-  assert.equal(passes("warning", "error"), false);
 });

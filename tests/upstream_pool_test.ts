@@ -17,6 +17,7 @@ function serverConfig(name: string): ServerConfig {
   return {
     kind: "stdio",
     name,
+    protocol: "2025-11-25",
     command: "unused",
     args: [],
     env: {},

@@ -290,6 +290,7 @@ Deno.test("a failed server's stderr is scrubbed before it is cut, so no fragment
   const failing = (before: number, after: number): ServerConfig => ({
     kind: "stdio",
     name: "broken",
+    protocol: "auto",
     command: "deno",
     args: ["run", "--no-prompt", "-A", "secret_server.ts", "fail", `${before}`, `${after}`],
     env: { FIXTURE_SECRET: secret },

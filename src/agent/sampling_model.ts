@@ -2,7 +2,7 @@
  * The connected MCP client's own model, through `sampling/createMessage`: the agent then works
  * without any API key of its own.
  */
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Server } from "@modelcontextprotocol/server";
 import type { ChatMessage, ChatModel, ChatReply } from "./chat_model.ts";
 
 export class SamplingChatModel implements ChatModel {

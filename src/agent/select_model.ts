@@ -2,7 +2,7 @@
  * Picks the agent's model: a configured OpenAI-compatible API first, else the connected client's
  * model through MCP sampling, else a clear error naming both options.
  */
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Server } from "@modelcontextprotocol/server";
 import { type ChatModel, NoModelError } from "./chat_model.ts";
 import { OpenAIChatModel } from "./openai_model.ts";
 import type { OpenAIModelConfig } from "./model_config.ts";

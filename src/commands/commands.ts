@@ -5,8 +5,9 @@
  */
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { serveStdio as serveMcpStdio } from "@modelcontextprotocol/server/stdio";
 import { startApp } from "../app.ts";
+import type { Host } from "../host/server.ts";
 import { formatResultText } from "../execution/execution_result.ts";
 import { runAgent } from "../agent/agent.ts";
 import { selectModel } from "../agent/select_model.ts";
@@ -19,17 +20,29 @@ import { writeAllSync } from "../_util/write_all.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
 
+/**
+ * MCP over stdio, for clients of both protocol eras: the client's opening message picks the era
+ * (a 2026-07-28 request, or a 2025-11-25 `initialize`), and one MCP server serves the
+ * connection. Its persistent sessions belong to the connection and end with it.
+ */
 export async function serveStdio(configPath: string | undefined, log: Logger): Promise<number> {
   const app = await startApp({ configPath, log });
-  const host = app.createHost();
-  const transport = new StdioServerTransport();
+  const owner = crypto.randomUUID();
+  const hosts = new Set<Host>();
   const { stop, stopped } = stopOnce(log, async () => {
-    await host.close().catch(() => {});
+    await connection.close().catch(() => {});
+    await Promise.all([...hosts].map((host) => host.close().catch(() => {})));
+    await app.sessions.closeOwner(owner);
     await app.close();
   });
-  transport.onclose = () => void stop("transport closed");
+  const connection = serveMcpStdio(({ era }) => {
+    // Also called for a client's `server/discover` probe on a connection it then drops.
+    const host = app.createHost({ era, owner });
+    hosts.add(host);
+    log.info("stdio client connected", { era });
+    return host.server;
+  }, { onerror: (error) => log.warn("stdio protocol error", { error: error.message }) });
   process.stdin.on("end", () => void stop("stdin closed"));
-  await host.server.connect(transport);
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,
     servers: app.config.servers.map((s) => s.name),

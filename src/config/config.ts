@@ -11,9 +11,17 @@ import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/prof
 import { secretProblem } from "../policy/redaction.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 
+/**
+ * Which MCP revision to speak to an upstream server: "auto" asks with `server/discover` first
+ * (2026-07-28) and falls back to the 2025-11-25 handshake; the others use just that revision.
+ */
+export const UPSTREAM_PROTOCOLS = ["auto", "2025-11-25", "2026-07-28"] as const;
+export type UpstreamProtocol = typeof UPSTREAM_PROTOCOLS[number];
+
 export interface StdioServerConfig {
   kind: "stdio";
   name: string;
+  protocol: UpstreamProtocol;
   command: string;
   args: string[];
   env: Record<string, string>;
@@ -24,6 +32,7 @@ export interface StdioServerConfig {
 export interface HttpServerConfig {
   kind: "http";
   name: string;
+  protocol: UpstreamProtocol;
   url: string;
   headers: Record<string, string>;
   description: string;
@@ -213,7 +222,17 @@ function parseServer(
     );
   }
   if (!isRecord(entry)) throw new TypeError(ctx.where("(entry)") + ": must be an object");
-  const known = ["command", "args", "env", "cwd", "description", "disabled", "url", "headers"];
+  const known = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "description",
+    "disabled",
+    "url",
+    "headers",
+    "protocol",
+  ];
   for (const key of Object.keys(entry)) {
     if (!known.includes(key)) throw new TypeError(ctx.where(key) + ": unknown field");
   }
@@ -222,6 +241,13 @@ function parseServer(
   }
   if (entry.disabled === true) return null;
   const description = optionalString(entry.description, ctx.where("description")) ?? "";
+  const protocol = optionalString(entry.protocol, ctx.where("protocol")) ?? "auto";
+  if (!(UPSTREAM_PROTOCOLS as readonly string[]).includes(protocol)) {
+    throw new TypeError(
+      ctx.where("protocol") +
+        `: must be one of ${UPSTREAM_PROTOCOLS.map((p) => `"${p}"`).join(", ")}`,
+    );
+  }
   const hasCommand = entry.command !== undefined;
   const hasUrl = entry.url !== undefined;
   if (hasCommand === hasUrl) {
@@ -246,6 +272,7 @@ function parseServer(
     return {
       kind: "http",
       name,
+      protocol: protocol as UpstreamProtocol,
       url,
       headers: stringMap(
         entry.headers,
@@ -266,7 +293,16 @@ function parseServer(
     ? "."
     : ctx.expand(requireString(entry.cwd, ctx.where("cwd")), "cwd");
   const cwd = isAbsolute(cwdRaw) ? cwdRaw : resolve(ctx.configDir, cwdRaw);
-  return { kind: "stdio", name, command, args, env, cwd, description };
+  return {
+    kind: "stdio",
+    name,
+    protocol: protocol as UpstreamProtocol,
+    command,
+    args,
+    env,
+    cwd,
+    description,
+  };
 }
 
 function parseSettings(raw: unknown, configDir: string, where: (f: string) => string): Settings {

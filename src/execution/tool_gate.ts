@@ -4,8 +4,7 @@
  * MCP session, when that server is connected and its catalog lists the tool), and record it (for the result and the audit log). The reply goes
  * back to the sandbox scrubbed of secrets. Nothing here trusts the sandbox's request.
  */
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { type CallToolResult, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, type Client, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { Catalog } from "../catalog/catalog.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
 import type { Redactor } from "../policy/redaction.ts";
@@ -112,18 +111,21 @@ export class ToolGate {
     const { callTimeoutMs, redact } = this.#deps;
     let result: CallToolResult;
     try {
-      result = await client.callTool({ name: tool, arguments: args }, undefined, {
+      result = await client.callTool({ name: tool, arguments: args }, {
         timeout: callTimeoutMs,
-      }) as CallToolResult;
+      });
     } catch (error) {
-      const code = error instanceof McpError ? (error as { code: number }).code : undefined;
-      if (code === ErrorCode.RequestTimeout) {
+      // By code, not class: the client and server packages each bundle their own SdkError.
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code === SdkErrorCode.RequestTimeout) {
         const seconds = callTimeoutMs / 1000;
         return {
           error: { kind: "timeout", message: `no answer within the ${seconds} s per-call timeout` },
         };
       }
-      if (code === ErrorCode.ConnectionClosed) {
+      const gone = code === SdkErrorCode.ConnectionClosed || code === SdkErrorCode.NotConnected ||
+        (error instanceof Error && error.message === "Not connected");
+      if (gone) {
         return unavailable(`server "${server}" went away during the call`);
       }
       // Scrubbed before it is cut: a cut could split a secret so that no later scrub finds it.

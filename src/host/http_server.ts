@@ -1,16 +1,29 @@
 /**
- * MCP over Streamable HTTP on Deno.serve, for one server shared by several agents.
+ * MCP over Streamable HTTP on Deno.serve, for one server shared by several agents, serving both
+ * protocol eras at one endpoint. Every request passes the guard (Host, Origin, bearer token),
+ * then goes by its era:
  *
- * Stateful by default: each session gets its own MCP server (its own handlers, cancellation and
- * concurrency cap) over the shared sandbox pool and upstream sessions. `stateless` answers each
- * request with a fresh server. Every request passes the guard (Host, Origin, bearer token).
+ * - 2026-07-28 requests carry their protocol version and capabilities themselves: each is
+ *   answered by a fresh MCP server (the SDK's `createMcpHandler`), with no protocol session.
+ * - 2025-11-25 clients get a session by default: its own MCP server (its own handlers,
+ *   cancellation and concurrency cap) over the shared sandbox pool and upstream sessions.
+ *   `stateless` answers each of their requests with a fresh server instead.
+ *
+ * Persistent code sessions opened by stateless requests belong to the HTTP caller (whoever holds
+ * the token), not to a protocol session.
  *
  * Memory stays flat under churn: an MCP server is built only for a request that starts a
- * session (an initialize POST) or, when stateless, for one request; one that does not become a
- * session is closed at once, and sessions are capped and expire when idle.
+ * session (an initialize POST) or is served statelessly; one that does not become a session is
+ * closed at once, and sessions are capped and expire when idle.
  */
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  legacyStatelessFallback,
+  type McpServerFactory,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import type { App } from "../app.ts";
 import type { Logger } from "../_util/log.ts";
 import { ExecutionLimit } from "./concurrency.ts";
@@ -49,6 +62,8 @@ export interface HttpServer {
 }
 
 interface Session {
+  /** Owns the persistent code sessions opened in this HTTP session. */
+  owner: string;
   transport: WebStandardStreamableHTTPServerTransport;
   host: Host;
   /** Requests whose response is still being sent (an open SSE stream counts). */
@@ -76,14 +91,35 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     allowedOrigins: [] as string[],
   };
 
-  const newHost = () => {
+  /** Owns the persistent code sessions of stateless requests: the HTTP caller. */
+  const caller = `http:${crypto.randomUUID()}`;
+  const callerLimit = new ExecutionLimit(options.maxPerSession, "for this caller");
+  const newSessionHost = (owner: string) => {
     const session = new ExecutionLimit(options.maxPerSession, "in this session");
-    return app.createHost({ executor: session.wrap(overall.wrap(app.executor)) });
+    return app.createHost({ era: "legacy", owner }, {
+      executor: session.wrap(overall.wrap(app.executor)),
+    });
   };
+  /** One instance per stateless request, of either era. */
+  const perRequest: McpServerFactory = ({ era }) =>
+    app.createHost({ era, owner: caller, perRequest: true }, {
+      executor: callerLimit.wrap(overall.wrap(app.executor)),
+    }).server;
+  const modern = createMcpHandler(perRequest, {
+    legacy: "reject",
+    onerror: (error) => log.debug("http request refused", { error: error.message }),
+  });
+  const legacyStateless = legacyStatelessFallback(perRequest);
+  // A 2026-07-28 client learns of tool changes on its subscriptions/listen stream.
+  const unwatchCatalog = app.tools.onChange(() => {
+    void modern.notify.toolsChanged();
+    void modern.notify.resourcesChanged();
+  });
 
   const close = async (session: Session) => {
     await session.transport.close().catch(() => {});
     await session.host.close().catch(() => {});
+    await app.sessions.closeOwner(session.owner);
   };
 
   /** Counts the request against the session until its response has been sent. */
@@ -101,28 +137,18 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
   };
 
-  const handleStateless = async (request: Request): Promise<Response> => {
+  const handleStateless = (request: Request): Promise<Response> => {
     // No session, so nothing to push: no standalone SSE stream, which would stay open (and
     // hold up shutdown) after its client has gone.
     if (request.method !== "POST") {
-      return Response.json(jsonRpcError("Stateless server: only POST is supported"), {
-        status: 405,
-        headers: { allow: "POST" },
-      });
+      return Promise.resolve(
+        Response.json(jsonRpcError("Stateless server: only POST is supported"), {
+          status: 405,
+          headers: { allow: "POST" },
+        }),
+      );
     }
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-    });
-    const host = newHost();
-    const closeHost = () => host.close().catch(() => {});
-    try {
-      await host.server.connect(transport);
-      // The response may still stream; the per-request server closes once it is sent.
-      return afterBody(await transport.handleRequest(request), closeHost);
-    } catch (error) {
-      void closeHost();
-      throw error;
-    }
+    return legacyStateless(request);
   };
 
   /** A POST without a session id: only an initialize request may start one. */
@@ -163,8 +189,10 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       if (reserved) opening--;
       reserved = false;
     };
-    const host = newHost();
+    const owner = crypto.randomUUID();
+    const host = newSessionHost(owner);
     const session: Session = {
+      owner,
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
         onsessioninitialized: (sessionId: string) => {
@@ -174,7 +202,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
         },
         onsessionclosed: (sessionId: string) => {
           if (sessions.get(sessionId) === session) sessions.delete(sessionId);
-          void session.host.close().catch(() => {});
+          void close(session);
           log.info("http session closed", { session: sessionId, sessions: sessions.size });
         },
       }),
@@ -200,6 +228,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (new URL(request.url).pathname !== "/mcp") return new Response("Not found", { status: 404 });
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
+    if (!(await isLegacyRequest(request))) return await modern.fetch(request);
     if (options.stateless) return await handleStateless(request);
 
     const id = request.headers.get("mcp-session-id");
@@ -264,7 +293,10 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
 
   async function shutdown(): Promise<void> {
     clearInterval(sweeper);
+    unwatchCatalog();
     const closing = server.shutdown();
+    // Aborts running 2026-07-28 requests, which kills their sandboxes.
+    await modern.close().catch(() => {});
     // Closing a session aborts its running requests, which kills their sandboxes.
     const open = [...sessions.values()];
     sessions.clear();

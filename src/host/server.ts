@@ -1,14 +1,18 @@
 /**
- * The MCP server the client talks to. `createHost` wires the tools to their dependencies and
- * returns the server with a `close` that tears everything down.
+ * The MCP server the client talks to. `createHost` builds one MCP server instance for one
+ * serving unit, of either protocol era: a stdio connection, a 2025-11-25 HTTP session, or one
+ * stateless HTTP request. It wires the tools to their dependencies and returns the server with a
+ * `close` that detaches it from the shared service.
  */
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation";
+import {
+  type jsonSchemaValidator,
+  McpServer,
+  type ProtocolEra,
+} from "@modelcontextprotocol/server";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { VERSION } from "../_util/version.ts";
 import type { Executor } from "../execution/executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
-import { trackLogLevel } from "./log_level.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
 import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
 import { registerSessionTools } from "./tools/sessions.ts";
@@ -39,26 +43,41 @@ export interface HostDeps {
   sessions: SessionManager;
 }
 
+/** What one MCP server instance serves. */
+export interface HostContext {
+  /** The protocol era of its client: "legacy" is 2025-11-25 and before, "modern" 2026-07-28. */
+  era: ProtocolEra;
+  /**
+   * Who owns the persistent sessions opened through it: its connection (stdio, a 2025-11-25
+   * HTTP session), or the HTTP caller's credentials (stateless requests). The caller that owns
+   * that lifetime closes the owner's sessions when it ends.
+   */
+  owner: string;
+  /**
+   * It answers one HTTP request and is then closed by the SDK: it needs no catalog updates (its
+   * tool description is read when it is built).
+   */
+  perRequest?: boolean;
+}
+
 export interface Host {
   server: McpServer;
+  /** Detaches this instance from the shared service and closes it (once). */
   close(): Promise<void>;
 }
 
-export function createHost(deps: HostDeps): Host {
+export function createHost(deps: HostDeps, context: HostContext): Host {
   const server = new McpServer(
     { name: "mcp-code-mode", version: VERSION },
     {
-      capabilities: { logging: {} },
+      capabilities: { logging: {}, tools: { listChanged: true }, resources: { listChanged: true } },
       jsonSchemaValidator: lazyValidator(),
       instructions:
         "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
     },
   );
-  // Sessions belong to the connection that opened them.
-  const owner = crypto.randomUUID();
-  const wantsLog = trackLogLevel(server);
+  const { owner } = context;
   const executeCode = registerExecuteCodeTool(server, {
-    wantsLog,
     executor: {
       execute: (request, options) => deps.executor.execute(request, { ...options, owner }),
     },
@@ -70,33 +89,35 @@ export function createHost(deps: HostDeps): Host {
   registerSkillTools(server, deps.skills);
   registerSessionTools(server, deps.sessions, owner);
   registerGenerateAndExecuteTool(server, {
-    model: () => selectModel(deps.openAI, server.server),
+    // The client's model through sampling only where the protocol still has it.
+    model: () => selectModel(deps.openAI, context.era === "legacy" ? server.server : null),
     agent: deps.agent,
     profiles: deps.profiles,
   });
-  const unsubscribe = deps.onCatalogChange(() => {
+  const unsubscribe = context.perRequest ? () => {} : deps.onCatalogChange(() => {
     executeCode.update({ description: deps.describeExecuteCode() });
     if (server.isConnected()) server.sendResourceListChanged();
   });
   let closing: Promise<void> | undefined;
-  return {
-    server,
-    // Once, however many callers (an HTTP session can end by DELETE, idle expiry or shutdown).
-    close: () =>
-      closing ??= (async () => {
-        // The bridge outlives every host: a listener left there would keep this host alive.
-        unsubscribe();
-        await deps.sessions.closeOwner(owner);
-        await server.close();
-      })(),
+  // Once, however many callers (a connection can end by DELETE, idle expiry, EOF or shutdown).
+  const close = () =>
+    closing ??= (async () => {
+      // The catalog outlives every host: a listener left there would keep this host alive.
+      unsubscribe();
+      await server.close();
+    })();
+  const closedBefore = server.server.onclose;
+  server.server.onclose = () => {
+    closedBefore?.();
+    void close();
   };
+  return { server, close };
 }
 
 /**
- * The SDK's Ajv validator, built on first use. The SDK uses it only to check a client's reply to
- * an elicitation, which this server never asks for; building one for every MCP server (every
- * HTTP session, every stateless request) took about a tenth of the HTTP server's time and much
- * of its garbage.
+ * The SDK's Ajv validator, built on first use. The SDK uses it only to check a client's answer
+ * to an elicitation (an approval); building one for every MCP server instance (every HTTP
+ * session, every stateless request) took about a tenth of the HTTP server's time.
  */
 function lazyValidator(): jsonSchemaValidator {
   let ajv: AjvJsonSchemaValidator | undefined;

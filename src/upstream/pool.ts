@@ -6,9 +6,8 @@
  * says why a server cannot take calls meanwhile. `tools/list_changed` refreshes that server's
  * tools. Calls themselves go through the tool gate (src/execution/tool_gate.ts).
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import type { ServerConfig } from "../config/config.ts";
+import { Client, type ClientOptions } from "@modelcontextprotocol/client";
+import type { ServerConfig, UpstreamProtocol } from "../config/config.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
 import type { ToolInfo } from "../catalog/python_stubs.ts";
 import type { Logger } from "../_util/log.ts";
@@ -77,11 +76,21 @@ class UpstreamConnection {
       this.#stderrCut ||= tail.length > STDERR_KEPT_CHARS;
       this.#stderrTail = tail.slice(-STDERR_KEPT_CHARS);
     });
-    const client = new Client({ name: "mcp-code-mode", version: VERSION }, { capabilities: {} });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      void this.#refreshTools(client).catch((error) =>
-        log.warn("cannot refresh tools", { server: this.config.name, error: String(error) })
-      );
+    const client: Client = new Client({ name: "mcp-code-mode", version: VERSION }, {
+      capabilities: {},
+      versionNegotiation: versionNegotiation(this.config.protocol),
+      // A 2025-11-25 server's list_changed notification, or a 2026-07-28 server's event on the
+      // subscription the SDK opens: either way the list is read again here.
+      listChanged: {
+        tools: {
+          autoRefresh: false,
+          debounceMs: 0,
+          onChanged: () =>
+            void this.#refreshTools(client).catch((error) =>
+              log.warn("cannot refresh tools", { server: this.config.name, error: String(error) })
+            ),
+        },
+      },
     });
     let connected = false;
     client.onclose = () => {
@@ -221,6 +230,21 @@ export class UpstreamPool implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+}
+
+/**
+ * How the client picks the protocol revision. The `server/discover` probe of "auto" gets a short
+ * timeout: a 2025-11-25 stdio server that never answers it is treated as one after that.
+ */
+function versionNegotiation(protocol: UpstreamProtocol): ClientOptions["versionNegotiation"] {
+  switch (protocol) {
+    case "auto":
+      return { mode: "auto", probe: { timeoutMs: 5000 } };
+    case "2025-11-25":
+      return { mode: "legacy" };
+    case "2026-07-28":
+      return { mode: { pin: "2026-07-28" } };
   }
 }
 

@@ -2,12 +2,8 @@
  * Creates the MCP client transport for one configured upstream server.
  */
 import { readEnv } from "../config/environment.ts";
-import {
-  getDefaultEnvironment,
-  StdioClientTransport,
-} from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { StreamableHTTPClientTransport, type Transport } from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config/config.ts";
 import { denoCommand } from "./deno_command.ts";
 

@@ -3,9 +3,8 @@
  * arguments (checked against the input schema by the SDK) go to the executor, live output and
  * progress go back as notifications, and the result becomes an MCP tool result.
  */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { LoggingLevel, McpServer, ServerContext } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { SchemaArgs } from "./_schema_args.ts";
 import {
   EXECUTE_REQUEST_SHAPE,
   type ExecuteRequest,
@@ -14,7 +13,6 @@ import {
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../../execution/execution_result.ts";
 import { isText } from "../../execution/mime_types.ts";
-import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
 
 export interface ExecuteCodeToolOptions {
   executor: Executor;
@@ -22,8 +20,6 @@ export interface ExecuteCodeToolOptions {
   description: () => string;
   profiles: string[];
   defaultProfile: string;
-  /** Whether the client wants log messages at a level (its `logging/setLevel`). */
-  wantsLog: (level: LoggingLevel) => boolean;
 }
 
 const toolCallRecord = z.object({
@@ -71,13 +67,13 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
   return server.registerTool("execute_code", {
     title: "Run Python in a sandbox",
     description: options.description(),
-    inputSchema,
-    outputSchema: executionResultShape,
+    inputSchema: z.object(inputSchema),
+    outputSchema: z.object(executionResultShape),
     annotations: { openWorldHint: true },
-  }, async (args: SchemaArgs<typeof inputSchema>, extra: RequestExtra) => {
+  }, async (args, ctx) => {
     const request: ExecuteRequest = args;
-    const { flush, ...live } = liveFeedback(extra, options.wantsLog);
-    const result = await options.executor.execute(request, { signal: extra.signal, ...live });
+    const { flush, ...live } = liveFeedback(requestFeedback(ctx));
+    const result = await options.executor.execute(request, { signal: ctx.mcpReq.signal, ...live });
     await flush(); // notifications about a request must reach the client before its result
     return toToolResult(result);
   });
@@ -85,13 +81,26 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
 
 const RESULT_GAP_MS = 20;
 
-/** What the SDK hands a tool handler that we use. */
-export interface RequestExtra {
-  signal: AbortSignal;
-  _meta?: { progressToken?: string | number };
-  sendNotification: (
-    notification: { method: string; params: Record<string, unknown> },
-  ) => Promise<void>;
+/** Where a request's live feedback goes: what the SDK hands a tool handler, narrowed. */
+export interface FeedbackChannel {
+  progressToken?: string | number;
+  /** A log message about this request; the SDK applies the client's level filter. */
+  log(level: LoggingLevel, data: string, logger: string): Promise<void>;
+  /** A notification about this request (progress). */
+  notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>;
+}
+
+/**
+ * The request's channel. The level filter is the client's `logging/setLevel` for a 2025-11-25
+ * client, and the request's own `logLevel` for a 2026-07-28 client (none given: no log
+ * messages, as that revision says).
+ */
+export function requestFeedback(ctx: ServerContext): FeedbackChannel {
+  return {
+    progressToken: ctx.mcpReq._meta?.progressToken,
+    log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
+    notify: (notification) => ctx.mcpReq.notify(notification),
+  };
 }
 
 /**
@@ -99,29 +108,29 @@ export interface RequestExtra {
  * notifications when the client sent a progressToken. Both go with the request, so they reach
  * the client on stdio and on HTTP alike.
  */
-export function liveFeedback(
-  extra: RequestExtra,
-  wantsLog: (level: LoggingLevel) => boolean = () => true,
-) {
+export function liveFeedback(channel: FeedbackChannel) {
   const pending = new Set<Promise<void>>();
   let lastProgress = 0;
-  const send = (method: string, params: Record<string, unknown>) => {
-    if (method === "notifications/progress") lastProgress = performance.now();
-    const sent = extra.sendNotification({ method, params }).catch(() => {});
-    pending.add(sent);
-    void sent.finally(() => pending.delete(sent));
+  const track = (sent: Promise<void>) => {
+    const settled = sent.catch(() => {});
+    pending.add(settled);
+    void settled.finally(() => pending.delete(settled));
   };
-  const token = extra._meta?.progressToken;
+  const token = channel.progressToken;
   return {
     onOutput: (stream: "stdout" | "stderr", text: string) => {
       const level = stream === "stderr" ? "warning" : "info";
-      if (!wantsLog(level)) return;
-      send("notifications/message", { level, logger: `execute_code.${stream}`, data: text });
+      track(channel.log(level, text, `execute_code.${stream}`));
     },
-    onProgress: token === undefined
-      ? undefined
-      : (report: ProgressParams) =>
-        send("notifications/progress", { progressToken: token, ...report }),
+    onProgress: token === undefined ? undefined : (report: ProgressParams) => {
+      lastProgress = performance.now();
+      track(
+        channel.notify({
+          method: "notifications/progress",
+          params: { progressToken: token, ...report },
+        }),
+      );
+    },
     /**
      * Waits until every notification is sent, and after progress leaves a short gap before the
      * result: the SDK's client handles notifications a tick after a response read in the same

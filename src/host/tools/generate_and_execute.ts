@@ -1,9 +1,8 @@
 /**
  * The `generate_and_execute` tool: a task in plain words -> working Python, run in the sandbox.
  */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { SchemaArgs } from "./_schema_args.ts";
 import { type AgentDeps, type AgentResult, runAgent } from "../../agent/agent.ts";
 import type { ChatModel } from "../../agent/chat_model.ts";
 
@@ -24,12 +23,9 @@ export function registerGenerateAndExecuteTool(server: McpServer, options: Gener
     title: "Write and run Python for a task",
     description:
       "Describe a task in plain words; a model writes Python against the available tools, it is checked and run in the sandbox, and repaired from the error until it works (up to max_attempts). Uses OPENAI_API_KEY when the server has one, otherwise your client's model through MCP sampling.",
-    inputSchema,
+    inputSchema: z.object(inputSchema),
     annotations: { openWorldHint: true },
-  }, async (
-    args: SchemaArgs<typeof inputSchema>,
-    extra: { signal: AbortSignal },
-  ) => {
+  }, async (args, ctx) => {
     let model: ChatModel;
     try {
       model = options.model();
@@ -39,7 +35,7 @@ export function registerGenerateAndExecuteTool(server: McpServer, options: Gener
         isError: true,
       };
     }
-    const result = await runAgent(args, options.agent(model), undefined, extra.signal);
+    const result = await runAgent(args, options.agent(model), undefined, ctx.mcpReq.signal);
     return {
       content: [{ type: "text" as const, text: formatAgentResult(result) }],
       structuredContent: result as unknown as Record<string, unknown>,

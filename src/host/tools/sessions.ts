@@ -1,16 +1,15 @@
 /**
  * `list_sessions` and `close_session`: the persistent sessions of this connection.
  */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { SchemaArgs } from "./_schema_args.ts";
 import type { SessionManager } from "../../sandbox/sessions.ts";
 
 export function registerSessionTools(server: McpServer, sessions: SessionManager, owner: string) {
   server.registerTool("list_sessions", {
     title: "List persistent sessions",
     description: "The persistent sessions this connection opened with execute_code's session_id.",
-    inputSchema: {},
+    inputSchema: z.object({}),
     annotations: { readOnlyHint: true },
   }, () => {
     const list = sessions.list(owner);
@@ -28,8 +27,8 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
   server.registerTool("close_session", {
     title: "Close a persistent session",
     description: "Closes a session and discards its state (its sandbox process is killed).",
-    inputSchema: closeInput,
-  }, async (args: SchemaArgs<typeof closeInput>) => {
+    inputSchema: z.object(closeInput),
+  }, async (args) => {
     const closed = await sessions.close(owner, args.session_id);
     return {
       content: [{

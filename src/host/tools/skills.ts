@@ -2,9 +2,8 @@
  * Skill tools: save working code once as a named function, list, read and delete skills.
  * Scripts use them with `from skills import <name>`.
  */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { SchemaArgs } from "./_schema_args.ts";
 import type { Analysis } from "../../analysis/python_analysis.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
 import { checkSkill, checkSkillName } from "../../skills/skill_check.ts";
@@ -36,8 +35,8 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
     title: "Save a skill",
     description:
       "Save working Python as a reusable skill: the code must define a top-level function with the skill's name. Later scripts call it with `from skills import <name>`. Saving over a skill keeps the previous version.",
-    inputSchema: saveInput,
-  }, async (args: SchemaArgs<typeof saveInput>) => {
+    inputSchema: z.object(saveInput),
+  }, async (args) => {
     const badName = checkSkillName(args.name);
     if (badName) return text(`Cannot save skill: ${badName}`, true);
     const checked = checkSkill(args, await options.analyse(args.code), options.catalog());
@@ -58,7 +57,7 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
     title: "List skills",
     description:
       "All saved skills with their signatures; a skill whose tools vanished or changed is marked stale.",
-    inputSchema: {},
+    inputSchema: z.object({}),
     annotations: { readOnlyHint: true },
   }, () => {
     const skills = store.list().map((skill) => {
@@ -89,9 +88,9 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
   server.registerTool("get_skill", {
     title: "Get a skill",
     description: "A skill's code, description, tools and version.",
-    inputSchema: nameInput,
+    inputSchema: z.object(nameInput),
     annotations: { readOnlyHint: true },
-  }, (args: SchemaArgs<typeof nameInput>) => {
+  }, (args) => {
     const skill = store.get(args.name);
     if (!skill) return text(`Cannot get skill: no skill named "${args.name}"`, true);
     const status = store.status(skill, options.catalog());
@@ -106,9 +105,9 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
   server.registerTool("delete_skill", {
     title: "Delete a skill",
     description: "Deletes a saved skill (its archived versions stay on disk).",
-    inputSchema: nameInput,
+    inputSchema: z.object(nameInput),
     annotations: { destructiveHint: true },
-  }, async (args: SchemaArgs<typeof nameInput>) => {
+  }, async (args) => {
     const deleted = await store.delete(args.name);
     return deleted
       ? text(`Deleted skill ${args.name}.`)

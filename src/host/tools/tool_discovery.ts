@@ -2,10 +2,13 @@
  * Cheap tool discovery for agents: `search_tools` (matching stubs), `get_tool_docs` (full
  * stubs), and one MCP resource per server holding its stub file.
  */
-import { type McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import {
+  type McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceTemplate,
+} from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { SchemaArgs } from "./_schema_args.ts";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Catalog } from "../../catalog/catalog.ts";
 
 /** A search hit beyond the catalog's own tools (skills). */
@@ -28,9 +31,9 @@ export function registerToolDiscovery(
     title: "Search the Python tool stubs",
     description:
       "Find upstream tools callable from execute_code. Returns the Python stubs (signature and docstring) of the best matches for the query words.",
-    inputSchema: searchInput,
+    inputSchema: z.object(searchInput),
     annotations: { readOnlyHint: true },
-  }, (args: SchemaArgs<typeof searchInput>) => {
+  }, (args) => {
     const limit = args.limit ?? 8;
     const hits = [...catalog().search(args.query, limit), ...extraSearch(args.query)]
       .sort((a, b) => b.score - a.score || a.name.localeCompare(b.name))
@@ -49,9 +52,9 @@ export function registerToolDiscovery(
     title: "Get Python stubs of tools",
     description:
       "Full Python stubs for tools named 'module.function' (e.g. filesystem.read_file), or of a whole module when given just its name.",
-    inputSchema: docsInput,
+    inputSchema: z.object(docsInput),
     annotations: { readOnlyHint: true },
-  }, (args: SchemaArgs<typeof docsInput>) => {
+  }, (args) => {
     const docs = catalog().docs(args.names);
     const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
     const text = docs.map((d) =>
@@ -81,7 +84,10 @@ export function registerToolDiscovery(
     (uri: URL, variables: Record<string, string | string[]>) => {
       const entry = catalog().server(String(variables.module));
       if (!entry) {
-        throw new McpError(ErrorCode.InvalidParams, `Cannot read ${uri.href}: no such module`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Cannot read ${uri.href}: no such module`,
+        );
       }
       return { contents: [{ uri: uri.href, mimeType: "text/x-python", text: entry.stub }] };
     },
