@@ -19,6 +19,7 @@ import type { ChatModel } from "./agent/chat_model.ts";
 import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_config.ts";
 import type { Profile } from "./sandbox/profile.ts";
 import { createHost, type Host, type HostContext } from "./host/server.ts";
+import { ParkedRuns } from "./host/approvals.ts";
 import { type Logger, scrubbedLogger } from "./_util/log.ts";
 import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./execution/audit_log.ts";
@@ -129,6 +130,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
     defaultProfile: defaultProfile.name,
     tools: {
+      approvalTimeoutMs: config.settings.approval_timeout_s * 1000,
       catalog: () => tools.current,
       session: (server) => upstream.session(server),
       callTimeoutMs: config.settings.tool_timeout_s * 1000,
@@ -166,7 +168,9 @@ export async function startApp(options: AppOptions): Promise<App> {
     redact,
   });
   const agentDeps = agentDepsWith(executor);
+  const parked = new ParkedRuns({ timeoutMs: config.settings.approval_timeout_s * 1000 });
   const close = async () => {
+    parked.close();
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
     await memory.close();
     audit?.close();
@@ -194,6 +198,7 @@ export async function startApp(options: AppOptions): Promise<App> {
         agent: agentDepsWith(run),
         skills: { store: skills, catalog: () => tools.current, analyse: analyseWith(run) },
         sessions,
+        parked,
       }, context);
     },
     close,

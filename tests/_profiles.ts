@@ -9,6 +9,7 @@ export function plainProfile(name: string): Profile {
     folders: [],
     net: [],
     allowed_tools: ["*"],
+    approve: [],
     limits: { ...DEFAULT_LIMITS },
   };
 }

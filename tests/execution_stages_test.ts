@@ -38,6 +38,7 @@ function makeProfile(name = "default", limits: Partial<Limits> = {}, extra: Part
     folders: [],
     net: [],
     allowed_tools: ["*"],
+    approve: [],
     ...extra,
     limits: { ...DEFAULT_LIMITS, ...limits },
   } satisfies Profile;

@@ -42,6 +42,7 @@ function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
     folders: [{ host: "/srv/work", mount: "/workspace", mode: "rw" }],
     net: [],
     allowed_tools: [],
+    approve: [],
     limits: { ...DEFAULT_LIMITS },
   };
   const config: Config = {

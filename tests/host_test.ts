@@ -11,6 +11,7 @@ import { silentLogger } from "../src/_util/log.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
 import { type ExecutionResult, formatResultText } from "../src/execution/execution_result.ts";
 import type { ExecuteOptions, ExecuteRequest, Executor } from "../src/execution/executor.ts";
+import { ParkedRuns } from "../src/host/approvals.ts";
 import { createHost } from "../src/host/server.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
@@ -62,6 +63,7 @@ const profile: Profile = {
   folders: [],
   net: [],
   allowed_tools: ["*"],
+  approve: [],
   limits: { ...DEFAULT_LIMITS },
 };
 
@@ -112,6 +114,7 @@ async function startHost(
       analyse: () => Promise.reject(new Error("the analysis is not used in these tests")),
     },
     sessions,
+    parked: new ParkedRuns({ timeoutMs: 1000 }),
   }, { era: "legacy", owner: crypto.randomUUID() });
   const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
   await host.server.connect(serverEnd);

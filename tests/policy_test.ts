@@ -25,7 +25,7 @@ Deno.test("isToolAllowed() matches server.tool globs", async (t) => {
     });
   }
   await t.step("the call limit is checked before the allowlist", () => {
-    const policy = { allowed_tools: ["*"], tool_calls: 2 };
+    const policy = { allowed_tools: ["*"], approve: [], tool_calls: 2 };
     assert.deepEqual(decideToolCall("a", "b", policy, 1), { allowed: true });
     const denied = decideToolCall("a", "b", policy, 2);
     assert.equal(denied.allowed, false);

@@ -31,12 +31,14 @@ Deno.test("SandboxPool hands out sandboxes booted for the profile's settings, no
     folders: [],
     net: [],
     allowed_tools: ["*"],
+    approve: [],
     limits: { ...DEFAULT_LIMITS },
   };
   const wider: Profile = { ...base, net: ["example.com"] };
   const toolsOnly: Profile = {
     ...base,
     allowed_tools: [],
+    approve: [],
     limits: { ...base.limits, timeout_s: 5 },
   };
   const pool = new SandboxPool({

@@ -16,6 +16,7 @@ function profile(overrides: Partial<Profile> = {}): Profile {
     folders: [],
     net: [],
     allowed_tools: ["*"],
+    approve: [],
     limits: { ...DEFAULT_LIMITS },
     ...overrides,
   };

@@ -19,6 +19,7 @@ const profile: Profile = {
   folders: [],
   net: [],
   allowed_tools: [],
+  approve: [],
   limits: { ...DEFAULT_LIMITS },
 };
 

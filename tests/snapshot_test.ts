@@ -33,6 +33,7 @@ Deno.test("the snapshot is built on first use, and a corrupt one is detected and
       folders: [],
       net: [],
       allowed_tools: [],
+      approve: [],
       limits: { ...DEFAULT_LIMITS },
     },
   });

@@ -51,6 +51,8 @@ export interface Settings {
   permissions_dir: string;
   /** Per-call timeout for upstream tools, in seconds. */
   tool_timeout_s: number;
+  /** How long a person has to answer a question about a tool call (see a profile's `approve`). */
+  approval_timeout_s: number;
   /** File that gets one JSON line per execution (none when empty). */
   audit_log: string;
   /** Folder of saved skills. */
@@ -313,6 +315,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     allowed_profiles: [],
     permissions_dir: join(PROJECT_ROOT, "permissions"),
     tool_timeout_s: 60,
+    approval_timeout_s: 120,
     audit_log: "",
     skills_dir: defaultSkillsDir(),
     max_sessions: 4,
@@ -346,6 +349,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         break;
       case "session_idle_s":
       case "tool_timeout_s":
+      case "approval_timeout_s":
         if (typeof value !== "number" || !(value > 0)) {
           throw new TypeError(where(key) + ": must be a positive number");
         }

@@ -1,6 +1,7 @@
 /**
  * What one `execute_code` returns, and its readable text form.
  */
+import type { ApprovalAnswer } from "./approval.ts";
 
 import type { HostOutcome } from "./outcomes.ts";
 
@@ -36,6 +37,8 @@ export interface ToolCallRecord {
   outcome: "ok" | "error" | "denied" | "unfinished";
   duration_ms: number;
   error?: string;
+  /** How the person answered, for a call that needed approval. */
+  approval?: ApprovalAnswer;
 }
 
 /** A file the script wrote to outputs/ (data in base64 unless it was omitted for size). */

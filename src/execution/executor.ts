@@ -21,6 +21,7 @@ import type { SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { SESSION_ID, type SessionManager } from "../sandbox/sessions.ts";
 import type { ToolGateDeps } from "./tool_gate.ts";
+import type { Approver } from "./approval.ts";
 import { ToolGate } from "./tool_gate.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import type { ExecutionResult } from "./execution_result.ts";
@@ -61,6 +62,8 @@ export interface ExecuteOptions {
   onProgress?: (report: ProgressParams) => void;
   /** Who is asking (one MCP connection); sessions belong to their owner. */
   owner?: string;
+  /** Asks a person about tool calls the profile says need approval (absent: nobody to ask). */
+  approve?: Approver;
 }
 
 /**
@@ -82,7 +85,7 @@ export interface SandboxExecutorDeps {
   /** Where requested Python packages come from. */
   packages?: PackageSources;
   /** What the tool gate of each run needs, but the profile. */
-  tools: Omit<ToolGateDeps, "profile" | "redact">;
+  tools: Omit<ToolGateDeps, "profile" | "redact" | "approve">;
   /** Removes secrets from everything a result carries. */
   redact: Redactor;
   log: Logger;
@@ -147,7 +150,12 @@ export class SandboxExecutor implements Executor {
     if (!("sandbox" in lease)) return refusedResult({ profile: profile.name, ...lease }, elapsed());
 
     // 3. Run, with 4. the tool gate answering the script's tool calls.
-    const gate = new ToolGate({ ...deps.tools, profile, redact: deps.redact });
+    const gate = new ToolGate({
+      ...deps.tools,
+      profile,
+      redact: deps.redact,
+      approve: options.approve,
+    });
     // Live output reaches the client as it comes, scrubbed like the result (line by line).
     const live = options.onOutput ? scrubbedLines(deps.redact, options.onOutput) : undefined;
     const onProgress = options.onProgress;
@@ -164,7 +172,7 @@ export class SandboxExecutor implements Executor {
         outputFilesBytes: profile.limits.output_files_bytes,
         toolCalls: profile.limits.tool_calls,
       }, {
-        callTool: (params) => gate.call(params),
+        callTool: (params, clock) => gate.call(params, clock),
         signal: options.signal,
         onOutput: live?.write,
         onProgress: onProgress &&

@@ -12,6 +12,7 @@ import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
+import { type Approver, denialReason, nobodyToAsk } from "./approval.ts";
 
 export interface ToolGateDeps {
   profile: Profile;
@@ -24,6 +25,16 @@ export interface ToolGateDeps {
   callTimeoutMs: number;
   /** Largest tool result passed on to a sandbox, as JSON characters. */
   maxResultChars?: number;
+  /** Asks a person about calls the profile's `approve` globs name (absent: nobody to ask). */
+  approve?: Approver;
+  /** How long a person has to answer, for the denial message. */
+  approvalTimeoutMs?: number;
+}
+
+/** What the run lends the gate: its time limit stops while a person decides. */
+export interface RunClock {
+  /** Stops the run's clock; call the returned function to start it again. */
+  pause(): () => void;
 }
 
 /** How long calls still running when a script ends may take to finish before the result. */
@@ -43,8 +54,11 @@ export class ToolGate {
     this.#deps = deps;
   }
 
-  /** Decides, routes and records one call. Never throws: failures come back as `{ error }`. */
-  async call(params: CallToolParams): Promise<ToolReply> {
+  /**
+   * Decides, routes and records one call. Never throws: failures come back as `{ error }`.
+   * A call that needs approval waits for a person's answer with the run's clock stopped.
+   */
+  async call(params: CallToolParams, clock?: RunClock): Promise<ToolReply> {
     const record: ToolCallRecord = {
       server: params.server.slice(0, 200),
       tool: params.tool.slice(0, 200),
@@ -56,12 +70,24 @@ export class ToolGate {
       ? { allowed: false as const, reason: "the script has already ended" }
       : decideToolCall(params.server, params.tool, {
         allowed_tools: profile.allowed_tools,
+        approve: profile.approve,
         tool_calls: profile.limits.tool_calls,
       }, this.calls.length);
     this.calls.push(record);
-    if (!decision.allowed) {
-      record.error = decision.reason;
-      return { error: { kind: "denied", message: `denied: ${decision.reason}` } };
+    if (!decision.allowed) return denied(record, decision.reason);
+    if (decision.needsApproval) {
+      const ask = this.#deps.approve ?? nobodyToAsk;
+      const resume = clock?.pause();
+      record.approval = await ask({
+        server: record.server,
+        tool: record.tool,
+        arguments: this.#deps.redact.json(params.arguments),
+      }).catch(() => "unavailable" as const).finally(resume);
+      if (record.approval !== "approved") {
+        const seconds = (this.#deps.approvalTimeoutMs ?? 0) / 1000;
+        return denied(record, denialReason(record.approval, seconds));
+      }
+      if (this.#closed) return denied(record, "the script has already ended");
     }
     record.outcome = "unfinished"; // until the upstream answers
     const started = performance.now();
@@ -147,6 +173,12 @@ export class ToolGate {
     }
     return { result: result as unknown as Record<string, unknown> };
   }
+}
+
+function denied(record: ToolCallRecord, reason: string): ToolReply {
+  record.outcome = "denied";
+  record.error = reason;
+  return { error: { kind: "denied", message: `denied: ${reason}` } };
 }
 
 function invalid(message: string): Promise<ToolReply> {

@@ -17,6 +17,7 @@ import { registerToolDiscovery } from "./tools/tool_discovery.ts";
 import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
 import { registerSessionTools } from "./tools/sessions.ts";
 import type { SessionManager } from "../sandbox/sessions.ts";
+import type { ParkedRuns } from "./approvals.ts";
 import { searchSkills } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
@@ -41,6 +42,8 @@ export interface HostDeps {
   agent: (model: ChatModel) => AgentDeps;
   skills: SkillToolsOptions;
   sessions: SessionManager;
+  /** Runs parked on a question to a 2026-07-28 client (shared by every instance). */
+  parked: ParkedRuns;
 }
 
 /** What one MCP server instance serves. */
@@ -72,12 +75,17 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
     {
       capabilities: { logging: {}, tools: { listChanged: true }, resources: { listChanged: true } },
       jsonSchemaValidator: lazyValidator(),
+      // A 2026-07-28 round's request state must be one this process sealed.
+      requestState: { verify: deps.parked.verify },
       instructions:
         "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
     },
   );
   const { owner } = context;
   const executeCode = registerExecuteCodeTool(server, {
+    era: context.era,
+    owner,
+    parked: deps.parked,
     executor: {
       execute: (request, options) => deps.executor.execute(request, { ...options, owner }),
     },

@@ -1,7 +1,8 @@
 /**
  * Which upstream tools a script may call: the profile's `allowed_tools` globs over
- * `server.tool` names. `*` matches any run of characters (dots included); nothing else is
- * special. Decided on the host for every call.
+ * `server.tool` names, and which of those wait for a person's approval (its `approve` globs).
+ * `*` matches any run of characters (dots included); nothing else is special. Decided on the
+ * host for every call.
  */
 
 /** Whether `server.tool` matches one of `globs`. */
@@ -20,14 +21,14 @@ function escapeRegExp(text: string): string {
 }
 
 export type ToolDecision =
-  | { allowed: true }
+  | { allowed: true; needsApproval: boolean }
   | { allowed: false; reason: string };
 
 /** The host's decision on one tool call of an execution. */
 export function decideToolCall(
   server: string,
   tool: string,
-  policy: { allowed_tools: readonly string[]; tool_calls: number },
+  policy: { allowed_tools: readonly string[]; approve: readonly string[]; tool_calls: number },
   callsSoFar: number,
 ): ToolDecision {
   if (callsSoFar >= policy.tool_calls) {
@@ -39,5 +40,5 @@ export function decideToolCall(
   if (!isToolAllowed(server, tool, policy.allowed_tools)) {
     return { allowed: false, reason: `the profile does not allow ${server}.${tool}` };
   }
-  return { allowed: true };
+  return { allowed: true, needsApproval: isToolAllowed(server, tool, policy.approve) };
 }

@@ -63,8 +63,11 @@ export interface ScriptRun {
 }
 
 export interface ExecutionHooks {
-  /** Decides and performs a tool call the script asked for. Never throws. */
-  callTool(params: CallToolParams): Promise<ToolReply>;
+  /**
+   * Decides and performs a tool call the script asked for. Never throws. `clock` stops the
+   * run's time limit while a person decides about the call.
+   */
+  callTool(params: CallToolParams, clock: { pause(): () => void }): Promise<ToolReply>;
   /** Live output, as it arrives (already capped). */
   onOutput?(stream: OutputStream, text: string): void;
   /** Logger for this execution (carries its id). */
@@ -135,6 +138,8 @@ export class Sandbox implements AsyncDisposable {
   readonly #exited: Promise<Deno.CommandStatus>;
   #stderrTail = "";
   #hooks: ExecutionHooks | null = null;
+  /** The running script's time limit. */
+  #clock: { pause(): () => void } = { pause: () => () => {} };
   #stop: { reason: StopReason; message: string } | null = null;
   #stopped = Promise.withResolvers<void>();
   #stdout: OutputBuffer | null = null;
@@ -265,10 +270,11 @@ export class Sandbox implements AsyncDisposable {
     const overtime = `Execution exceeded the time limit of ${request.timeoutMs / 1000} s`;
     this.#interrupted = null;
     // A session's script is interrupted first, so the session can keep its state.
-    const timer = setTimeout(
+    const timer = pausableTimeout(
       () => this.persistent ? this.#interrupt(overtime) : this.#halt("TIMEOUT", overtime),
       request.timeoutMs,
     );
+    this.#clock = timer;
     const memoryWatch = setInterval(() => this.#checkMemory(request.memoryBytes), MEMORY_POLL_MS);
     const onAbort = () => this.#halt("CANCELLED", "Execution was cancelled by the client");
     hooks.signal?.addEventListener("abort", onAbort, { once: true });
@@ -318,7 +324,7 @@ export class Sandbox implements AsyncDisposable {
         this.#halt("POLICY_VIOLATION", "The sandbox sent a malformed execution result");
       }
     } finally {
-      clearTimeout(timer);
+      timer.clear();
       clearTimeout(this.#graceTimer);
       clearInterval(memoryWatch);
       hooks.signal?.removeEventListener("abort", onAbort);
@@ -480,7 +486,7 @@ export class Sandbox implements AsyncDisposable {
         detail: `a tool call past the limit of ${this.#toolCallLimit}`,
       });
     }
-    return await this.#hooks.callTool(call);
+    return await this.#hooks.callTool(call, this.#clock);
   }
 
   #violation(violation: ProtocolViolation | ChannelViolation): void {
@@ -538,5 +544,39 @@ export function largeOutputsFolder(
   return {
     inSandbox: `${writable.mount.replace(/\/$/, "")}/outputs`,
     onHost: `${writable.host}/outputs`,
+  };
+}
+
+/**
+ * A timeout that can stop while something outside the script's control takes time (a person
+ * deciding about a tool call). Pauses nest: the clock runs again when the last one ends.
+ */
+export function pausableTimeout(onExpire: () => void, ms: number) {
+  let remaining = ms;
+  let startedAt = performance.now();
+  let pauses = 0;
+  let cleared = false;
+  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(onExpire, ms);
+  return {
+    pause(): () => void {
+      if (pauses++ === 0 && timer !== undefined) {
+        clearTimeout(timer);
+        timer = undefined;
+        remaining -= performance.now() - startedAt;
+      }
+      let resumed = false;
+      return () => {
+        if (resumed) return;
+        resumed = true;
+        if (--pauses === 0 && !cleared) {
+          startedAt = performance.now();
+          timer = setTimeout(onExpire, Math.max(0, remaining));
+        }
+      };
+    },
+    clear(): void {
+      cleared = true;
+      clearTimeout(timer);
+    },
   };
 }

@@ -54,6 +54,8 @@ export interface Profile {
   net: string[];
   /** Upstream tools the sandbox may call, as `server.tool` globs. */
   allowed_tools: string[];
+  /** Allowed tools whose every call waits for a person's approval, as `server.tool` globs. */
+  approve: string[];
   limits: Limits;
 }
 
@@ -143,7 +145,15 @@ export function mergeProfileFiles(
 export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext): Profile {
   const where = (field: string) => `profile "${name}", field "${field}"`;
   if (!isRecord(raw)) throw new TypeError(`Cannot load profile "${name}": not a JSON object`);
-  const known = new Set(["description", "folders", "net", "allowed_tools", "limits", "$comment"]);
+  const known = new Set([
+    "description",
+    "folders",
+    "net",
+    "allowed_tools",
+    "approve",
+    "limits",
+    "$comment",
+  ]);
   for (const key of Object.keys(raw)) {
     if (!known.has(key)) throw new TypeError(`Cannot load ${where(key)}: unknown field`);
   }
@@ -164,8 +174,13 @@ export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext):
     ? ["*"]
     : arrayOf(raw.allowed_tools, where("allowed_tools"), (item, i) =>
       requireString(item, `${where("allowed_tools")}[${i}]`));
+  const approve = arrayOf(
+    raw.approve,
+    where("approve"),
+    (item, i) => requireString(item, `${where("approve")}[${i}]`),
+  );
   const limits = resolveLimits(raw.limits, where("limits"));
-  return { name, description, folders, net, allowed_tools, limits };
+  return { name, description, folders, net, allowed_tools, approve, limits };
 }
 
 function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folder {

@@ -3,7 +3,16 @@
  * arguments (checked against the input schema by the SDK) go to the executor, live output and
  * progress go back as notifications, and the result becomes an MCP tool result.
  */
-import type { LoggingLevel, McpServer, ServerContext } from "@modelcontextprotocol/server";
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  inputRequired,
+  type LoggingLevel,
+  type McpServer,
+  type ProtocolEra,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import { APPROVAL_FORM, approvalMessage, readElicitAnswer } from "../../execution/approval.ts";
+import { elicitingApprover, InteractiveRun, type ParkedRuns } from "../approvals.ts";
 import { z } from "zod";
 import {
   EXECUTE_REQUEST_SHAPE,
@@ -16,6 +25,12 @@ import { isText } from "../../execution/mime_types.ts";
 
 export interface ExecuteCodeToolOptions {
   executor: Executor;
+  /** The client's protocol era: how a person is asked about a tool call. */
+  era: ProtocolEra;
+  /** Who is calling (whose parked runs a 2026-07-28 round may take up). */
+  owner: string;
+  /** Runs parked on a question to a 2026-07-28 client. */
+  parked: ParkedRuns;
   /** The tool description (sandbox rules plus the tool index); see `describeExecuteCode`. */
   description: () => string;
   profiles: string[];
@@ -73,13 +88,71 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
   }, async (args, ctx) => {
     const request: ExecuteRequest = args;
     const { flush, ...live } = liveFeedback(requestFeedback(ctx));
-    const result = await options.executor.execute(request, { signal: ctx.mcpReq.signal, ...live });
-    await flush(); // notifications about a request must reach the client before its result
-    return toToolResult(result);
+    if (options.era === "legacy") {
+      const result = await options.executor.execute(request, {
+        signal: ctx.mcpReq.signal,
+        approve: elicitingApprover(server, ctx, options.parked.timeoutMs),
+        ...live,
+      });
+      await flush(); // notifications about a request must reach the client before its result
+      return toToolResult(result);
+    }
+    // 2026-07-28: this round either starts the run or answers the question it is parked on.
+    const state = ctx.mcpReq.requestState<{ parked: string }>();
+    let run: InteractiveRun;
+    if (state === undefined) {
+      run = new InteractiveRun((lent) => options.executor.execute(request, lent));
+    } else {
+      const parked = options.parked.take(state, options.owner);
+      if (!parked) {
+        return {
+          content: [{
+            type: "text" as const,
+            text:
+              "Cannot continue the script: the approval it waited for is unknown, already answered or expired (its sandbox is gone); run it again",
+          }],
+          isError: true,
+        };
+      }
+      parked.pending.answer(readElicitAnswer(ctx.mcpReq.inputResponses?.approval));
+      run = parked.run;
+    }
+    const canAsk = clientCanElicit(ctx);
+    while (true) {
+      const step = await run.next(ctx.mcpReq.signal, live);
+      if ("result" in step) {
+        await flush();
+        return toToolResult(step.result);
+      }
+      if (!canAsk) {
+        step.pending.answer("unavailable");
+        continue;
+      }
+      await flush();
+      return inputRequired({
+        inputRequests: {
+          approval: inputRequired.elicit({
+            mode: "form",
+            message: approvalMessage(step.pending.question),
+            requestedSchema: APPROVAL_FORM,
+          }),
+        },
+        requestState: await options.parked.park(run, step.pending, options.owner),
+      });
+    }
   });
 }
 
 const RESULT_GAP_MS = 20;
+
+/** Whether a 2026-07-28 request says its client can show a form (its declared capabilities). */
+function clientCanElicit(ctx: ServerContext): boolean {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
+    | { elicitation?: unknown }
+    | undefined;
+  return capabilities?.elicitation !== undefined;
+}
 
 /** Where a request's live feedback goes: what the SDK hands a tool handler, narrowed. */
 export interface FeedbackChannel {

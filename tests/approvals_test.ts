@@ -1,0 +1,184 @@
+/**
+ * A person's approval of a script's tool call, asked of both generations of client: a
+ * 2025-11-25 client (SDK v1) through elicitation during the call, a 2026-07-28 client (SDK v2)
+ * through an input_required round while the sandbox waits. Real server, real sandboxes, a real
+ * upstream memory server.
+ */
+import assert from "node:assert/strict";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Client as ClientV2 } from "@modelcontextprotocol/client";
+import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
+import type { ExecutionResult } from "../src/execution/execution_result.ts";
+import { childEnv, delay, MAIN, ROOT, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
+
+const APPROVAL_TIMEOUT_S = 3;
+
+/** A config whose default profile needs approval for memory.create_*, and nothing else. */
+async function approvalConfig() {
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/permissions`);
+  const profile = JSON.parse(await Deno.readTextFile(`${ROOT}permissions/default.json`));
+  profile.approve = ["memory.create_*"];
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, JSON.stringify(profile));
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}tests/fixtures/servers.json`));
+  const path = await writeConfig(dir, {
+    servers: { memory: config.servers.memory },
+    settings: {
+      pool_size: 1,
+      permissions_dir: `${dir}/permissions`,
+      approval_timeout_s: APPROVAL_TIMEOUT_S,
+    },
+  });
+  return { path, dir };
+}
+
+/** What the person is shown, and how they answer, per question. */
+type Person = (message: string) => Promise<{ action: string; content?: Record<string, unknown> }>;
+
+const SCRIPT = [
+  "from mcp_tools import memory, ToolDenied",
+  "print('before the call')",
+  "try:",
+  "    memory.create_entities(entities=[{'name': 'n1', 'entityType': 't', 'observations': []}])",
+  "    print('created')",
+  "except ToolDenied as e:",
+  "    print('denied:', e)",
+  "memory.read_graph()",
+].join("\n");
+
+interface Generation {
+  name: string;
+  connect(
+    configPath: string,
+    env: Record<string, string>,
+    person: Person | null,
+  ): Promise<{ run(code: string): Promise<ExecutionResult>; close(): Promise<void> }>;
+}
+
+const serverCommand = (configPath: string, env: Record<string, string>) => ({
+  command: Deno.execPath(),
+  args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--config", configPath],
+  env: childEnv(env),
+  cwd: ROOT,
+  stderr: "ignore" as const,
+});
+
+const GENERATIONS: Generation[] = [
+  {
+    name: "a 2025-11-25 client (SDK v1), asked through elicitation",
+    async connect(configPath, env, person) {
+      const client = new ClientV1({ name: "v1", version: "1" }, {
+        capabilities: person ? { elicitation: {} } : {},
+      });
+      if (person) {
+        client.setRequestHandler(
+          ElicitRequestSchema,
+          (request: { params: { message: string } }) => person(request.params.message) as never,
+        );
+      }
+      await client.connect(new StdioV1(serverCommand(configPath, env)));
+      return {
+        run: async (code) =>
+          (await client.callTool({ name: "execute_code", arguments: { code } }, undefined, {
+            timeout: 60_000,
+          })).structuredContent as unknown as ExecutionResult,
+        close: () => client.close(),
+      };
+    },
+  },
+  {
+    name: "a 2026-07-28 client (SDK v2), asked through an input_required round",
+    async connect(configPath, env, person) {
+      const client = new ClientV2({ name: "v2", version: "1" }, {
+        capabilities: person ? { elicitation: { form: {} } } : {},
+        versionNegotiation: { mode: { pin: "2026-07-28" } },
+      });
+      if (person) {
+        client.setRequestHandler(
+          "elicitation/create",
+          (request) => person((request.params as { message: string }).message) as never,
+        );
+      }
+      await client.connect(new StdioV2(serverCommand(configPath, env)));
+      assert.equal(client.getProtocolEra(), "modern");
+      return {
+        run: async (code) =>
+          (await client.callTool({ name: "execute_code", arguments: { code } }, {
+            timeout: 60_000,
+          })).structuredContent as unknown as ExecutionResult,
+        close: () => client.close(),
+      };
+    },
+  },
+];
+
+for (const generation of GENERATIONS) {
+  Deno.test(`approvals with ${generation.name}`, async (t) => {
+    const { path, dir } = await approvalConfig();
+    const env = { TEST_MEMORY_DIR: dir, TEST_FS_DIR: dir, TEST_SECRET: "x" };
+    const asked: string[] = [];
+    let answer: Person = () => Promise.resolve({ action: "accept", content: { approve: true } });
+    const session = await generation.connect(path, env, (message) => {
+      asked.push(message);
+      return answer(message);
+    });
+    try {
+      await t.step("approved: the call runs, and nothing before it runs twice", async () => {
+        const r = await session.run(SCRIPT);
+        assert.equal(r.success, true, JSON.stringify(r.diagnostics));
+        assert.equal(r.stdout.match(/before the call/g)?.length, 1, r.stdout);
+        assert.match(r.stdout, /created/);
+        assert.equal(asked.length, 1, "one question");
+        assert.match(asked[0]!, /memory\.create_entities/);
+        assert.match(asked[0]!, /"name": "n1"/, "the question shows the arguments");
+        const call = r.tool_calls.calls[0]!;
+        assert.deepEqual([call.tool, call.outcome, call.approval], [
+          "create_entities",
+          "ok",
+          "approved",
+        ]);
+        assert.equal(r.tool_calls.calls[1]!.approval, undefined, "read_graph needs no approval");
+      });
+
+      await t.step("declined: the script gets ToolDenied saying so", async () => {
+        answer = () => Promise.resolve({ action: "decline" });
+        const r = await session.run(SCRIPT);
+        assert.equal(r.success, true, JSON.stringify(r.diagnostics));
+        assert.match(r.stdout, /denied: .*the person declined the call/);
+        assert.doesNotMatch(r.stdout, /created/);
+        assert.deepEqual(
+          [r.tool_calls.calls[0]!.outcome, r.tool_calls.calls[0]!.approval],
+          ["denied", "declined"],
+        );
+      });
+
+      await t.step("unanswered in time: ToolDenied names the timeout", async () => {
+        answer = async () => {
+          await delay((APPROVAL_TIMEOUT_S + 1) * 1000);
+          return { action: "accept", content: { approve: true } };
+        };
+        const r = await session.run(SCRIPT);
+        assert.equal(r.success, true, JSON.stringify(r.diagnostics));
+        assert.match(r.stdout, /denied: .*no answer .* within 3 s/);
+        assert.equal(r.tool_calls.calls[0]!.approval, "timed_out");
+        assert.doesNotMatch(r.stdout, /created/);
+      });
+    } finally {
+      await session.close();
+    }
+
+    await t.step("a client that cannot ask: ToolDenied says so", async () => {
+      const mute = await generation.connect(path, env, null);
+      try {
+        const r = await mute.run(SCRIPT);
+        assert.match(r.stdout, /denied: .*the client cannot ask for it/);
+        assert.equal(r.tool_calls.calls[0]!.approval, "unavailable");
+      } finally {
+        await mute.close();
+      }
+    });
+    await Deno.remove(dir, { recursive: true });
+  });
+}
