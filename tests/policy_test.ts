@@ -26,9 +26,20 @@ Deno.test("isToolAllowed() matches server.tool globs", async (t) => {
   }
   await t.step("the call limit is checked before the allowlist", () => {
     const policy = { allowed_tools: ["*"], approve: [], tool_calls: 2 };
-    assert.deepEqual(decideToolCall("a", "b", policy, 1), { allowed: true });
+    assert.deepEqual(decideToolCall("a", "b", policy, 1), { allowed: true, needsApproval: false });
     const denied = decideToolCall("a", "b", policy, 2);
     assert.equal(denied.allowed, false);
+  });
+  await t.step("an allowed call the approve globs name needs approval; others do not", () => {
+    const policy = { allowed_tools: ["fs.*"], approve: ["fs.write_*"], tool_calls: 9 };
+    assert.deepEqual(decideToolCall("fs", "write_file", policy, 0), {
+      allowed: true,
+      needsApproval: true,
+    });
+    assert.deepEqual(decideToolCall("fs", "read_file", policy, 0), {
+      allowed: true,
+      needsApproval: false,
+    });
   });
 });
 
