@@ -24,6 +24,21 @@ interface Mutation {
 }
 
 const MUTATIONS: Mutation[] = [
+  // Approvals
+  {
+    name: "the approve globs never ask",
+    file: "src/policy/tool_policy.ts",
+    from: "needsApproval: isToolAllowed(server, tool, policy.approve)",
+    to: "needsApproval: false",
+    tests: ["tests/policy_test.ts"],
+  },
+  {
+    name: "a declined approval still runs the call",
+    file: "src/execution/tool_gate.ts",
+    from: 'if (record.approval !== "approved") {',
+    to: 'if (record.approval === "unavailable") {',
+    tests: ["tests/approvals_test.ts"],
+  },
   // Profile -> Deno flags
   {
     name: "read-only folders become writable",

@@ -57,6 +57,15 @@ export const APPROVAL_FORM = {
   required: ["approve"],
 };
 
+/** The elicitation that asks a person about `question` (the same for both protocol eras). */
+export function approvalRequest(question: ApprovalQuestion) {
+  return {
+    mode: "form" as const,
+    message: approvalMessage(question),
+    requestedSchema: APPROVAL_FORM,
+  };
+}
+
 /** An elicitation answer (`action`, `content`) read as an approval answer. */
 export function readElicitAnswer(answer: unknown): ApprovalAnswer {
   const { action, content } = (answer ?? {}) as { action?: unknown; content?: unknown };

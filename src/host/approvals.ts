@@ -15,13 +15,13 @@ import {
   createRequestStateCodec,
   type McpServer,
   type RequestStateCodec,
+  SdkErrorCode,
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import {
-  APPROVAL_FORM,
   type ApprovalAnswer,
-  approvalMessage,
   type ApprovalQuestion,
+  approvalRequest,
   type Approver,
   readElicitAnswer,
 } from "../execution/approval.ts";
@@ -40,16 +40,15 @@ export function elicitingApprover(
   return async (question) => {
     if (server.server.getClientCapabilities()?.elicitation === undefined) return "unavailable";
     try {
-      const answer = await ctx.mcpReq.elicitInput({
-        mode: "form",
-        message: approvalMessage(question),
-        requestedSchema: APPROVAL_FORM,
-      }, { timeout: timeoutMs, signal: ctx.mcpReq.signal });
+      const answer = await ctx.mcpReq.elicitInput(approvalRequest(question), {
+        timeout: timeoutMs,
+        signal: ctx.mcpReq.signal,
+      });
       return readElicitAnswer(answer);
     } catch (error) {
       if (ctx.mcpReq.signal.aborted) return "cancelled";
       const code = (error as { code?: unknown }).code;
-      return code === "REQUEST_TIMEOUT" ? "timed_out" : "unavailable";
+      return code === SdkErrorCode.RequestTimeout ? "timed_out" : "unavailable";
     }
   };
 }

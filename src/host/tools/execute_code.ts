@@ -11,7 +11,7 @@ import {
   type ProtocolEra,
   type ServerContext,
 } from "@modelcontextprotocol/server";
-import { APPROVAL_FORM, approvalMessage, readElicitAnswer } from "../../execution/approval.ts";
+import { approvalRequest, readElicitAnswer } from "../../execution/approval.ts";
 import { elicitingApprover, InteractiveRun, type ParkedRuns } from "../approvals.ts";
 import { z } from "zod";
 import {
@@ -131,11 +131,7 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
       await flush();
       return inputRequired({
         inputRequests: {
-          approval: inputRequired.elicit({
-            mode: "form",
-            message: approvalMessage(step.pending.question),
-            requestedSchema: APPROVAL_FORM,
-          }),
+          approval: inputRequired.elicit(approvalRequest(step.pending.question)),
         },
         requestState: await options.parked.park(run, step.pending, options.owner),
       });
