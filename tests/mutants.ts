@@ -419,7 +419,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a closed host keeps listening to catalog changes",
     file: "src/host/server.ts",
-    from: "        unsubscribe();\n",
+    from: "      unsubscribe();\n",
     to: "\n",
     tests: ["tests/http_sessions_test.ts"],
     filter: "no catalog listener",
