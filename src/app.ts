@@ -20,6 +20,7 @@ import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_confi
 import type { Profile } from "./sandbox/profile.ts";
 import { createHost, type Host, type HostContext } from "./host/server.ts";
 import { ParkedRuns } from "./host/approvals.ts";
+import { TaskStore } from "./host/tasks.ts";
 import { type Logger, scrubbedLogger } from "./_util/log.ts";
 import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./execution/audit_log.ts";
@@ -56,6 +57,8 @@ export interface App extends AsyncDisposable {
   createHost(context: HostContext, overrides?: { executor?: Executor }): Host;
   /** Persistent sessions, closed by owner when the connection or caller that owns them ends. */
   sessions: SessionManager;
+  /** Tool calls running or finished as Tasks, cancelled by owner like the sessions. */
+  tasks: TaskStore;
   close(): Promise<void>;
 }
 
@@ -169,7 +172,9 @@ export async function startApp(options: AppOptions): Promise<App> {
   });
   const agentDeps = agentDepsWith(executor);
   const parked = new ParkedRuns({ timeoutMs: config.settings.approval_timeout_s * 1000 });
+  const tasks = new TaskStore();
   const close = async () => {
+    tasks.close();
     parked.close();
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
     await memory.close();
@@ -185,6 +190,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     openAI,
     agentDeps,
     sessions,
+    tasks,
     createHost: (context, overrides = {}) => {
       const run = overrides.executor ?? executor;
       return createHost({
@@ -199,6 +205,8 @@ export async function startApp(options: AppOptions): Promise<App> {
         skills: { store: skills, catalog: () => tools.current, analyse: analyseWith(run) },
         sessions,
         parked,
+        tasks,
+        taskAfterMs: config.settings.task_after_s * 1000,
       }, context);
     },
     close,

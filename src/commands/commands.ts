@@ -32,6 +32,7 @@ export async function serveStdio(configPath: string | undefined, log: Logger): P
   const { stop, stopped } = stopOnce(log, async () => {
     await connection.close().catch(() => {});
     await Promise.all([...hosts].map((host) => host.close().catch(() => {})));
+    app.tasks.closeOwner(owner);
     await app.sessions.closeOwner(owner);
     await app.close();
   });

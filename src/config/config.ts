@@ -53,6 +53,8 @@ export interface Settings {
   tool_timeout_s: number;
   /** How long a person has to answer a question about a tool call (see a profile's `approve`). */
   approval_timeout_s: number;
+  /** A tool call from a client with the Tasks extension still running after this becomes a task. */
+  task_after_s: number;
   /** File that gets one JSON line per execution (none when empty). */
   audit_log: string;
   /** Folder of saved skills. */
@@ -316,6 +318,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     permissions_dir: join(PROJECT_ROOT, "permissions"),
     tool_timeout_s: 60,
     approval_timeout_s: 120,
+    task_after_s: 5,
     audit_log: "",
     skills_dir: defaultSkillsDir(),
     max_sessions: 4,
@@ -354,6 +357,12 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
           throw new TypeError(where(key) + ": must be a positive number");
         }
         settings[key] = value;
+        break;
+      case "task_after_s":
+        if (typeof value !== "number" || !(value >= 0)) {
+          throw new TypeError(where(key) + ": must be a number of seconds, 0 or more");
+        }
+        settings.task_after_s = value;
         break;
       case "package_index": {
         const url = requireString(value, where(key));

@@ -18,6 +18,7 @@ import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
 import { registerSessionTools } from "./tools/sessions.ts";
 import type { SessionManager } from "../sandbox/sessions.ts";
 import type { ParkedRuns } from "./approvals.ts";
+import { serveLongCallsAsTasks, type TaskStore } from "./tasks.ts";
 import { searchSkills } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
@@ -44,6 +45,10 @@ export interface HostDeps {
   sessions: SessionManager;
   /** Runs parked on a question to a 2026-07-28 client (shared by every instance). */
   parked: ParkedRuns;
+  /** Tool calls answered as Tasks (shared by every instance). */
+  tasks: TaskStore;
+  /** A call from a client with the Tasks extension still running after this becomes a task. */
+  taskAfterMs: number;
 }
 
 /** What one MCP server instance serves. */
@@ -73,7 +78,9 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
   const server = new McpServer(
     { name: "mcp-code-mode", version: VERSION },
     {
-      capabilities: { logging: {}, tools: { listChanged: true }, resources: { listChanged: true } },
+      // `tools` (with listChanged) comes with the first tool: declared here, the SDK would
+      // install its tools/call handler at once, before the Tasks wrapping below.
+      capabilities: { logging: {}, resources: { listChanged: true } },
       jsonSchemaValidator: lazyValidator(),
       // A 2026-07-28 round's request state must be one this process sealed.
       requestState: { verify: deps.parked.verify },
@@ -82,6 +89,16 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
     },
   );
   const { owner } = context;
+  // Before any tool: it wraps the tools/call handler the first registration installs.
+  if (context.era === "modern") {
+    serveLongCallsAsTasks(server, {
+      store: deps.tasks,
+      owner,
+      afterMs: deps.taskAfterMs,
+      questionTimeoutMs: deps.parked.timeoutMs,
+      verifyState: deps.parked.verify,
+    });
+  }
   const executeCode = registerExecuteCodeTool(server, {
     era: context.era,
     owner,

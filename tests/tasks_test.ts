@@ -1,0 +1,300 @@
+/**
+ * Long executions as Tasks (the io.modelcontextprotocol/tasks extension of MCP 2026-07-28),
+ * driven by the extension's official client (`@modelcontextprotocol/ext-tasks`) on an SDK v2
+ * client over HTTP, and by raw JSON-RPC over stdio where a test needs two callers. Real server,
+ * real sandboxes, a real upstream memory server for the approval inside a task.
+ */
+import assert from "node:assert/strict";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { createTaskSessionFromClient } from "@modelcontextprotocol/ext-tasks/client";
+import type { ExecutionResult } from "../src/execution/execution_result.ts";
+import { startHttp } from "./_http.ts";
+import { childEnv, delay, MAIN, ROOT, sandboxPids, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
+
+const MODERN = "2026-07-28";
+const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+
+/** A config with the memory server, tasks after 1 s, and an approval on memory.create_*. */
+async function tasksConfig() {
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/permissions`);
+  const profile = JSON.parse(await Deno.readTextFile(`${ROOT}permissions/default.json`));
+  profile.approve = ["memory.create_*"];
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, JSON.stringify(profile));
+  const servers = JSON.parse(await Deno.readTextFile(`${ROOT}tests/fixtures/servers.json`));
+  const path = await writeConfig(dir, {
+    servers: { memory: servers.servers.memory },
+    settings: { pool_size: 1, permissions_dir: `${dir}/permissions`, task_after_s: 1 },
+  });
+  return { path, dir, env: { TEST_MEMORY_DIR: dir, TEST_FS_DIR: dir, TEST_SECRET: "x" } };
+}
+
+/** The extension's client on an SDK v2 client, its task traffic posted straight to `url`. */
+async function tasksClient(url: string, onElicit?: (message: string) => Record<string, unknown>) {
+  const client = new Client({ name: "tasks-test", version: "1" }, {
+    capabilities: { ...TASKS, elicitation: { form: {} } } as never,
+    versionNegotiation: { mode: { pin: MODERN } },
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  assert.equal(client.getProtocolEra(), "modern");
+  let id = 0;
+  const session = createTaskSessionFromClient(client, {
+    endpointId: "code-mode",
+    rawDispatch: (async (bare: Record<string, unknown>) => {
+      const request = { jsonrpc: "2.0", id: `raw-${++id}`, ...bare };
+      return await postModern(url, request);
+    }) as never,
+    v2RequestFraming: {
+      protocolVersion: MODERN,
+      clientInfo: { name: "tasks-test", version: "1" },
+      clientCapabilities: { ...TASKS, elicitation: { form: {} } },
+    },
+    onInputRequest: ((request: { kind: string; params: { message: string } }) => {
+      assert.equal(request.kind, "elicitation");
+      assert.ok(onElicit, "no question was expected");
+      return Promise.resolve(onElicit(request.params.message));
+    }) as never,
+  });
+  return {
+    session,
+    async [Symbol.asyncDispose]() {
+      await session.close();
+      await client.close();
+    },
+  };
+}
+
+/** One 2026-07-28 JSON-RPC request over HTTP; its response (JSON or the SSE stream's). */
+async function postModern(url: string, request: Record<string, unknown>) {
+  const params = request.params as { taskId?: string; name?: string } | undefined;
+  const name = params?.taskId ?? params?.name;
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": MODERN,
+      "mcp-method": String(request.method),
+      ...(name ? { "mcp-name": name } : {}),
+    },
+    body: JSON.stringify(request),
+  });
+  const text = await response.text();
+  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+    return JSON.parse(text);
+  }
+  return text.split("\n").filter((line) => line.startsWith("data:"))
+    .map((line) => JSON.parse(line.slice(5)))
+    .find((message) => message.id === request.id);
+}
+
+/** Why an outcome failed, for an assertion message. */
+function failure(outcome: { status: string; error?: Error }): string {
+  const cause = (outcome.error as { cause?: unknown } | undefined)?.cause;
+  return `${outcome.status}: ${outcome.error?.message} ${cause ?? ""}`;
+}
+
+const structured = (result: unknown) =>
+  (result as { structuredContent: ExecutionResult }).structuredContent;
+
+Deno.test("tasks: a two-minute script runs as a task and is polled to completion", async () => {
+  const { path, dir, env } = await tasksConfig();
+  await using server = await startHttp([], env, path);
+  await using tasks = await tasksClient(server.url);
+  const code = [
+    "import time",
+    "for minute in range(12):",
+    "    print('at', minute * 10, 's', flush=True)",
+    "    time.sleep(10)",
+    "'two minutes'",
+  ].join("\n");
+  const execution = await tasks.session.callTool("execute_code", { code, timeout_s: 150 });
+  assert.equal(execution.kind, "task", "a call outlasting task_after_s becomes a task");
+  const seen: string[] = [];
+  const { outcome } = await execution.settle({
+    onEvent: (event) => {
+      if (event.type === "task") seen.push(`${event.task.status}: ${event.task.statusMessage}`);
+    },
+  });
+  assert.equal(outcome.status, "completed", failure(outcome));
+  const result = structured((outcome as { result: unknown }).result);
+  assert.equal(result.success, true, JSON.stringify(result.diagnostics));
+  assert.equal(result.result, "two minutes");
+  assert.ok(result.duration_ms >= 120_000, `ran ${result.duration_ms} ms`);
+  assert.equal(result.stdout.match(/^at /gm)?.length, 12, result.stdout);
+  assert.ok(
+    seen.some((s) => /^working: .*output so far:\n(.*\n)*at 60 s/.test(s)),
+    seen.join("\n"),
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("tasks: cancelling one kills its sandbox", async () => {
+  const { path, dir, env } = await tasksConfig();
+  await using server = await startHttp([], env, path);
+  await using tasks = await tasksClient(server.url);
+  const execution = await tasks.session.callTool("execute_code", {
+    code: "import time\nprint('started', flush=True)\ntime.sleep(60)\nprint('not cancelled')",
+    timeout_s: 90,
+  });
+  assert.equal(execution.kind, "task");
+  const running = sandboxPids(server.pid);
+  assert.equal(running.length, 2, "the task's sandbox and a warm one");
+  await execution.cancel();
+  const taskId = execution.handle!.taskId;
+  let status = "";
+  for (let i = 0; i < 50 && status !== "cancelled"; i++) {
+    await delay(200);
+    const response = await postModern(server.url, {
+      jsonrpc: "2.0",
+      id: i,
+      method: "tasks/get",
+      params: { taskId, _meta: envelope() },
+    });
+    status = response.result.status;
+  }
+  assert.equal(status, "cancelled");
+  let left = sandboxPids(server.pid);
+  for (let i = 0; i < 50 && left.length > 1; i++) {
+    await delay(200);
+    left = sandboxPids(server.pid);
+  }
+  assert.equal(left.length, 1, "only the warm sandbox is left");
+  assert.ok(
+    running.filter((pid) => !left.includes(pid)).length === 1,
+    "the task's own sandbox is the one gone",
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("tasks: a question inside a task is asked with tasks/get and answered with tasks/update", async () => {
+  const { path, dir, env } = await tasksConfig();
+  await using server = await startHttp([], env, path);
+  const asked: string[] = [];
+  await using tasks = await tasksClient(server.url, (message) => {
+    asked.push(message);
+    return { action: "accept", content: { approve: true } };
+  });
+  const code = [
+    "import time",
+    "from mcp_tools import memory",
+    "print('before', flush=True)",
+    "time.sleep(2)",
+    "memory.create_entities(entities=[{'name': 'in-task', 'entityType': 't', 'observations': []}])",
+    "print('created')",
+  ].join("\n");
+  const execution = await tasks.session.callTool("execute_code", { code });
+  assert.equal(execution.kind, "task");
+  const statuses: string[] = [];
+  const { outcome } = await execution.settle({
+    onEvent: (event) => void (event.type === "task" && statuses.push(event.task.status)),
+  });
+  assert.equal(outcome.status, "completed", failure(outcome));
+  const result = structured((outcome as { result: unknown }).result);
+  assert.equal(result.success, true, JSON.stringify(result.diagnostics));
+  assert.equal(result.stdout.match(/before/g)?.length, 1, "nothing ran twice");
+  assert.match(result.stdout, /created/);
+  assert.equal(asked.length, 1);
+  assert.match(asked[0]!, /memory\.create_entities/);
+  assert.ok(statuses.includes("input_required"), statuses.join(","));
+  assert.equal(result.tool_calls.calls[0]!.approval, "approved");
+  await Deno.remove(dir, { recursive: true });
+});
+
+function envelope(capabilities: Record<string, unknown> = TASKS) {
+  return {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": capabilities,
+  };
+}
+
+/** A raw 2026-07-28 caller over stdio: one server process, one connection. */
+function rawStdio(configPath: string, env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--config", configPath],
+    env: childEnv(env),
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const waiting = new Map<number, (message: Record<string, unknown>) => void>();
+  void (async () => {
+    let buffered = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffered += chunk;
+      let newline;
+      while ((newline = buffered.indexOf("\n")) >= 0) {
+        const message = JSON.parse(buffered.slice(0, newline));
+        buffered = buffered.slice(newline + 1);
+        waiting.get(message.id)?.(message);
+      }
+    }
+  })();
+  let id = 0;
+  return {
+    request(
+      method: string,
+      params: Record<string, unknown>,
+      capabilities: Record<string, unknown> = TASKS,
+    ) {
+      const message = {
+        jsonrpc: "2.0",
+        id: ++id,
+        method,
+        params: { ...params, _meta: envelope(capabilities) },
+      };
+      const answered = new Promise<Record<string, unknown>>((resolve) =>
+        waiting.set(message.id, resolve)
+      );
+      void writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
+      return answered;
+    },
+    async [Symbol.asyncDispose]() {
+      await writer.close().catch(() => {});
+      await child.status;
+    },
+  };
+}
+
+Deno.test("tasks: a task is its caller's, and a client without the extension gets its result", async () => {
+  const { path, dir, env } = await tasksConfig();
+  await using first = rawStdio(path, env);
+  await using second = rawStdio(path, env);
+  const slow = { name: "execute_code", arguments: { code: "import time\ntime.sleep(3)\n'slow'" } };
+  const started = await first.request("tools/call", slow);
+  const task = started.result as { resultType: string; taskId: string };
+  assert.equal(task.resultType, "task");
+  assert.match(task.taskId, /^[0-9a-f-]{36}$/, "a random UUID");
+
+  for (const method of ["tasks/get", "tasks/cancel"]) {
+    const stranger = await second.request(method, { taskId: task.taskId });
+    assert.deepEqual(
+      stranger.error,
+      { code: -32602, message: `Unknown task: ${task.taskId}` },
+      `${method} from another connection`,
+    );
+  }
+  const update = await second.request("tasks/update", {
+    taskId: task.taskId,
+    inputResponses: { "1.approval": { action: "accept", content: { approve: true } } },
+  });
+  assert.equal((update.error as { code: number }).code, -32602);
+
+  const plain = await second.request("tools/call", slow, {});
+  const result = plain.result as { resultType: string; structuredContent: ExecutionResult };
+  assert.equal(result.resultType, "complete", "no task for a client that did not declare it");
+  assert.equal(result.structuredContent.result, "slow");
+
+  let status = "";
+  for (let i = 0; i < 50 && status !== "completed"; i++) {
+    await delay(200);
+    status = ((await first.request("tasks/get", { taskId: task.taskId })).result as {
+      status: string;
+    }).status;
+  }
+  assert.equal(status, "completed", "the owner still sees its task, undisturbed");
+  await Deno.remove(dir, { recursive: true });
+});
