@@ -44,7 +44,7 @@ interface Caller {
   /** Log messages received (live output). */
   logs: string[];
   /** The serving host's PID (the parent of its sandboxes). */
-  hostPid: number;
+  hostPid(): number;
   close(): Promise<void>;
 }
 
@@ -74,12 +74,13 @@ async function connectV1(transport: Transport, setup: Setup): Promise<Caller> {
       logs.push(String(n.params.data));
     },
   );
-  let pid: number;
+  let pid: () => number;
   let stopHttp: () => PromiseLike<void> = () => Promise.resolve();
   if (transport === "stdio") {
     const stdio = new StdioV1(stdioCommand(setup));
     await client.connect(stdio);
-    pid = hostPid(stdio.pid!);
+    // Read once a request was answered (a pinned v2 client sends none to connect).
+    pid = () => hostPid(stdio.pid!);
   } else {
     const http = await startHttp(
       transport === "stateless http" ? ["--stateless"] : [],
@@ -87,7 +88,7 @@ async function connectV1(transport: Transport, setup: Setup): Promise<Caller> {
       setup.config,
     );
     await client.connect(new HttpV1(new URL(http.url)));
-    pid = http.pid;
+    pid = () => http.pid;
     stopHttp = () => http[Symbol.asyncDispose]();
   }
   await client.setLoggingLevel("info");
@@ -124,12 +125,13 @@ async function connectV2(transport: Transport, setup: Setup): Promise<Caller> {
   client.setNotificationHandler("notifications/message", (n) => {
     logs.push(String(n.params.data));
   });
-  let pid: number;
+  let pid: () => number;
   let stopHttp: () => PromiseLike<void> = () => Promise.resolve();
   if (transport === "stdio") {
     const stdio = new StdioV2(stdioCommand(setup));
     await client.connect(stdio);
-    pid = hostPid(stdio.pid!);
+    // Read once a request was answered (a pinned v2 client sends none to connect).
+    pid = () => hostPid(stdio.pid!);
   } else {
     const http = await startHttp(
       transport === "stateless http" ? ["--stateless"] : [],
@@ -137,7 +139,7 @@ async function connectV2(transport: Transport, setup: Setup): Promise<Caller> {
       setup.config,
     );
     await client.connect(new HttpV2(new URL(http.url)));
-    pid = http.pid;
+    pid = () => http.pid;
     stopHttp = () => http[Symbol.asyncDispose]();
   }
   assert.equal(client.getProtocolEra(), "modern");
@@ -174,18 +176,24 @@ function stdioCommand(setup: Setup) {
 }
 
 const GENERATIONS = [
-  { name: "SDK v1 client (2025-11-25)", connect: connectV1 },
-  { name: "SDK v2 client (2026-07-28)", connect: connectV2 },
+  { id: "v1", name: "SDK v1 client (2025-11-25)", connect: connectV1 },
+  { id: "v2", name: "SDK v2 client (2026-07-28)", connect: connectV2 },
 ];
 const TRANSPORTS: Transport[] = ["stdio", "http", "stateless http"];
 
 const result = (reply: { structuredContent?: unknown }) =>
   reply.structuredContent as ExecutionResult;
 
+/** Which cell of the table a behaviour runs in. */
+interface Where {
+  generation: string;
+  transport: Transport;
+}
+
 /** The behaviours: each gets a fresh caller's view of one running server. */
 const TABLE: {
   name: string;
-  check(caller: Caller, api: { requests: unknown[] }): Promise<void>;
+  check(caller: Caller, where: Where): Promise<void>;
 }[] = [
   {
     name: "lists its tools",
@@ -245,24 +253,24 @@ const TABLE: {
   {
     name: "cancels a running script and kills its sandbox",
     async check(caller) {
-      const before = sandboxPids(caller.hostPid);
+      const before = sandboxPids(caller.hostPid());
       const abort = new AbortController();
       const running = caller.callTool("execute_code", {
         code: "import time\nprint('started', flush=True)\ntime.sleep(60)",
         timeout_s: 90,
       }, { signal: abort.signal });
-      let during = sandboxPids(caller.hostPid);
+      let during = sandboxPids(caller.hostPid());
       for (let i = 0; i < 100 && during.every((pid) => before.includes(pid)); i++) {
         await delay(100);
-        during = sandboxPids(caller.hostPid);
+        during = sandboxPids(caller.hostPid());
       }
       await delay(1500); // the script is running
       abort.abort();
       await assert.rejects(running);
-      let after = sandboxPids(caller.hostPid);
+      let after = sandboxPids(caller.hostPid());
       for (let i = 0; i < 100 && after.length >= during.length; i++) {
         await delay(100);
-        after = sandboxPids(caller.hostPid);
+        after = sandboxPids(caller.hostPid());
       }
       assert.ok(after.length < during.length, `sandboxes ${during} -> ${after}`);
       const next = await caller.callTool("execute_code", { code: "'still serving'" });
@@ -315,7 +323,7 @@ const TABLE: {
   },
   {
     name: "asks a person before an approval-gated call, and runs it when approved",
-    async check(caller) {
+    async check(caller, where) {
       const reply = await caller.callTool("execute_code", {
         code: [
           "from mcp_tools import memory",
@@ -324,6 +332,13 @@ const TABLE: {
           "'created'",
         ].join("\n"),
       });
+      if (where.generation === "v1" && where.transport === "stateless http") {
+        // Known gap: a stateless 2025-11-25 request has no client capabilities and no route for
+        // the client's answer, so the person cannot be asked: a clear denial, nothing hangs.
+        assert.match(result(reply).diagnostics!.message, /the client cannot ask for it/);
+        assert.equal(result(reply).tool_calls.calls[0]!.approval, "unavailable");
+        return;
+      }
       assert.equal(result(reply).result, "created", JSON.stringify(result(reply).diagnostics));
       assert.equal(result(reply).stdout, "once\n", "nothing ran twice");
       assert.equal(result(reply).tool_calls.calls[0]!.approval, "approved");
@@ -370,7 +385,7 @@ for (const generation of GENERATIONS) {
       const caller = await generation.connect(transport, setup);
       try {
         for (const row of TABLE) {
-          await t.step(row.name, () => row.check(caller, api));
+          await t.step(row.name, () => row.check(caller, { generation: generation.id, transport }));
         }
       } finally {
         await caller.close();

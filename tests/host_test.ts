@@ -13,6 +13,7 @@ import { type ExecutionResult, formatResultText } from "../src/execution/executi
 import type { ExecuteOptions, ExecuteRequest, Executor } from "../src/execution/executor.ts";
 import { ParkedRuns } from "../src/host/approvals.ts";
 import { createHost } from "../src/host/server.ts";
+import { TaskStore } from "../src/host/tasks.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import { SessionManager } from "../src/sandbox/sessions.ts";
@@ -115,6 +116,8 @@ async function startHost(
     },
     sessions,
     parked: new ParkedRuns({ timeoutMs: 1000 }),
+    tasks: new TaskStore(),
+    taskAfterMs: 5000,
   }, { era: "legacy", owner: crypto.randomUUID() });
   const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
   await host.server.connect(serverEnd);

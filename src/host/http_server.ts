@@ -137,18 +137,45 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
   };
 
-  const handleStateless = (request: Request): Promise<Response> => {
+  /**
+   * Stateless 2025-11-25 requests being answered, by JSON-RPC id. A client cancels one with a
+   * `notifications/cancelled` that arrives as a POST of its own: it stops the one running
+   * request with that id by ending its response, which aborts the call and kills its sandbox.
+   * Ids come from each client, so one shared by two running requests is ambiguous: left alone.
+   */
+  const runningStateless = new Map<string | number, Set<AbortController>>();
+
+  const handleStateless = async (request: Request): Promise<Response> => {
     // No session, so nothing to push: no standalone SSE stream, which would stay open (and
     // hold up shutdown) after its client has gone.
     if (request.method !== "POST") {
-      return Promise.resolve(
-        Response.json(jsonRpcError("Stateless server: only POST is supported"), {
-          status: 405,
-          headers: { allow: "POST" },
-        }),
-      );
+      return Response.json(jsonRpcError("Stateless server: only POST is supported"), {
+        status: 405,
+        headers: { allow: "POST" },
+      });
     }
-    return legacyStateless(request);
+    const body = await readJsonBody(request);
+    if ("refusal" in body) {
+      return Response.json(jsonRpcError(body.refusal.message, null, body.refusal.code), {
+        status: body.refusal.status,
+      });
+    }
+    const cancelled = cancelledRequestId(body.json);
+    if (cancelled !== undefined) {
+      const running = runningStateless.get(cancelled);
+      if (running?.size === 1) { for (const stop of running) stop.abort(); }
+      return new Response(null, { status: 202 });
+    }
+    const response = await legacyStateless(request, { parsedBody: body.json });
+    const id = requestId(body.json);
+    if (id === null || !response.body) return response;
+    const stop = new AbortController();
+    const running = runningStateless.get(id) ?? new Set();
+    runningStateless.set(id, running.add(stop));
+    return endable(response, stop.signal, () => {
+      running.delete(stop);
+      if (running.size === 0 && runningStateless.get(id) === running) runningStateless.delete(id);
+    });
   };
 
   /** A POST without a session id: only an initialize request may start one. */
@@ -369,6 +396,28 @@ function concat(chunks: Uint8Array[], size: number): Uint8Array {
     at += chunk.byteLength;
   }
   return out;
+}
+
+/** The id a `notifications/cancelled` names, if that is what `json` is. */
+function cancelledRequestId(json: unknown): string | number | undefined {
+  const message = json as { method?: unknown; params?: { requestId?: unknown } } | null;
+  if (message?.method !== "notifications/cancelled") return undefined;
+  const id = message.params?.requestId;
+  return typeof id === "string" || typeof id === "number" ? id : undefined;
+}
+
+/**
+ * The same response, whose body `signal` can end (as a client closing the stream would, which
+ * aborts the request it answers); `done` runs once the body is sent, abandoned or ended.
+ */
+function endable(response: Response, signal: AbortSignal, done: () => void): Response {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  void response.body!.pipeTo(writable, { signal }).catch(() => {}).finally(done);
+  return new Response(readable, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /** The same response, calling `done` once its body has been sent or abandoned. */

@@ -11,7 +11,11 @@ import {
   type ProtocolEra,
   type ServerContext,
 } from "@modelcontextprotocol/server";
-import { approvalRequest, readElicitAnswer } from "../../execution/approval.ts";
+import {
+  type ApprovalAnswer,
+  approvalRequest,
+  readElicitAnswer,
+} from "../../execution/approval.ts";
 import { elicitingApprover, InteractiveRun, type ParkedRuns } from "../approvals.ts";
 import { z } from "zod";
 import {
@@ -43,6 +47,12 @@ const toolCallRecord = z.object({
   outcome: z.enum(["ok", "error", "denied", "unfinished"]),
   duration_ms: z.number(),
   error: z.string().optional(),
+  approval: z.enum(
+    ["approved", "declined", "cancelled", "timed_out", "unavailable"] satisfies [
+      ApprovalAnswer,
+      ...ApprovalAnswer[],
+    ],
+  ).optional(),
 });
 
 export const executionResultShape = {
