@@ -12,6 +12,7 @@ import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import { childEnv, delay, MAIN, ROOT, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
+import { rawStdio } from "./_modern.ts";
 
 const APPROVAL_TIMEOUT_S = 3;
 
@@ -182,3 +183,55 @@ for (const generation of GENERATIONS) {
     await Deno.remove(dir, { recursive: true });
   });
 }
+
+Deno.test("approvals: a 2026-07-28 round's request state cannot be forged or replayed", async () => {
+  const { path, dir } = await approvalConfig();
+  const env = { TEST_MEMORY_DIR: dir, TEST_FS_DIR: dir, TEST_SECRET: "x" };
+  await using connection = rawStdio(path, env);
+  const canAsk = { elicitation: { form: {} } };
+  const call = (extra: Record<string, unknown> = {}) =>
+    connection.request("tools/call", {
+      name: "execute_code",
+      arguments: { code: SCRIPT },
+      ...extra,
+    }, canAsk);
+  const approve = { approval: { action: "accept", content: { approve: true } } };
+
+  const asked = (await call()).result as { resultType: string; requestState: string };
+  assert.equal(asked.resultType, "input_required");
+  const state = asked.requestState;
+
+  // A forged seal, and a payload naming another run under the real seal: both refused unread.
+  const [body, mac] = [
+    state.slice(0, state.lastIndexOf(".")),
+    state.slice(state.lastIndexOf(".") + 1),
+  ];
+  const flipped = mac[0] === "A" ? "B" + mac.slice(1) : "A" + mac.slice(1);
+  const forgedPayload = body.slice(0, -2) + (body.endsWith("AA") ? "BB" : "AA") + "." + mac;
+  for (const forged of [`${body}.${flipped}`, forgedPayload, "not a state"]) {
+    const reply = await call({ requestState: forged, inputResponses: approve });
+    assert.equal(
+      (reply.error as { code: number } | undefined)?.code,
+      -32602,
+      JSON.stringify(reply),
+    );
+  }
+
+  // The real answer takes the parked run up once: the call runs, nothing before it twice.
+  const done = (await call({ requestState: state, inputResponses: approve })).result as {
+    structuredContent: ExecutionResult;
+  };
+  assert.equal(done.structuredContent.stdout.match(/before the call/g)?.length, 1);
+  assert.match(done.structuredContent.stdout, /created/);
+
+  // Replayed: the run is gone, so nothing runs again.
+  const replayed = (await call({ requestState: state, inputResponses: approve })).result as {
+    isError: boolean;
+    content: { text: string }[];
+    structuredContent?: unknown;
+  };
+  assert.equal(replayed.isError, true);
+  assert.match(replayed.content[0]!.text, /already answered or expired/);
+  assert.equal(replayed.structuredContent, undefined, "no script ran");
+  await Deno.remove(dir, { recursive: true });
+});

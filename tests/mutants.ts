@@ -39,6 +39,31 @@ const MUTATIONS: Mutation[] = [
     to: 'if (record.approval === "unavailable") {',
     tests: ["tests/approvals_test.ts"],
   },
+  // Tasks
+  {
+    name: "a task answers any caller",
+    file: "src/host/tasks.ts",
+    from: "return task && task.owner === owner ? task : undefined;",
+    to: "return task;",
+    tests: ["tests/tasks_test.ts"],
+    filter: "caller's",
+  },
+  {
+    name: "cancelling a task leaves its sandbox running",
+    file: "src/host/tasks.ts",
+    from: "known(taskId).abort.abort();",
+    to: "known(taskId);",
+    tests: ["tests/tasks_test.ts"],
+    filter: "cancelling",
+  },
+  {
+    name: "a stateless 2025-11-25 cancel is ignored",
+    file: "src/host/http_server.ts",
+    from: "if (running?.size === 1) for (const stop of running) stop.abort();",
+    to: "if (running?.size === 1) for (const _ of running) continue;",
+    tests: ["tests/generations_test.ts"],
+    filter: "v1 client (2025-11-25) over stateless",
+  },
   // Profile -> Deno flags
   {
     name: "read-only folders become writable",

@@ -9,10 +9,8 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { createTaskSessionFromClient } from "@modelcontextprotocol/ext-tasks/client";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import { startHttp } from "./_http.ts";
-import { childEnv, delay, MAIN, ROOT, sandboxPids, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
-
-const MODERN = "2026-07-28";
-const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+import { delay, ROOT, sandboxPids, writeConfig } from "./_helpers.ts";
+import { envelope, MODERN, postModern, rawStdio, TASKS } from "./_modern.ts";
 
 /** A config with the memory server, tasks after 1 s, and an approval on memory.create_*. */
 async function tasksConfig() {
@@ -62,30 +60,6 @@ async function tasksClient(url: string, onElicit?: (message: string) => Record<s
       await client.close();
     },
   };
-}
-
-/** One 2026-07-28 JSON-RPC request over HTTP; its response (JSON or the SSE stream's). */
-async function postModern(url: string, request: Record<string, unknown>) {
-  const params = request.params as { taskId?: string; name?: string } | undefined;
-  const name = params?.taskId ?? params?.name;
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": MODERN,
-      "mcp-method": String(request.method),
-      ...(name ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify(request),
-  });
-  const text = await response.text();
-  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
-    return JSON.parse(text);
-  }
-  return text.split("\n").filter((line) => line.startsWith("data:"))
-    .map((line) => JSON.parse(line.slice(5)))
-    .find((message) => message.id === request.id);
 }
 
 /** Why an outcome failed, for an assertion message. */
@@ -200,64 +174,6 @@ Deno.test("tasks: a question inside a task is asked with tasks/get and answered 
   assert.equal(result.tool_calls.calls[0]!.approval, "approved");
   await Deno.remove(dir, { recursive: true });
 });
-
-function envelope(capabilities: Record<string, unknown> = TASKS) {
-  return {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-    "io.modelcontextprotocol/clientCapabilities": capabilities,
-  };
-}
-
-/** A raw 2026-07-28 caller over stdio: one server process, one connection. */
-function rawStdio(configPath: string, env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--config", configPath],
-    env: childEnv(env),
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  const waiting = new Map<number, (message: Record<string, unknown>) => void>();
-  void (async () => {
-    let buffered = "";
-    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-      buffered += chunk;
-      let newline;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const message = JSON.parse(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        waiting.get(message.id)?.(message);
-      }
-    }
-  })();
-  let id = 0;
-  return {
-    request(
-      method: string,
-      params: Record<string, unknown>,
-      capabilities: Record<string, unknown> = TASKS,
-    ) {
-      const message = {
-        jsonrpc: "2.0",
-        id: ++id,
-        method,
-        params: { ...params, _meta: envelope(capabilities) },
-      };
-      const answered = new Promise<Record<string, unknown>>((resolve) =>
-        waiting.set(message.id, resolve)
-      );
-      void writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
-      return answered;
-    },
-    async [Symbol.asyncDispose]() {
-      await writer.close().catch(() => {});
-      await child.status;
-    },
-  };
-}
 
 Deno.test("tasks: a task is its caller's, and a client without the extension gets its result", async () => {
   const { path, dir, env } = await tasksConfig();
