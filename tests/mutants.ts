@@ -46,7 +46,7 @@ const MUTATIONS: Mutation[] = [
     from: "return task && task.owner === owner ? task : undefined;",
     to: "return task;",
     tests: ["tests/tasks_test.ts"],
-    filter: "caller's",
+    filter: "only to its owner",
   },
   {
     name: "cancelling a task leaves its sandbox running",
@@ -59,8 +59,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a stateless 2025-11-25 cancel is ignored",
     file: "src/host/http_server.ts",
-    from: "if (running?.size === 1) for (const stop of running) stop.abort();",
-    to: "if (running?.size === 1) for (const _ of running) continue;",
+    from: "if (running?.size === 1) { for (const stop of running) stop.abort(); }",
+    to: "if (running?.size === 1) { for (const _ of running) continue; }",
     tests: ["tests/generations_test.ts"],
     filter: "v1 client (2025-11-25) over stateless",
   },

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createTaskSessionFromClient } from "@modelcontextprotocol/ext-tasks/client";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
+import { TaskStore } from "../src/host/tasks.ts";
 import { startHttp } from "./_http.ts";
 import { delay, ROOT, sandboxPids, writeConfig } from "./_helpers.ts";
 import { envelope, MODERN, postModern, rawStdio, TASKS } from "./_modern.ts";
@@ -213,4 +214,16 @@ Deno.test("tasks: a task is its caller's, and a client without the extension get
   }
   assert.equal(status, "completed", "the owner still sees its task, undisturbed");
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("tasks: the store gives a task only to its owner", () => {
+  const store = new TaskStore();
+  const task = store.create("owner-a", new AbortController());
+  assert.equal(store.find(task.id, "owner-a"), task);
+  assert.equal(store.find(task.id, "owner-b"), undefined);
+  store.closeOwner("owner-b");
+  assert.equal(task.abort.signal.aborted, false, "another owner's disconnect leaves it running");
+  store.closeOwner("owner-a");
+  assert.equal(task.abort.signal.aborted, true);
+  store.close();
 });
