@@ -58,11 +58,25 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a stateless 2025-11-25 cancel is ignored",
-    file: "src/host/http_server.ts",
-    from: "if (running?.size === 1) { for (const stop of running) stop.abort(); }",
-    to: "if (running?.size === 1) { for (const _ of running) continue; }",
+    file: "src/host/stateless_legacy.ts",
+    from: "if (stops?.size === 1) { for (const stop of stops) stop.abort(); }",
+    to: "if (stops?.size === 1) { for (const _ of stops) continue; }",
     tests: ["tests/generations_test.ts"],
     filter: "v1 client (2025-11-25) over stateless",
+  },
+  {
+    name: "a stateless client's answers are routed by the ids each fresh server reuses",
+    file: "src/host/stateless_legacy.ts",
+    from: "const routed = `r_${crypto.randomUUID()}`;",
+    to: "const routed = String(message.id);",
+    tests: ["tests/stateless_legacy_test.ts"],
+  },
+  {
+    name: "a stateless client's answer is never routed back",
+    file: "src/host/stateless_legacy.ts",
+    from: "asked.transport.onmessage?.({ ...answer, id: asked.id } as JSONRPCMessage);",
+    to: "void asked;",
+    tests: ["tests/stateless_legacy_test.ts"],
   },
   // Profile -> Deno flags
   {

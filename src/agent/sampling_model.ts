@@ -1,38 +1,66 @@
 /**
  * The connected MCP client's own model, through `sampling/createMessage`: the agent then works
- * without any API key of its own.
+ * without any API key of its own. Only 2025-11-25 clients have sampling.
  */
-import type { Server } from "@modelcontextprotocol/server";
-import type { ChatMessage, ChatModel, ChatReply } from "./chat_model.ts";
+import {
+  type CreateMessageRequestParams,
+  ProtocolErrorCode,
+  type Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import { type ChatMessage, type ChatModel, type ChatReply, NoModelError } from "./chat_model.ts";
+
+/** What the agent needs of the client to use its model. */
+export interface SamplingClient {
+  /**
+   * Whether the client declared sampling; undefined when that is unknown (a stateless request:
+   * its client declared its capabilities to another instance).
+   */
+  declared: boolean | undefined;
+  createMessage(params: CreateMessageRequestParams): Promise<unknown>;
+}
+
+/** The client of one tool call, asked on that call's own response stream. */
+export function samplingClient(server: Server, ctx: ServerContext): SamplingClient {
+  const capabilities = server.getClientCapabilities();
+  return {
+    declared: capabilities === undefined ? undefined : capabilities.sampling !== undefined,
+    createMessage: (params) =>
+      ctx.mcpReq.send({ method: "sampling/createMessage", params }, { signal: ctx.mcpReq.signal }),
+  };
+}
 
 export class SamplingChatModel implements ChatModel {
   readonly name = "sampling";
-  readonly #server: Server;
+  readonly #client: SamplingClient;
 
-  constructor(server: Server) {
-    this.#server = server;
-  }
-
-  /** Whether the connected client declared the sampling capability. */
-  static available(server: Server): boolean {
-    return server.getClientCapabilities()?.sampling !== undefined;
+  constructor(client: SamplingClient) {
+    this.#client = client;
   }
 
   async complete(messages: ChatMessage[], options: { maxTokens: number }): Promise<ChatReply> {
     const system = messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
-    const result = await this.#server.createMessage({
-      systemPrompt: system || undefined,
-      messages: messages.filter((m) => m.role !== "system").map((m) => ({
-        role: m.role as "user" | "assistant",
-        content: { type: "text" as const, text: m.content },
-      })),
-      maxTokens: options.maxTokens,
-      includeContext: "none",
-    });
-    const content = result.content as { type: string; text?: string } | {
-      type: string;
-      text?: string;
-    }[];
+    let result;
+    try {
+      result = await this.#client.createMessage({
+        systemPrompt: system || undefined,
+        messages: messages.filter((m) => m.role !== "system").map((m) => ({
+          role: m.role as "user" | "assistant",
+          content: { type: "text" as const, text: m.content },
+        })),
+        maxTokens: options.maxTokens,
+        includeContext: "none",
+      });
+    } catch (error) {
+      // A client whose capabilities were unknown, asked anyway: it has no model to lend.
+      if ((error as { code?: unknown }).code === ProtocolErrorCode.MethodNotFound) {
+        throw new NoModelError();
+      }
+      throw error;
+    }
+    const content = (result as { content?: unknown }).content as
+      | { type: string; text?: string }
+      | { type: string; text?: string }[];
     const parts = Array.isArray(content) ? content : [content];
     const text = parts.filter((c) => c.type === "text").map((c) => c.text ?? "").join("\n");
     return { text, usage: null, notes: [] };

@@ -2,7 +2,8 @@
  * Asking the MCP client's person about a script's tool call, for each protocol era.
  *
  * - 2025-11-25: the server may send requests to the client during a call, so the approver sends
- *   an elicitation and waits for it; the `execute_code` call stays open meanwhile.
+ *   an elicitation and waits for it; the `execute_code` call stays open meanwhile. Over stateless
+ *   HTTP the client's answer finds its way back through src/host/stateless_legacy.ts.
  * - 2026-07-28: a server cannot. The `execute_code` call returns an `input_required` result (the
  *   question) while the script's sandbox stays alive, parked here under an unguessable id sealed
  *   into the request state; the client sends the call again with the answer, and that round
@@ -31,19 +32,25 @@ import type { ProgressParams } from "../rpc/sandbox_protocol.ts";
 /** How long a parked run whose question has timed out waits for its client to come back. */
 export const ABANDONED_AFTER_MS = 60_000;
 
-/** A 2025-11-25 client's person, asked through elicitation during the call. */
+/**
+ * A 2025-11-25 client's person, asked through elicitation during the call, on the call's own
+ * response stream. A client that declared no elicitation is not asked; one whose capabilities
+ * are unknown (a stateless request: they were declared to another instance) is asked, and
+ * "method not found" means it cannot answer.
+ */
 export function elicitingApprover(
   server: McpServer,
   ctx: ServerContext,
   timeoutMs: number,
 ): Approver {
   return async (question) => {
-    if (server.server.getClientCapabilities()?.elicitation === undefined) return "unavailable";
+    const declared = server.server.getClientCapabilities();
+    if (declared !== undefined && declared.elicitation === undefined) return "unavailable";
     try {
-      const answer = await ctx.mcpReq.elicitInput(approvalRequest(question), {
-        timeout: timeoutMs,
-        signal: ctx.mcpReq.signal,
-      });
+      const answer = await ctx.mcpReq.send(
+        { method: "elicitation/create", params: approvalRequest(question) },
+        { timeout: timeoutMs, signal: ctx.mcpReq.signal },
+      );
       return readElicitAnswer(answer);
     } catch (error) {
       if (ctx.mcpReq.signal.aborted) return "cancelled";

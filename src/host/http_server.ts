@@ -7,7 +7,8 @@
  *   answered by a fresh MCP server (the SDK's `createMcpHandler`), with no protocol session.
  * - 2025-11-25 clients get a session by default: its own MCP server (its own handlers,
  *   cancellation and concurrency cap) over the shared sandbox pool and upstream sessions.
- *   `stateless` answers each of their requests with a fresh server instead.
+ *   `stateless` answers each of their requests with a fresh server instead, routing cancellations
+ *   and the client's answers to the server's questions between them (stateless_legacy.ts).
  *
  * Persistent code sessions opened by stateless requests belong to the HTTP caller (whoever holds
  * the token), not to a protocol session.
@@ -20,8 +21,8 @@ import {
   createMcpHandler,
   isInitializeRequest,
   isLegacyRequest,
-  legacyStatelessFallback,
-  type McpServerFactory,
+  type LoggingLevel,
+  type ProtocolEra,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import type { App } from "../app.ts";
@@ -29,6 +30,7 @@ import type { Logger } from "../_util/log.ts";
 import { ExecutionLimit } from "./concurrency.ts";
 import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
+import { statelessLegacy } from "./stateless_legacy.ts";
 
 export interface HttpOptions {
   host: string;
@@ -101,15 +103,15 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     });
   };
   /** One instance per stateless request, of either era. */
-  const perRequest: McpServerFactory = ({ era }) =>
-    app.createHost({ era, owner: caller, perRequest: true }, {
+  const perRequest = (era: ProtocolEra, logLevel?: LoggingLevel) =>
+    app.createHost({ era, owner: caller, perRequest: true, logLevel }, {
       executor: callerLimit.wrap(overall.wrap(app.executor)),
     }).server;
-  const modern = createMcpHandler(perRequest, {
+  const modern = createMcpHandler(({ era }) => perRequest(era), {
     legacy: "reject",
     onerror: (error) => log.debug("http request refused", { error: error.message }),
   });
-  const legacyStateless = legacyStatelessFallback(perRequest);
+  const legacyStateless = statelessLegacy((logLevel) => perRequest("legacy", logLevel));
   // A 2026-07-28 client learns of tool changes on its subscriptions/listen stream.
   const unwatchCatalog = app.tools.onChange(() => {
     void modern.notify.toolsChanged();
@@ -137,14 +139,6 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
   };
 
-  /**
-   * Stateless 2025-11-25 requests being answered, by JSON-RPC id. A client cancels one with a
-   * `notifications/cancelled` that arrives as a POST of its own: it stops the one running
-   * request with that id by ending its response, which aborts the call and kills its sandbox.
-   * Ids come from each client, so one shared by two running requests is ambiguous: left alone.
-   */
-  const runningStateless = new Map<string | number, Set<AbortController>>();
-
   const handleStateless = async (request: Request): Promise<Response> => {
     // No session, so nothing to push: no standalone SSE stream, which would stay open (and
     // hold up shutdown) after its client has gone.
@@ -160,22 +154,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
         status: body.refusal.status,
       });
     }
-    const cancelled = cancelledRequestId(body.json);
-    if (cancelled !== undefined) {
-      const running = runningStateless.get(cancelled);
-      if (running?.size === 1) { for (const stop of running) stop.abort(); }
-      return new Response(null, { status: 202 });
-    }
-    const response = await legacyStateless(request, { parsedBody: body.json });
-    const id = requestId(body.json);
-    if (id === null || !response.body) return response;
-    const stop = new AbortController();
-    const running = runningStateless.get(id) ?? new Set();
-    runningStateless.set(id, running.add(stop));
-    return endable(response, stop.signal, () => {
-      running.delete(stop);
-      if (running.size === 0 && runningStateless.get(id) === running) runningStateless.delete(id);
-    });
+    return await legacyStateless.handle(request, body.json);
   };
 
   /** A POST without a session id: only an initialize request may start one. */
@@ -396,28 +375,6 @@ function concat(chunks: Uint8Array[], size: number): Uint8Array {
     at += chunk.byteLength;
   }
   return out;
-}
-
-/** The id a `notifications/cancelled` names, if that is what `json` is. */
-function cancelledRequestId(json: unknown): string | number | undefined {
-  const message = json as { method?: unknown; params?: { requestId?: unknown } } | null;
-  if (message?.method !== "notifications/cancelled") return undefined;
-  const id = message.params?.requestId;
-  return typeof id === "string" || typeof id === "number" ? id : undefined;
-}
-
-/**
- * The same response, whose body `signal` can end (as a client closing the stream would, which
- * aborts the request it answers); `done` runs once the body is sent, abandoned or ended.
- */
-function endable(response: Response, signal: AbortSignal, done: () => void): Response {
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  void response.body!.pipeTo(writable, { signal }).catch(() => {}).finally(done);
-  return new Response(readable, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
 }
 
 /** The same response, calling `done` once its body has been sent or abandoned. */

@@ -6,6 +6,7 @@
  */
 import {
   type jsonSchemaValidator,
+  type LoggingLevel,
   McpServer,
   type ProtocolEra,
 } from "@modelcontextprotocol/server";
@@ -24,6 +25,7 @@ import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts"
 import type { AgentDeps } from "../agent/agent.ts";
 import type { ChatModel } from "../agent/chat_model.ts";
 import { selectModel } from "../agent/select_model.ts";
+import { samplingClient } from "../agent/sampling_model.ts";
 import type { OpenAIModelConfig } from "../agent/model_config.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 
@@ -66,6 +68,11 @@ export interface HostContext {
    * tool description is read when it is built).
    */
   perRequest?: boolean;
+  /**
+   * The log level a stateless 2025-11-25 caller set last: no session carries it from its
+   * `logging/setLevel` request to the next.
+   */
+  logLevel?: LoggingLevel;
 }
 
 export interface Host {
@@ -103,6 +110,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
     era: context.era,
     owner,
     parked: deps.parked,
+    logLevel: context.logLevel,
     executor: {
       execute: (request, options) => deps.executor.execute(request, { ...options, owner }),
     },
@@ -115,7 +123,11 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
   registerSessionTools(server, deps.sessions, owner);
   registerGenerateAndExecuteTool(server, {
     // The client's model through sampling only where the protocol still has it.
-    model: () => selectModel(deps.openAI, context.era === "legacy" ? server.server : null),
+    model: (ctx) =>
+      selectModel(
+        deps.openAI,
+        context.era === "legacy" ? samplingClient(server.server, ctx) : null,
+      ),
     agent: deps.agent,
     profiles: deps.profiles,
   });

@@ -26,6 +26,7 @@ import {
 import type { ProgressParams } from "../../rpc/sandbox_protocol.ts";
 import { type ExecutionResult, formatResultText } from "../../execution/execution_result.ts";
 import { isText } from "../../execution/mime_types.ts";
+import { isBelow } from "../log_levels.ts";
 
 export interface ExecuteCodeToolOptions {
   executor: Executor;
@@ -35,6 +36,8 @@ export interface ExecuteCodeToolOptions {
   owner: string;
   /** Runs parked on a question to a 2026-07-28 client. */
   parked: ParkedRuns;
+  /** The log level where no session carries it (see `requestFeedback`). */
+  logLevel?: LoggingLevel;
   /** The tool description (sandbox rules plus the tool index); see `describeExecuteCode`. */
   description: () => string;
   profiles: string[];
@@ -97,7 +100,7 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
     annotations: { openWorldHint: true },
   }, async (args, ctx) => {
     const request: ExecuteRequest = args;
-    const { flush, ...live } = liveFeedback(requestFeedback(ctx));
+    const { flush, ...live } = liveFeedback(requestFeedback(ctx, options.logLevel));
     if (options.era === "legacy") {
       const result = await options.executor.execute(request, {
         signal: ctx.mcpReq.signal,
@@ -172,12 +175,16 @@ export interface FeedbackChannel {
 /**
  * The request's channel. The level filter is the client's `logging/setLevel` for a 2025-11-25
  * client, and the request's own `logLevel` for a 2026-07-28 client (none given: no log
- * messages, as that revision says).
+ * messages, as that revision says). `floor` is a level set where no session carries it (a
+ * stateless 2025-11-25 request: the caller's last `logging/setLevel`).
  */
-export function requestFeedback(ctx: ServerContext): FeedbackChannel {
+export function requestFeedback(ctx: ServerContext, floor?: LoggingLevel): FeedbackChannel {
   return {
     progressToken: ctx.mcpReq._meta?.progressToken,
-    log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
+    log: (level, data, logger) =>
+      floor !== undefined && isBelow(level, floor)
+        ? Promise.resolve()
+        : ctx.mcpReq.log(level, data, logger),
     notify: (notification) => ctx.mcpReq.notify(notification),
   };
 }

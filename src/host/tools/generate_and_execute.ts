@@ -1,14 +1,14 @@
 /**
  * The `generate_and_execute` tool: a task in plain words -> working Python, run in the sandbox.
  */
-import type { McpServer } from "@modelcontextprotocol/server";
+import type { McpServer, ServerContext } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { type AgentDeps, type AgentResult, runAgent } from "../../agent/agent.ts";
 import type { ChatModel } from "../../agent/chat_model.ts";
 
 export interface GenerateToolOptions {
-  /** Picks the model for this server's connection (throws NoModelError when there is none). */
-  model: () => ChatModel;
+  /** Picks the model for one call (throws NoModelError when there is none). */
+  model: (ctx: ServerContext) => ChatModel;
   agent: (model: ChatModel) => AgentDeps;
   profiles: string[];
 }
@@ -28,7 +28,7 @@ export function registerGenerateAndExecuteTool(server: McpServer, options: Gener
   }, async (args, ctx) => {
     let model: ChatModel;
     try {
-      model = options.model();
+      model = options.model(ctx);
     } catch (error) {
       return {
         content: [{ type: "text" as const, text: (error as Error).message }],
