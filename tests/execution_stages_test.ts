@@ -377,10 +377,15 @@ function stubPool(acquire: (profile: Profile) => Promise<unknown>) {
   return { pool, signals };
 }
 
-function stubSessions(open: (owner: string, id: string, profile: Profile) => Promise<unknown>) {
+/**
+ * Sessions whose sandbox `get` gives (or throws why not); a new one gets the id "s_issued".
+ */
+function stubSessions(get: (owner: string, id: string, profile: Profile) => unknown) {
   const released: [string, string, boolean][] = [];
   const sessions = {
-    open,
+    open: (owner: string, profile: Profile) =>
+      Promise.resolve().then(() => ({ id: "s_issued", sandbox: get(owner, "new", profile) })),
+    resume: get,
     release: (owner: string, id: string, stopped: boolean) => released.push([owner, id, stopped]),
   } as unknown as SessionManager;
   return { sessions, released };
@@ -400,7 +405,9 @@ Deno.test("acquireSandbox() without a session takes a pool sandbox and disposes 
   const profile = makeProfile();
   const sandbox = stubSandbox(profile);
   const { pool, signals } = stubPool(() => Promise.resolve(sandbox));
-  const { sessions } = stubSessions(() => Promise.reject(new Error("not used")));
+  const { sessions } = stubSessions(() => {
+    throw new Error("not used");
+  });
   const signal = new AbortController().signal;
   const lease = await acquireSandbox({ profile, owner: "o", signal }, { pool, sessions });
   assertLease(lease);
@@ -425,24 +432,27 @@ Deno.test("acquireSandbox() with a session gives the sandbox back, ending the se
     ["no outcome at all", undefined, true],
   ];
   for (const [what, outcome, ends] of table) {
-    await t.step(`${what} -> ${ends ? "session lost" : "session kept"}`, async () => {
-      const sandbox = stubSandbox(profile);
-      const opened: [string, string, string][] = [];
-      const { sessions, released } = stubSessions((owner, id, p) => {
-        opened.push([owner, id, p.name]);
-        return Promise.resolve(sandbox);
+    for (const [asked, id] of [["new", "s_issued"], ["s1", "s1"]]) {
+      await t.step(`${asked}: ${what} -> ${ends ? "session lost" : "session kept"}`, async () => {
+        const sandbox = stubSandbox(profile);
+        const opened: [string, string, string][] = [];
+        const { sessions, released } = stubSessions((owner, id, p) => {
+          opened.push([owner, id, p.name]);
+          return sandbox;
+        });
+        const { pool } = stubPool(() => Promise.reject(new Error("not used")));
+        const lease = await acquireSandbox(
+          { profile, owner: "conn-1", sessionId: asked },
+          { pool, sessions },
+        );
+        assertLease(lease);
+        assert.equal(lease.sessionId, id, "the lease names the session (a new one's issued id)");
+        assert.deepEqual(opened, [["conn-1", asked, "default"]]);
+        assert.deepEqual(lease.release(outcome), ends ? { lostSession: id } : null);
+        assert.deepEqual(released, [["conn-1", id, ends]]);
+        assert.equal(sandbox.disposed, 0, "the session manager owns the sandbox");
       });
-      const { pool } = stubPool(() => Promise.reject(new Error("not used")));
-      const lease = await acquireSandbox(
-        { profile, owner: "conn-1", sessionId: "s1" },
-        { pool, sessions },
-      );
-      assertLease(lease);
-      assert.deepEqual(opened, [["conn-1", "s1", "default"]]);
-      assert.deepEqual(lease.release(outcome), ends ? { lostSession: "s1" } : null);
-      assert.deepEqual(released, [["conn-1", "s1", ends]]);
-      assert.equal(sandbox.disposed, 0, "the session manager owns the sandbox");
-    });
+    }
   }
 });
 
@@ -457,8 +467,10 @@ Deno.test("acquireSandbox() maps why there is no sandbox to an outcome", async (
   for (const [what, error, outcome] of table) {
     await t.step(`${what} -> ${outcome}`, async () => {
       const { pool } = stubPool(() => Promise.reject(error));
-      const { sessions } = stubSessions(() => Promise.reject(error));
-      for (const sessionId of [undefined, "s1"]) {
+      const { sessions } = stubSessions(() => {
+        throw error;
+      });
+      for (const sessionId of [undefined, "new", "s1"]) {
         assert.deepEqual(
           await acquireSandbox({ profile, owner: "o", sessionId }, { pool, sessions }),
           { outcome, message: error.message },

@@ -280,8 +280,12 @@ const TABLE: {
   {
     name: "keeps a persistent session across calls",
     async check(caller) {
-      const id = `s${crypto.randomUUID().slice(0, 8)}`;
-      await caller.callTool("execute_code", { code: "counter = 41", session_id: id });
+      const first = await caller.callTool("execute_code", {
+        code: "counter = 41",
+        session_id: "new",
+      });
+      const id = result(first).session_id!;
+      assert.match(id, /^s_/);
       const second = await caller.callTool("execute_code", { code: "counter + 1", session_id: id });
       assert.equal(result(second).result, 42);
       const listed = await caller.callTool("list_sessions", {});

@@ -275,24 +275,24 @@ Deno.test("a catalog change updates the execute_code description; close() unsubs
 
 Deno.test("list_sessions shows the owner's sessions only; they outlive one MCP server instance", async () => {
   // The stand-in executor opens a session as the real one would, for the owner it is given.
-  let opened: Sandbox | undefined;
-  const h = await startHost(async (request, options, sessions) => {
-    opened = await sessions.open(options!.owner!, request.session_id!, profile);
-    sessions.release(options!.owner!, request.session_id!, false);
+  let opened: { id: string; sandbox: Sandbox } | undefined;
+  const h = await startHost(async (_request, options, sessions) => {
+    opened = await sessions.open(options!.owner!, profile);
+    sessions.release(options!.owner!, opened.id, false);
     return success;
   });
-  const othersSandbox = await h.sessions.open("another-connection", "s1", profile);
-  await callExecute(h.client, { code: "x = 1", session_id: "s1" });
+  const others = await h.sessions.open("another-connection", profile);
+  await callExecute(h.client, { code: "x = 1", session_id: "new" });
   const listed = await h.client.callTool({ name: "list_sessions", arguments: {} }) as ToolResult;
   assert.deepEqual(
     (listed.structuredContent?.sessions as { session_id: string }[]).map((s) => s.session_id),
-    ["s1"],
+    [opened!.id],
   );
   // A stateless HTTP caller's sessions outlive the instance that served one request; the
   // connection or caller that owns them closes them (commands.ts, http_server.ts).
   await h.host.close();
-  assert.equal((opened as unknown as { disposed: boolean }).disposed, false);
-  assert.equal((othersSandbox as unknown as { disposed: boolean }).disposed, false);
+  assert.equal((opened!.sandbox as unknown as { disposed: boolean }).disposed, false);
+  assert.equal((others.sandbox as unknown as { disposed: boolean }).disposed, false);
   assert.equal(h.sessions.list("another-connection").length, 1);
   await h.close();
 });

@@ -62,13 +62,13 @@ Deno.test("an idle HTTP session expires and its persistent code sessions are clo
   await using server = await startHttp(["--http-idle-s", "1"], {}, config.path);
   const client = await connect(server.url);
   const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
-  const opened = await execute(client, "import js\njs.Deno.pid", {}, { session_id: "kept" });
+  const opened = await execute(client, "import js\njs.Deno.pid", {}, { session_id: "new" });
   assert.equal(opened.success, true, JSON.stringify(opened));
   const pid = opened.result as number;
   assert.ok(sandboxPids(server.pid).includes(pid), "the session's sandbox is the server's child");
   // A connected client's event stream (GET) is activity: a quiet client keeps its session.
   await delay(2500);
-  const later = await execute(client, "'still here'", {}, { session_id: "kept" });
+  const later = await execute(client, "'still here'", {}, { session_id: opened.session_id });
   assert.equal(later.result, "still here");
   // The client goes away without DELETE (its event stream closes).
   await client.close();
@@ -86,28 +86,35 @@ Deno.test("one connection holds at most its share of persistent sessions; anothe
   await using server = await startHttp([], {}, config.path);
   const a = await connect(server.url);
   const b = await connect(server.url);
-  const run = (client: Client, session_id: string) => execute(client, "1", {}, { session_id });
+  const run = (client: Client, session_id = "new") => execute(client, "1", {}, { session_id });
   try {
-    assert.equal((await run(a, "s1")).success, true);
-    assert.equal((await run(a, "s2")).success, true);
-    const third = await run(a, "s3");
+    const a1 = (await run(a)).session_id!;
+    assert.ok(a1, "a session was opened");
+    assert.ok((await run(a)).success);
+    const third = await run(a);
     assert.equal(third.diagnostics?.error_type, "POLICY_VIOLATION");
     assert.equal(
       third.diagnostics?.message,
-      'Cannot open session "s3": this connection has 2 sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session',
+      "Cannot open a session: this connection has 2 sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session",
     );
 
-    assert.equal((await run(b, "s1")).success, true, "the second connection got none");
-    const full = await run(b, "s2");
+    // Another HTTP session that learns the id can neither use nor close it.
+    assert.match((await run(b, a1)).diagnostics!.message, /^No open session/);
+    const stolen = await b.callTool({ name: "close_session", arguments: { session_id: a1 } });
+    assert.equal(stolen.isError, true);
+    assert.equal((await run(a, a1)).success, true, "still a's");
+
+    assert.equal((await run(b)).success, true, "the second connection got none");
+    const full = await run(b);
     assert.equal(full.diagnostics?.error_type, "POLICY_VIOLATION");
     assert.equal(
       full.diagnostics?.message,
-      'Cannot open session "s2": 3 sessions are open on this server (the limit, settings.max_sessions); close one of yours with close_session, or retry when idle ones expire',
+      "Cannot open a session: 3 sessions are open on this server (the limit, settings.max_sessions); close one of yours with close_session, or retry when idle ones expire",
     );
 
-    const closed = await a.callTool({ name: "close_session", arguments: { session_id: "s1" } });
+    const closed = await a.callTool({ name: "close_session", arguments: { session_id: a1 } });
     assert.equal(closed.isError, false);
-    assert.equal((await run(b, "s2")).success, true);
+    assert.equal((await run(b)).success, true);
   } finally {
     await a.close();
     await b.close();

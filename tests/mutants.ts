@@ -448,6 +448,21 @@ const MUTATIONS: Mutation[] = [
     filter: "its share",
   },
   {
+    name: "the server names sessions with guessable ids",
+    file: "src/sandbox/sessions.ts",
+    from: "const id = newSessionId();",
+    to: "const id = `s${this.#sessions.size + 1}`;",
+    tests: ["tests/sessions_unit_test.ts"],
+  },
+  {
+    name: "a session id opens the session for whoever presents it",
+    file: "src/sandbox/sessions.ts",
+    from: "const session = this.#sessions.get(`${owner}\\0${id}`);",
+    to: "const session = [...this.#sessions.values()].find((s) => s.id === id);",
+    tests: ["tests/http_sessions_test.ts"],
+    filter: "its share",
+  },
+  {
     name: "HTTP sessions are not capped",
     file: "src/host/http_server.ts",
     from: "if (sessions.size + opening >= options.maxSessions) {",

@@ -27,7 +27,7 @@ Deno.test("a session's sandbox neither runs nor grows between its executions", a
   const scheduled = await server.client.callTool({
     name: "execute_code",
     arguments: {
-      session_id: "busy-idle",
+      session_id: "new",
       code: [
         "import js",
         "from pyodide.ffi import create_proxy",
@@ -59,7 +59,10 @@ Deno.test("a session's sandbox neither runs nor grows between its executions", a
 
   const next = await server.client.callTool({
     name: "execute_code",
-    arguments: { session_id: "busy-idle", code: "isinstance(hold, list)" },
+    arguments: {
+      session_id: (scheduled.structuredContent as { session_id: string }).session_id,
+      code: "isinstance(hold, list)",
+    },
   });
   assert.equal((next.structuredContent as { result: unknown }).result, true);
   await Deno.remove(dir, { recursive: true });

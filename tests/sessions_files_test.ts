@@ -38,32 +38,49 @@ async function tool(server: TestServer, name: string, args: Record<string, unkno
 
 Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (t) => {
   await using server = await startServer({ args: ["--config", await sessionConfig()] });
+  let s1 = "";
+  let s2 = "";
 
   await t.step("variables and imports persist within a session", async () => {
     const first = await server.execute(
-      { code: "import json\ncounter = 41", session_id: "s1" } as never,
+      { code: "import json\ncounter = 41", session_id: "new" } as never,
     );
     assert.equal(first.success, true, first.text);
+    s1 = first.session_id!;
+    assert.match(s1, /^s_[A-Za-z0-9_-]{22}$/, "the server names the session");
+    assert.match(first.text, new RegExp(`session_id: ${s1}`), "and says so in the text too");
     const second = await server.execute(
-      { code: "counter += 1\njson.dumps(counter)", session_id: "s1" } as never,
+      { code: "counter += 1\njson.dumps(counter)", session_id: s1 } as never,
     );
     assert.equal(second.result, "42", second.text);
+    assert.equal(second.session_id, s1);
   });
 
   await t.step("other sessions and one-shot runs see nothing of it", async () => {
     const other = await server.execute(
-      { code: "'counter' in globals()", session_id: "s2" } as never,
+      { code: "'counter' in globals()", session_id: "new" } as never,
     );
     assert.equal(other.result, false);
+    s2 = other.session_id!;
+    assert.notEqual(s2, s1);
     const oneShot = await server.execute({ code: "'counter' in globals()" });
     assert.equal(oneShot.result, false);
+    assert.equal(oneShot.session_id, undefined);
     const sessions = (await tool(server, "list_sessions")).data.sessions as {
       session_id: string;
     }[];
-    assert.deepEqual(sessions.map((s) => s.session_id).sort(), ["s1", "s2"]);
+    assert.deepEqual(sessions.map((s) => s.session_id).sort(), [s1, s2].sort());
   });
 
-  await t.step("another connection using the same id gets its own session", async () => {
+  await t.step("an id the server did not issue opens nothing", async () => {
+    const made_up = await server.execute({ code: "1", session_id: "s1" } as never);
+    assert.equal(made_up.diagnostics?.error_type, "POLICY_VIOLATION");
+    assert.match(made_up.diagnostics!.message, /^No open session "s1": .*session_id "new"/);
+    const listed = (await tool(server, "list_sessions")).data.sessions as unknown[];
+    assert.equal(listed.length, 2);
+  });
+
+  await t.step("another connection that knows the id cannot reach the session", async () => {
     const client = new Client({ name: "second", version: "0" });
     await client.connect(
       new StdioClientTransport({
@@ -76,22 +93,25 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     );
     const reply = await client.callTool({
       name: "execute_code",
-      arguments: { code: "'counter' in globals()", session_id: "s1" },
+      arguments: { code: "counter", session_id: s1 },
     });
-    assert.equal((reply.structuredContent as { result: unknown }).result, false);
+    const result = reply.structuredContent as { result: unknown; diagnostics: { message: string } };
+    assert.equal(result.result, null);
+    assert.match(result.diagnostics.message, /^No open session/);
     await client.close();
   });
 
   await t.step("a timeout interrupts the script and the session keeps its state", async () => {
     const stuck = await server.execute(
-      { code: "counter += 1\nwhile True:\n    pass", session_id: "s1", timeout_s: 1 } as never,
+      { code: "counter += 1\nwhile True:\n    pass", session_id: s1, timeout_s: 1 } as never,
     );
     assert.equal(stuck.diagnostics?.error_type, "TIMEOUT");
     assert.match(
       stuck.diagnostics!.message,
       /interrupted \(KeyboardInterrupt\) and the session's state is kept/,
     );
-    const after = await server.execute({ code: "counter", session_id: "s1" } as never);
+    assert.equal(stuck.session_id, s1, "still open");
+    const after = await server.execute({ code: "counter", session_id: s1 } as never);
     assert.equal(after.result, 43, after.text);
   });
 
@@ -101,42 +121,45 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
       const stubborn = await server.execute({
         code:
           "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass",
-        session_id: "s1",
+        session_id: s1,
         timeout_s: 1,
       } as never);
       assert.equal(stubborn.diagnostics?.error_type, "TIMEOUT");
       assert.match(
         stubborn.diagnostics!.message,
-        /did not stop when interrupted; session "s1" was closed and its state is lost/,
+        new RegExp(
+          `did not stop when interrupted; session "${s1}" was closed and its state is lost`,
+        ),
       );
-      const fresh = await server.execute(
-        { code: "'counter' in globals()", session_id: "s1" } as never,
-      );
-      assert.equal(fresh.result, false);
+      assert.equal(stubborn.session_id, undefined, "no session to continue");
+      const gone = await server.execute({ code: "1", session_id: s1 } as never);
+      assert.match(gone.diagnostics!.message, /^No open session/);
     },
   );
 
   await t.step("close_session discards a session", async () => {
-    assert.equal((await tool(server, "close_session", { session_id: "s2" })).isError, false);
-    assert.equal((await tool(server, "close_session", { session_id: "s2" })).isError, true);
+    assert.equal((await tool(server, "close_session", { session_id: s2 })).isError, false);
+    assert.equal((await tool(server, "close_session", { session_id: s2 })).isError, true);
   });
 
   await t.step("one connection holds at most its share of the sessions", async () => {
-    // s1 is open; max_sessions 3 gives a connection 2 (half, rounded up). The server-wide cap
+    // None is open; max_sessions 3 gives a connection 2 (half, rounded up). The server-wide cap
     // needs a second connection: see http_sessions_test.ts.
-    assert.equal((await server.execute({ code: "1", session_id: "s3" } as never)).success, true);
-    const over = await server.execute({ code: "1", session_id: "s4" } as never);
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await server.execute({ code: "1", session_id: "new" } as never)).success, true);
+    }
+    const over = await server.execute({ code: "1", session_id: "new" } as never);
     assert.equal(over.diagnostics?.error_type, "POLICY_VIOLATION");
     assert.equal(
       over.diagnostics!.message,
-      'Cannot open session "s4": this connection has 2 sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session',
+      "Cannot open a session: this connection has 2 sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session",
     );
   });
 });
 
 Deno.test("idle sessions expire", async () => {
   await using server = await startServer({ args: ["--config", await sessionConfig(1)] });
-  await server.execute({ code: "x = 1", session_id: "short-lived" } as never);
+  await server.execute({ code: "x = 1", session_id: "new" } as never);
   let open = 1;
   for (let i = 0; i < 100 && open > 0; i++) {
     await delay(200);

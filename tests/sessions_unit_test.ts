@@ -10,6 +10,7 @@ import type { Sandbox } from "../src/sandbox/launcher.ts";
 import type { Profile } from "../src/sandbox/profile.ts";
 import { plainProfile } from "./_profiles.ts";
 import {
+  SESSION_ID,
   SessionBusyError,
   SessionError,
   SessionManager,
@@ -68,11 +69,33 @@ function managerWith(options: Partial<SessionOptions> = {}, ready = () => Promis
 
 const work = profile("work");
 
+/** Asserts that `owner` has no open session `id`. */
+function assertNoSession(manager: SessionManager, owner: string, id: string) {
+  assert.throws(() => manager.resume(owner, id, work), (error: unknown) => {
+    assert.ok(error instanceof SessionError);
+    assert.match(error.message, new RegExp(`^No open session "${id}": .* session_id "new"`));
+    return true;
+  });
+}
+
+Deno.test("SessionManager names each new session with an unguessable id of its own", async () => {
+  const { manager } = managerWith({ max: 8, maxPerOwner: 8 });
+  const ids = new Set<string>();
+  for (let i = 0; i < 8; i++) {
+    const { id } = await manager.open(`o${i}`, work);
+    assert.match(id, /^s_[A-Za-z0-9_-]{22}$/);
+    assert.match(id, SESSION_ID, "a valid session_id to pass back");
+    ids.add(id);
+  }
+  assert.equal(ids.size, 8);
+  await manager.closeAll();
+});
+
 Deno.test("SessionManager refuses a malformed session id without starting a sandbox", async (t) => {
   const { manager, launched } = managerWith();
   for (const id of ["", "has space", "dot.dot", "../up", "x".repeat(65), "new\nline"]) {
-    await t.step(JSON.stringify(id.slice(0, 20)), async () => {
-      await assert.rejects(manager.open("o", id, work), (error: unknown) => {
+    await t.step(JSON.stringify(id.slice(0, 20)), () => {
+      assert.throws(() => manager.resume("o", id, work), (error: unknown) => {
         assert.ok(error instanceof SessionError);
         assert.match(error.message, /^session_id must be 1-64 letters, digits, _ or -; got /);
         return true;
@@ -83,32 +106,38 @@ Deno.test("SessionManager refuses a malformed session id without starting a sand
   await manager.closeAll();
 });
 
+Deno.test("SessionManager opens nothing for an id it did not issue", () => {
+  const { manager, launched } = managerWith();
+  for (const id of ["s1", "s_AAAAAAAAAAAAAAAAAAAAAA", "new-one"]) assertNoSession(manager, "o", id);
+  assert.equal(launched.length, 0);
+});
+
 Deno.test("SessionManager caps the sessions one connection may hold", async () => {
   const { manager, launched } = managerWith({ max: 4, maxPerOwner: 1 });
-  await manager.open("o", "a", work);
-  manager.release("o", "a", false);
-  await assert.rejects(manager.open("o", "b", work), (error: unknown) => {
+  const { id } = await manager.open("o", work);
+  manager.release("o", id, false);
+  await assert.rejects(manager.open("o", work), (error: unknown) => {
     assert.ok(error instanceof SessionError && !(error instanceof SessionBusyError));
     assert.match(
       error.message,
-      /^Cannot open session "b": this connection has 1 sessions open \(the limit per connection, settings\.max_sessions_per_connection\)/,
+      /^Cannot open a session: this connection has 1 sessions open \(the limit per connection, settings\.max_sessions_per_connection\)/,
     );
     return true;
   });
-  await manager.open("p", "b", work); // another connection still may
+  await manager.open("p", work); // another connection still may
   assert.equal(launched.length, 2);
   await manager.closeAll();
 });
 
 Deno.test("SessionManager caps the sessions open on the whole server", async () => {
   const { manager, launched } = managerWith({ max: 2, maxPerOwner: 2 });
-  await manager.open("o", "a", work);
-  await manager.open("p", "b", work);
-  await assert.rejects(manager.open("q", "c", work), (error: unknown) => {
+  await manager.open("o", work);
+  await manager.open("p", work);
+  await assert.rejects(manager.open("q", work), (error: unknown) => {
     assert.ok(error instanceof SessionError);
     assert.match(
       error.message,
-      /^Cannot open session "c": 2 sessions are open on this server \(the limit, settings\.max_sessions\)/,
+      /^Cannot open a session: 2 sessions are open on this server \(the limit, settings\.max_sessions\)/,
     );
     return true;
   });
@@ -118,34 +147,38 @@ Deno.test("SessionManager caps the sessions open on the whole server", async () 
 
 Deno.test("SessionManager gives the per-connection cap half the server's when not set", async () => {
   const { manager } = managerWith({ max: 3 });
-  await manager.open("o", "a", work);
-  await manager.open("o", "b", work);
-  await assert.rejects(manager.open("o", "c", work), /this connection has 2 sessions open/);
+  await manager.open("o", work);
+  await manager.open("o", work);
+  await assert.rejects(manager.open("o", work), /this connection has 2 sessions open/);
   await manager.closeAll();
 });
 
 Deno.test("SessionManager refuses a session still running a script with SessionBusyError", async () => {
   const { manager, launched } = managerWith();
-  const first = await manager.open("o", "a", work);
-  await assert.rejects(manager.open("o", "a", work), (error: unknown) => {
+  const first = await manager.open("o", work);
+  assert.throws(() => manager.resume("o", first.id, work), (error: unknown) => {
     assert.ok(error instanceof SessionBusyError);
     assert.ok(error instanceof SessionError, "a SessionError callers already catch");
-    assert.equal(error.message, 'Session "a" is still running a script');
+    assert.equal(error.message, `Session "${first.id}" is still running a script`);
     return true;
   });
-  manager.release("o", "a", false);
-  assert.equal(await manager.open("o", "a", work), first, "the same sandbox once released");
+  manager.release("o", first.id, false);
+  assert.equal(
+    manager.resume("o", first.id, work),
+    first.sandbox,
+    "the same sandbox once released",
+  );
   assert.equal(launched.length, 1);
   await manager.closeAll();
 });
 
 Deno.test("SessionManager refuses to continue a session under another profile", async () => {
   const { manager } = managerWith();
-  await manager.open("o", "a", work);
-  manager.release("o", "a", false);
-  await assert.rejects(manager.open("o", "a", profile("web")), (error: unknown) => {
+  const { id } = await manager.open("o", work);
+  manager.release("o", id, false);
+  assert.throws(() => manager.resume("o", id, profile("web")), (error: unknown) => {
     assert.ok(error instanceof SessionError);
-    assert.equal(error.message, 'Session "a" runs under profile "work", not "web"');
+    assert.equal(error.message, `Session "${id}" runs under profile "work", not "web"`);
     return true;
   });
   await manager.closeAll();
@@ -153,57 +186,56 @@ Deno.test("SessionManager refuses to continue a session under another profile", 
 
 Deno.test("SessionManager.release() keeps an idle session, and kills and forgets a stopped one", async () => {
   const { manager, launched } = managerWith();
-  await manager.open("o", "a", work);
-  manager.release("o", "a", false);
+  const { id } = await manager.open("o", work);
+  manager.release("o", id, false);
   assert.deepEqual(
     manager.list("o").map((s) => [s.session_id, s.profile, s.executions, s.busy]),
-    [["a", "work", 1, false]],
+    [[id, "work", 1, false]],
   );
-  await manager.open("o", "a", work);
-  manager.release("o", "a", true);
+  manager.resume("o", id, work);
+  manager.release("o", id, true);
   assert.equal(launched[0]!.killed, 1);
   assert.deepEqual(manager.list("o"), []);
-  await manager.open("o", "a", work);
-  assert.equal(launched.length, 2, "the id starts a new sandbox");
+  assertNoSession(manager, "o", id);
   await manager.closeAll();
 });
 
-Deno.test("SessionManager keeps two connections' sessions of the same id apart", async () => {
+Deno.test("SessionManager gives a session to its owner alone, even one who knows its id", async () => {
   const { manager, launched } = managerWith();
-  const mine = await manager.open("o", "shared", work);
-  const theirs = await manager.open("p", "shared", work);
-  assert.notEqual(mine, theirs);
-  assert.equal(launched.length, 2);
-  assert.deepEqual(manager.list("o").map((s) => s.session_id), ["shared"]);
-  assert.equal(await manager.close("p", "shared"), true);
-  assert.equal(launched[1]!.disposed, 1);
-  assert.equal(launched[0]!.disposed, 0, "closing theirs leaves mine");
-  assert.equal(await manager.close("p", "shared"), false, "already closed");
+  const mine = await manager.open("o", work);
+  manager.release("o", mine.id, false);
+  assertNoSession(manager, "p", mine.id);
+  assert.equal(await manager.close("p", mine.id), false, "nor can they close it");
+  assert.deepEqual(manager.list("p"), []);
+  assert.deepEqual(manager.list("o").map((s) => s.session_id), [mine.id]);
+  assert.equal(launched[0]!.disposed, 0);
+  assert.equal(await manager.close("o", mine.id), true);
+  assert.equal(launched[0]!.disposed, 1);
+  assert.equal(await manager.close("o", mine.id), false, "already closed");
   await manager.closeAll();
 });
 
 Deno.test("SessionManager.closeOwner() closes only that connection's sessions", async () => {
   const { manager, launched } = managerWith();
-  await manager.open("o", "a", work);
-  await manager.open("o", "b", work);
-  await manager.open("p", "a", work);
+  await manager.open("o", work);
+  await manager.open("o", work);
+  const theirs = await manager.open("p", work);
   await manager.closeOwner("o");
   assert.deepEqual(launched.map((s) => s.disposed), [1, 1, 0]);
   assert.deepEqual(manager.list("o"), []);
-  assert.deepEqual(manager.list("p").map((s) => s.session_id), ["a"]);
+  assert.deepEqual(manager.list("p").map((s) => s.session_id), [theirs.id]);
   await manager.closeAll();
   assert.deepEqual(launched.map((s) => s.disposed), [1, 1, 1], "closeAll() closes the rest");
 });
 
 Deno.test("SessionManager forgets a session whose process exited", async () => {
   const { manager, launched } = managerWith();
-  await manager.open("o", "a", work);
-  manager.release("o", "a", false);
+  const { id } = await manager.open("o", work);
+  manager.release("o", id, false);
   launched[0]!.exit();
   await launched[0]!.exited; // the manager's handler, attached first, has run
   assert.deepEqual(manager.list("o"), []);
-  await manager.open("o", "a", work);
-  assert.equal(launched.length, 2, "a new sandbox for the id");
+  assertNoSession(manager, "o", id);
   await manager.closeAll();
 });
 
@@ -216,10 +248,10 @@ Deno.test("SessionManager does not keep a session whose sandbox failed to boot",
         ? Promise.reject(new Error("Cannot boot sandbox: the process exited"))
         : Promise.resolve(),
   );
-  await assert.rejects(manager.open("o", "a", work), /^Error: Cannot boot sandbox/);
+  await assert.rejects(manager.open("o", work), /^Error: Cannot boot sandbox/);
   assert.deepEqual(manager.list("o"), []);
   fail = false;
-  await manager.open("o", "a", work);
+  await manager.open("o", work);
   assert.equal(launched.length, 2);
   await manager.closeAll();
 });

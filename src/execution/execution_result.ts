@@ -66,12 +66,15 @@ export interface ExecutionResult {
   /** Files the script wrote to outputs/. */
   outputs: ResultFile[];
   diagnostics: Diagnostics | null;
+  /** The persistent session the run used, open for the next call (absent: none, or it ended). */
+  session_id?: string;
 }
 
 /** The text block shown next to the structured result. */
 export function formatResultText(r: ExecutionResult): string {
   const parts: string[] = [];
   parts.push(r.success ? `OK (${r.duration_ms} ms)` : `FAILED (${r.duration_ms} ms)`);
+  if (r.session_id) parts.push(`session_id: ${r.session_id} (pass it to continue this session)`);
   if (r.stdout) parts.push(`--- stdout ---\n${r.stdout.replace(/\n$/, "")}`);
   if (r.stderr) parts.push(`--- stderr ---\n${r.stderr.replace(/\n$/, "")}`);
   if (r.result !== null && r.result !== undefined) {

@@ -39,7 +39,7 @@ export const EXECUTE_REQUEST_SHAPE = {
   ),
   profile: z.string().optional().describe("Permission profile."),
   session_id: z.string().regex(SESSION_ID).optional().describe(
-    "Keep variables and imports across calls: the first call with a new id (1-64 letters, digits, _ or -) opens a persistent session; later calls with the same id continue it. Omit for a fresh sandbox.",
+    'Keep variables and imports across calls: "new" opens a persistent session, and the result\'s session_id names it; pass that id in later calls to continue it. Omit for a fresh sandbox.',
   ),
   packages: z.array(z.string().max(100)).max(20).optional().describe(
     "Python packages to install first, from the server's local wheel folder (a PEP 723 '# /// script' block in the code works too).",
@@ -198,6 +198,7 @@ export class SandboxExecutor implements Executor {
       profile,
       calls: gate.calls,
       elapsedMs: elapsed(),
+      session: lease.sessionId,
       lostSession: released?.lostSession,
     });
   }

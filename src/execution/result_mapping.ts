@@ -67,6 +67,8 @@ export interface RunFacts {
   /** The tool gate's record of the run's calls. */
   calls: ToolCallRecord[];
   elapsedMs: number;
+  /** The persistent session the run used, if any. */
+  session?: string;
   /** The session whose state was lost with this run, if any. */
   lostSession?: string;
 }
@@ -83,6 +85,9 @@ export function toExecutionResult(outcome: RawOutcome, facts: RunFacts): Executi
     profile: profile.name,
     tool_calls: { count: calls.length, calls },
     protocol_violations: outcome.violations.length,
+    // The session goes on: its id, for the next call (a new session's only way to learn it).
+    ...(facts.session !== undefined && facts.lostSession === undefined &&
+      { session_id: facts.session }),
   };
   const reply = outcome.reply;
   let diagnostics: Diagnostics;

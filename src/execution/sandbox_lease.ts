@@ -1,18 +1,26 @@
 /**
  * Stage: acquiring a sandbox. A request without a session id gets a fresh, pre-booted sandbox
- * from the pool, killed after its one script; one with a session id gets that session's
- * sandbox (opened on first use), which lives on for the next script unless this run ended it.
+ * from the pool, killed after its one script; `session_id: "new"` opens a persistent session;
+ * an id it returned gets that session's sandbox, which lives on for the next script unless this
+ * run ended it.
  */
 import type { Sandbox } from "../sandbox/launcher.ts";
 import type { RawOutcome } from "../sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
-import { SessionBusyError, SessionError, type SessionManager } from "../sandbox/sessions.ts";
+import {
+  NEW_SESSION,
+  SessionBusyError,
+  SessionError,
+  type SessionManager,
+} from "../sandbox/sessions.ts";
 import type { HostOutcome } from "./outcomes.ts";
 
 /** A sandbox for one execution, and how to give it back. */
 export interface SandboxLease {
   sandbox: Sandbox;
+  /** The persistent session it belongs to (its id, which a new session gets only now). */
+  sessionId?: string;
   /**
    * Gives the sandbox back once the script has ended (`outcome` undefined: it never got an
    * answer). Returns the session whose state was lost with it, if any.
@@ -54,13 +62,16 @@ export async function acquireSandbox(
     }
     const sessions = sources.sessions;
     if (!sessions) throw new SessionError("Sessions are not available here");
-    const sandbox = await sessions.open(owner, sessionId, profile);
+    const { id, sandbox } = sessionId === NEW_SESSION
+      ? await sessions.open(owner, profile)
+      : { id: sessionId, sandbox: sessions.resume(owner, sessionId, profile) };
     return {
       sandbox,
+      sessionId: id,
       release(outcome) {
         const ended = outcome === undefined || endsSession(outcome);
-        sessions.release(owner, sessionId, ended);
-        return ended ? { lostSession: sessionId } : null;
+        sessions.release(owner, id, ended);
+        return ended ? { lostSession: id } : null;
       },
     };
   } catch (error) {

@@ -1,8 +1,9 @@
 /**
- * Persistent sessions: a named sandbox that keeps its Python scope across `execute_code` calls
- * (a REPL for agents). Sessions belong to the MCP connection that opened them, so two clients
- * using the same name never share one; they expire when idle, and their number is capped over
- * the server and per connection (so one client cannot take them all).
+ * Persistent sessions: a sandbox that keeps its Python scope across `execute_code` calls (a REPL
+ * for agents). The server names each with an unguessable id when it opens it, and a session
+ * belongs to the caller that opened it (an MCP connection, or the HTTP token's holder), so
+ * nobody else can reach it even with the id; they expire when idle, and their number is capped
+ * over the server and per connection (so one client cannot take them all).
  */
 import type { Logger } from "../_util/log.ts";
 import type { Sandbox } from "./launcher.ts";
@@ -46,6 +47,17 @@ export class SessionBusyError extends SessionError {
 
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** The `session_id` that asks for a new session. */
+export const NEW_SESSION = "new";
+
+/** An unguessable session id: "s_" and 128 random bits in base64url. */
+function newSessionId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `s_${
+    btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
+  }`;
+}
+
 export interface SessionOptions {
   /** Sessions open at once, over all connections. */
   max: number;
@@ -76,59 +88,72 @@ export class SessionManager implements AsyncDisposable {
   }
 
   /**
-   * The session's sandbox, started on first use, marked busy until `release`. Throws
-   * SessionError when the id is malformed, the cap is reached, the session is busy, or it was
-   * opened with another profile.
+   * Opens a session for `owner`: a sandbox started for `profile`, busy until `release`, under an
+   * id the server makes up (unguessable, so it names the session to its owner alone). Throws
+   * SessionError when a cap is reached, or the sandbox's error when it cannot start.
    */
-  async open(owner: string, id: string, profile: Profile): Promise<Sandbox> {
+  async open(owner: string, profile: Profile): Promise<{ id: string; sandbox: Sandbox }> {
+    const mine = this.#count(owner);
+    if (mine >= this.#maxPerOwner) {
+      throw new SessionError(
+        `Cannot open a session: this connection has ${mine} sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session`,
+      );
+    }
+    if (this.#sessions.size >= this.#options.max) {
+      throw new SessionError(
+        `Cannot open a session: ${this.#options.max} sessions are open on this server (the limit, settings.max_sessions); close one of yours with close_session, or retry when idle ones expire`,
+      );
+    }
+    const id = newSessionId();
+    const key = `${owner}\0${id}`;
+    const sandbox = this.#options.launch(profile);
+    const session: Session = {
+      owner,
+      id,
+      sandbox,
+      created: new Date(),
+      lastUsed: Date.now(),
+      executions: 0,
+      busy: true,
+    };
+    this.#sessions.set(key, session);
+    // A session whose process dies is gone.
+    void sandbox.exited.then(() => {
+      if (this.#sessions.get(key)?.sandbox === sandbox) this.#sessions.delete(key);
+    });
+    try {
+      await sandbox.ready;
+    } catch (error) {
+      this.#sessions.delete(key);
+      throw error;
+    }
+    this.#options.log.info("session opened", { session: id, profile: profile.name });
+    return { id, sandbox };
+  }
+
+  /**
+   * The sandbox of `owner`'s open session `id`, busy until `release`. Throws SessionError when
+   * there is no such session (malformed, never opened, expired, closed, or another caller's),
+   * it is busy, or it was opened with another profile.
+   */
+  resume(owner: string, id: string, profile: Profile): Sandbox {
     if (!SESSION_ID.test(id)) {
       throw new SessionError(
         `session_id must be 1-64 letters, digits, _ or -; got ${JSON.stringify(id.slice(0, 80))}`,
       );
     }
-    const key = `${owner}\0${id}`;
-    let session = this.#sessions.get(key);
-    if (session && session.sandbox.profile.name !== profile.name) {
+    const session = this.#sessions.get(`${owner}\0${id}`);
+    if (!session) {
+      throw new SessionError(
+        `No open session "${id}": it expired, was closed, or was never opened here. Open one with session_id "${NEW_SESSION}" and pass the session_id its result returns`,
+      );
+    }
+    if (session.sandbox.profile.name !== profile.name) {
       throw new SessionError(
         `Session "${id}" runs under profile "${session.sandbox.profile.name}", not "${profile.name}"`,
       );
     }
-    if (session?.busy) throw new SessionBusyError(id);
-    if (!session) {
-      const mine = this.#count(owner);
-      if (mine >= this.#maxPerOwner) {
-        throw new SessionError(
-          `Cannot open session "${id}": this connection has ${mine} sessions open (the limit per connection, settings.max_sessions_per_connection); close one with close_session`,
-        );
-      }
-      if (this.#sessions.size >= this.#options.max) {
-        throw new SessionError(
-          `Cannot open session "${id}": ${this.#options.max} sessions are open on this server (the limit, settings.max_sessions); close one of yours with close_session, or retry when idle ones expire`,
-        );
-      }
-      const sandbox = this.#options.launch(profile);
-      session = {
-        owner,
-        id,
-        sandbox,
-        created: new Date(),
-        lastUsed: Date.now(),
-        executions: 0,
-        busy: true,
-      };
-      this.#sessions.set(key, session);
-      // A session whose process dies is gone (unless the id was reopened meanwhile).
-      void sandbox.exited.then(() => {
-        if (this.#sessions.get(key)?.sandbox === sandbox) this.#sessions.delete(key);
-      });
-      try {
-        await sandbox.ready;
-      } catch (error) {
-        this.#sessions.delete(key);
-        throw error;
-      }
-      this.#options.log.info("session opened", { session: id, profile: profile.name });
-    }
+    if (session.busy) throw new SessionBusyError(id);
     session.busy = true;
     return session.sandbox;
   }

@@ -82,6 +82,7 @@ export const executionResultShape = {
     traceback: z.string().optional(),
     lineno: z.number().nullable().optional(),
   }).nullable(),
+  session_id: z.string().optional(),
 };
 
 export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeToolOptions) {
