@@ -74,6 +74,12 @@ interface Session {
   lastActive: number;
 }
 
+/**
+ * An open response stream gets an SSE comment this often, so a client that went away (a call
+ * cancelled by closing its stream) is noticed by the failed write within this time even when
+ * the connection's close itself went unseen; the SDK's default is 15 s.
+ */
+export const SSE_KEEP_ALIVE_MS = 2000;
 /** How long shutdown waits for in-flight requests. */
 const SHUTDOWN_GRACE_MS = 5000;
 /** The largest session-less POST body read (the SDK transport's own default). */
@@ -109,9 +115,13 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }).server;
   const modern = createMcpHandler(({ era }) => perRequest(era), {
     legacy: "reject",
+    keepAliveMs: SSE_KEEP_ALIVE_MS,
     onerror: (error) => log.debug("http request refused", { error: error.message }),
   });
-  const legacyStateless = statelessLegacy((logLevel) => perRequest("legacy", logLevel));
+  const legacyStateless = statelessLegacy(
+    (logLevel) => perRequest("legacy", logLevel),
+    { keepAliveMs: SSE_KEEP_ALIVE_MS },
+  );
   // A 2026-07-28 client learns of tool changes on its subscriptions/listen stream.
   const unwatchCatalog = app.tools.onChange(() => {
     void modern.notify.toolsChanged();
@@ -201,6 +211,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       owner,
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
+        keepAliveMs: SSE_KEEP_ALIVE_MS,
         onsessioninitialized: (sessionId: string) => {
           release();
           sessions.set(sessionId, session);

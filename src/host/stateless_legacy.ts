@@ -47,6 +47,7 @@ export interface StatelessLegacy {
 /** `serve` builds the MCP server for one request, given the caller's log level. */
 export function statelessLegacy(
   serve: (logLevel: LoggingLevel | undefined) => McpServer,
+  options: { keepAliveMs: number },
 ): StatelessLegacy {
   const awaiting = new Map<string, Awaiting>();
   const running = new Map<RequestId, Set<AbortController>>();
@@ -69,6 +70,7 @@ export function statelessLegacy(
     const server = serve(logLevel);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
+      keepAliveMs: options.keepAliveMs,
     });
     const asked = new Map<RequestId, string>();
     const send = transport.send.bind(transport);
