@@ -39,6 +39,13 @@ const MUTATIONS: Mutation[] = [
     to: 'if (record.approval === "unavailable") {',
     tests: ["tests/approvals_test.ts"],
   },
+  {
+    name: "a 2026-07-28 round approves whatever its answer says",
+    file: "src/host/approvals.ts",
+    from: "parked.pending.answer(readElicitAnswer(ctx.mcpReq.inputResponses?.approval));",
+    to: 'parked.pending.answer("approved");',
+    tests: ["tests/approvals_test.ts"],
+  },
   // Tasks
   {
     name: "a task answers any caller",

@@ -13,7 +13,10 @@
  * its result waits for the client); one the client never comes back for is killed.
  */
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   createRequestStateCodec,
+  inputRequired,
+  type InputRequiredResult,
   type McpServer,
   type RequestStateCodec,
   SdkErrorCode,
@@ -149,6 +152,68 @@ interface Parked {
 /** What a 2026-07-28 round echoes back: which parked run it answers. */
 interface ParkedState {
   parked: string;
+}
+
+/** How a 2026-07-28 round ends: the run's result, its next question, or no run to continue. */
+export type RoundEnd =
+  | { result: ExecutionResult }
+  | { question: InputRequiredResult }
+  | { gone: string };
+
+/**
+ * One round of a 2026-07-28 call. A first round starts the run; a later one hands the answer it
+ * carries to the question its run is parked on (the run named by the round's request state).
+ * Then it waits for the run's result or its next question: the run is parked on that question,
+ * which the round returns. A client that cannot show a form gets "unavailable" for each.
+ */
+export async function playRound(
+  ctx: ServerContext,
+  options: {
+    parked: ParkedRuns;
+    owner: string;
+    start: () => InteractiveRun;
+    feedback: RoundFeedback;
+  },
+): Promise<RoundEnd> {
+  const state = ctx.mcpReq.requestState<ParkedState>();
+  let run: InteractiveRun;
+  if (state === undefined) {
+    run = options.start();
+  } else {
+    const parked = options.parked.take(state, options.owner);
+    if (!parked) {
+      return {
+        gone:
+          "Cannot continue the script: the approval it waited for is unknown, already answered or expired (its sandbox is gone); run it again",
+      };
+    }
+    parked.pending.answer(readElicitAnswer(ctx.mcpReq.inputResponses?.approval));
+    run = parked.run;
+  }
+  const canAsk = clientCanElicit(ctx);
+  while (true) {
+    const step = await run.next(ctx.mcpReq.signal, options.feedback);
+    if ("result" in step) return { result: step.result };
+    if (!canAsk) {
+      step.pending.answer("unavailable");
+      continue;
+    }
+    return {
+      question: inputRequired({
+        inputRequests: { approval: inputRequired.elicit(approvalRequest(step.pending.question)) },
+        requestState: await options.parked.park(run, step.pending, options.owner),
+      }),
+    };
+  }
+}
+
+/** Whether a 2026-07-28 request says its client can show a form (its declared capabilities). */
+function clientCanElicit(ctx: ServerContext): boolean {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
+    | { elicitation?: unknown }
+    | undefined;
+  return capabilities?.elicitation !== undefined;
 }
 
 /** The runs parked on a question, shared by every MCP server instance of this process. */

@@ -4,19 +4,13 @@
  * progress go back as notifications, and the result becomes an MCP tool result.
  */
 import {
-  CLIENT_CAPABILITIES_META_KEY,
-  inputRequired,
   type LoggingLevel,
   type McpServer,
   type ProtocolEra,
   type ServerContext,
 } from "@modelcontextprotocol/server";
-import {
-  type ApprovalAnswer,
-  approvalRequest,
-  readElicitAnswer,
-} from "../../execution/approval.ts";
-import { elicitingApprover, InteractiveRun, type ParkedRuns } from "../approvals.ts";
+import type { ApprovalAnswer } from "../../execution/approval.ts";
+import { elicitingApprover, InteractiveRun, type ParkedRuns, playRound } from "../approvals.ts";
 import { z } from "zod";
 import {
   EXECUTE_REQUEST_SHAPE,
@@ -111,58 +105,22 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
       await flush(); // notifications about a request must reach the client before its result
       return toToolResult(result);
     }
-    // 2026-07-28: this round either starts the run or answers the question it is parked on.
-    const state = ctx.mcpReq.requestState<{ parked: string }>();
-    let run: InteractiveRun;
-    if (state === undefined) {
-      run = new InteractiveRun((lent) => options.executor.execute(request, lent));
-    } else {
-      const parked = options.parked.take(state, options.owner);
-      if (!parked) {
-        return {
-          content: [{
-            type: "text" as const,
-            text:
-              "Cannot continue the script: the approval it waited for is unknown, already answered or expired (its sandbox is gone); run it again",
-          }],
-          isError: true,
-        };
-      }
-      parked.pending.answer(readElicitAnswer(ctx.mcpReq.inputResponses?.approval));
-      run = parked.run;
+    // 2026-07-28: each round of the call starts the run or answers its question.
+    const round = await playRound(ctx, {
+      parked: options.parked,
+      owner: options.owner,
+      start: () => new InteractiveRun((lent) => options.executor.execute(request, lent)),
+      feedback: live,
+    });
+    await flush();
+    if ("gone" in round) {
+      return { content: [{ type: "text" as const, text: round.gone }], isError: true };
     }
-    const canAsk = clientCanElicit(ctx);
-    while (true) {
-      const step = await run.next(ctx.mcpReq.signal, live);
-      if ("result" in step) {
-        await flush();
-        return toToolResult(step.result);
-      }
-      if (!canAsk) {
-        step.pending.answer("unavailable");
-        continue;
-      }
-      await flush();
-      return inputRequired({
-        inputRequests: {
-          approval: inputRequired.elicit(approvalRequest(step.pending.question)),
-        },
-        requestState: await options.parked.park(run, step.pending, options.owner),
-      });
-    }
+    return "question" in round ? round.question : toToolResult(round.result);
   });
 }
 
 const RESULT_GAP_MS = 20;
-
-/** Whether a 2026-07-28 request says its client can show a form (its declared capabilities). */
-function clientCanElicit(ctx: ServerContext): boolean {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
-    | { elicitation?: unknown }
-    | undefined;
-  return capabilities?.elicitation !== undefined;
-}
 
 /** Where a request's live feedback goes: what the SDK hands a tool handler, narrowed. */
 export interface FeedbackChannel {
