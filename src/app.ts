@@ -11,8 +11,7 @@ import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./sandbox/sessions.ts";
 import { openResidentMemory } from "./sandbox/resident_memory.ts";
 import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
-import { PackageSources } from "./packages/package_sources.ts";
-import { join } from "node:path";
+import { openPackageSources } from "./packages/open_package_sources.ts";
 import { ToolCatalog } from "./upstream/tool_catalog.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
@@ -142,12 +141,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
     sessions,
-    packages: new PackageSources(
-      config.settings.wheels_dir,
-      config.settings.package_index
-        ? { url: config.settings.package_index, cacheDir: join(runtime.cacheDir, "wheels") }
-        : null,
-    ),
+    packages: await openPackageSources(config.settings, runtime.pyodideDir, runtime.cacheDir),
   });
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");

@@ -129,7 +129,7 @@ Deno.test("checkRequest() turns a good request into a CheckedRequest with its ti
     profile: checkDeps().profile("default"),
     timeoutMs: 10_000, // the profile's default timeout_s
     files: [{ name: "data/in.txt", data: btoa("hi") }],
-    wheels: [],
+    pythonPackages: [],
     sessionId: "s1",
   });
   const asked = await checkRequest({ code: "1", timeout_s: 2.5 }, checkDeps());
@@ -151,11 +151,24 @@ Deno.test("checkRequest() runs an internal caller's profile override, even under
 Deno.test("checkRequest() installs wheels from the package sources, or names the missing package", async () => {
   const dir = await Deno.makeTempDir();
   await Deno.writeFile(`${dir}/demo_pkg-1.0-py3-none-any.whl`, new TextEncoder().encode("PK"));
-  const deps = checkDeps({ packages: new PackageSources(dir, null) });
+  const platform = {
+    python: "3.14.2",
+    abi_version: "2026_0",
+    platform: "emscripten_5_0_3",
+    arch: "wasm32",
+  };
+  const deps = checkDeps({
+    packages: new PackageSources({ wheelsDir: dir, distribution: null, index: null, platform }),
+  });
   const checked = await checkRequest({ code: "1", packages: ["Demo-Pkg"] }, deps);
   assert.ok(!isRefusal(checked), JSON.stringify(checked));
-  assert.deepEqual(checked.wheels, [
-    { name: "demo-pkg", file: "demo_pkg-1.0-py3-none-any.whl", data: btoa("PK") },
+  assert.deepEqual(checked.pythonPackages, [
+    {
+      name: "demo-pkg",
+      file: "demo_pkg-1.0-py3-none-any.whl",
+      data: btoa("PK"),
+      install_dir: "site",
+    },
   ]);
   const missing = await refusal({ code: "1", packages: ["demo-pkg", "absent"] }, deps);
   assert.equal(missing.outcome, "PACKAGE_UNAVAILABLE");

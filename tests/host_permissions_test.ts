@@ -86,6 +86,28 @@ Deno.test("hostGrants() grants the host exactly what its config names", () => {
   assert.deepEqual(grants.env, [...HOST_ENV, "FILES_KEY", "API_TOKEN"]);
 });
 
+Deno.test("hostGrants() reaches Pyodide's package set only when a profile may, and reads a mirror folder", () => {
+  const withProfileNet = (net: string[], pyodide_packages = "") => {
+    const base = needs();
+    const workspace = base.config.profiles.get("workspace")!;
+    return hostGrants({
+      ...base,
+      config: {
+        ...base.config,
+        settings: { ...base.config.settings, pyodide_packages },
+        profiles: new Map([["workspace", { ...workspace, net }]]),
+      },
+    });
+  };
+  assert.ok(!withProfileNet([]).net.some((host) => /jsdelivr/.test(host)));
+  assert.deepEqual(withProfileNet(["cdn.jsdelivr.net"]).net.slice(-1), ["cdn.jsdelivr.net"]);
+  const mirror = withProfileNet(["mirror.example:8080"], "http://mirror.example:8080/pyodide/");
+  assert.deepEqual(mirror.net.slice(-1), ["mirror.example:8080"]);
+  const folder = withProfileNet([], "/srv/pyodide");
+  assert.ok(folder.read.includes("/srv/pyodide"));
+  assert.ok(!folder.net.some((host) => host.includes("pyodide")));
+});
+
 Deno.test("hostGrants() adds the model API host, the HTTP bind address and a script file", () => {
   const model = {
     kind: "openai" as const,

@@ -13,9 +13,15 @@ Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
     distribution: "tiny-math",
     version: "1.2.0",
     file: "tiny_math-1.2.0-py3-none-any.whl",
+    python: "py3",
+    abi: "none",
+    platform: "any",
   });
-  assert.equal(parseWheelName("numpy-2.0.0-cp312-cp312-manylinux_x86_64.whl"), null);
-  assert.ok(parseWheelName("numpy-2.2.5-cp313-cp313-pyodide_2025_0_wasm32.whl"));
+  assert.equal(
+    parseWheelName("numpy-2.0.0-cp312-cp312-manylinux_x86_64.whl")?.platform,
+    "manylinux_x86_64",
+  );
+  assert.equal(parseWheelName("not-a-wheel.tar.gz"), null);
   assert.deepEqual(
     scriptDependencies(
       '# /// script\n# dependencies = [\n#   "tinymath>=1",\n#   "other[extra]",\n# ]\n# ///\nprint(1)',

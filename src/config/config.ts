@@ -72,6 +72,12 @@ export interface Settings {
    * profiles whose `net` allows its host.
    */
   package_index: string;
+  /**
+   * Pyodide's package set: a base URL serving `pyodide-lock.json` and the files it lists, or a
+   * folder holding an unpacked Pyodide distribution; "" for the official distribution of the
+   * pinned Pyodide. A URL is used only for profiles whose `net` allows its host.
+   */
+  pyodide_packages: string;
 }
 
 export interface Config {
@@ -326,6 +332,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     session_idle_s: 600,
     wheels_dir: "",
     package_index: "",
+    pyodide_packages: "",
   };
   if (raw === undefined) return withDerivedDefaults(settings);
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
@@ -368,6 +375,16 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         const url = requireString(value, where(key));
         if (!/^https?:\/\//.test(url)) throw new TypeError(where(key) + ": must be an http(s) URL");
         settings.package_index = url;
+        break;
+      }
+      case "pyodide_packages": {
+        const source = requireString(value, where(key));
+        if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !/^https?:\/\//.test(source)) {
+          throw new TypeError(where(key) + ": must be an http(s) URL or a folder");
+        }
+        settings.pyodide_packages = /^https?:\/\//.test(source)
+          ? (source.endsWith("/") ? source : source + "/")
+          : (isAbsolute(source) ? source : resolve(configDir, source));
         break;
       }
       case "wheels_dir": {

@@ -165,7 +165,7 @@ export class SandboxExecutor implements Executor {
       outcome = await lease.sandbox.execute({
         code: checked.code,
         files: checked.files,
-        wheels: checked.wheels,
+        pythonPackages: checked.pythonPackages,
         timeoutMs: checked.timeoutMs,
         memoryBytes: profile.limits.memory_mb * 1024 * 1024,
         outputBytes: profile.limits.output_bytes,

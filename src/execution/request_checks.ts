@@ -1,13 +1,14 @@
 /**
  * Stage: request checks. Everything the host can decide about a request before any sandbox is
  * touched: the profile (known, and one callers may use), the code's size, the timeout, the input
- * files and the packages (resolved to wheels). A request that passes becomes a `CheckedRequest`
+ * files and the Python packages (resolved to files, dependencies included). A request that passes becomes a `CheckedRequest`
  * the later stages trust; one that does not becomes a `Refusal`.
  */
 import { checkCodeSize } from "../policy/code_size.ts";
 import { checkInputFiles } from "../policy/input_files.ts";
 import type { PackageSources } from "../packages/package_sources.ts";
-import { type ResolvedWheel, scriptDependencies } from "../packages/wheels.ts";
+import type { ResolvedPackage } from "../packages/package_sources.ts";
+import { scriptDependencies } from "../packages/wheels.ts";
 import type { InputFile } from "../rpc/sandbox_protocol.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import type { ExecuteRequest } from "./executor.ts";
@@ -18,7 +19,8 @@ export interface CheckedRequest {
   profile: Profile;
   timeoutMs: number;
   files: InputFile[];
-  wheels: ResolvedWheel[];
+  /** Python package files to install, dependencies first. */
+  pythonPackages: ResolvedPackage[];
   /** Run in this persistent session instead of a fresh sandbox. */
   sessionId?: string;
 }
@@ -71,25 +73,25 @@ export async function checkRequest(
   if (typeof files === "string") return refuse("POLICY_VIOLATION", files);
 
   const wanted = [...(request.packages ?? []), ...scriptDependencies(request.code)];
-  let wheels: ResolvedWheel[] = [];
+  let pythonPackages: ResolvedPackage[] = [];
   if (wanted.length > 0) {
     const found = deps.packages
       ? await deps.packages.resolve(wanted, profile.net)
-      : { wheels: [], problems: wanted.map((n) => `${n}: no package sources`) };
+      : { packages: [], problems: wanted.map((n) => `${n}: no package sources`) };
     if (found.problems.length > 0) {
       return refuse(
         "PACKAGE_UNAVAILABLE",
         `Cannot install packages: ${found.problems.join("; ")}`,
       );
     }
-    wheels = found.wheels;
+    pythonPackages = found.packages;
   }
   return {
     code: request.code,
     profile,
     timeoutMs: timeoutS * 1000,
     files,
-    wheels,
+    pythonPackages,
     sessionId: request.session_id,
   };
 }

@@ -16,8 +16,9 @@ export function describeExecuteCode(profile: Profile, toolIndex: string): string
     "(combine with asyncio.gather). A failed tool raises mcp_tools.ToolError naming server and tool;",
     "a call the policy refuses raises ToolDenied. Use search_tools / get_tool_docs for signatures.",
     "",
-    "The sandbox: Python standard library, plus packages you name in `packages` when the server has",
-    "their wheels (no pip, no package index); no network" +
+    "The sandbox: Python standard library, plus packages you name in `packages` (their dependencies",
+    "come along) when the server can get them: its wheels, or Pyodide's set (numpy, pandas, ...)",
+    "where it allows; no pip; no network" +
     (profile.net.length ? ` except ${profile.net.join(", ")}` : "") +
     "; no host files" +
     (profile.folders.length

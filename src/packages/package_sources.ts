@@ -1,20 +1,36 @@
 /**
- * Where requested Python packages come from: the local wheel folder first, then (only when the
- * calling profile may reach its host) a PEP 503 "simple" package index. The host downloads from
- * the index, checks the sha256 the index gives, and keeps the wheel in a cache folder, so the
- * next run does not download again.
+ * Where requested Python packages come from, each with everything it depends on. A name is
+ * looked for in the local wheel folder, then in Pyodide's own package set (its lock), then on a
+ * PEP 503 "simple" index; a dependency (from the lock, or from a wheel's `Requires-Dist`) is
+ * looked for the same way. Remote sources are used only when the calling profile's `net` allows
+ * their host. The result lists every file dependencies first, or says for each package that
+ * cannot be had why not.
  */
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
+import { hostAllowed } from "./hosts.ts";
+import type { PyodideDistribution } from "./pyodide_distribution.ts";
+import type { PyodideLock } from "./pyodide_lock.ts";
+import { type FolderWheel, WheelFolder } from "./wheel_folder.ts";
 import {
   compareVersions,
   isPackageName,
   normalizeName,
   parseWheelName,
-  type ResolvedWheel,
-  WheelFolder,
+  type PyodidePlatform,
+  wheelIncompatibility,
 } from "./wheels.ts";
+
+/** A file the sandbox installs: a wheel, or a package file of Pyodide's distribution. */
+export interface ResolvedPackage {
+  name: string;
+  file: string;
+  /** Base64. */
+  data: string;
+  /** Where Pyodide installs it: site-packages, or the shared-library folder. */
+  install_dir: "site" | "dynlib";
+}
 
 export interface IndexOptions {
   /** Base URL of the simple index, e.g. https://index.example/simple/ */
@@ -24,74 +40,133 @@ export interface IndexOptions {
   fetch?: typeof fetch;
 }
 
+export interface PackageSourceOptions {
+  /** The local wheel folder ("" for none). */
+  wheelsDir: string;
+  distribution: PyodideDistribution | null;
+  index: IndexOptions | null;
+  /** The platform of the pinned Pyodide: which wheels can run in it. */
+  platform: PyodidePlatform;
+}
+
+export interface Resolution {
+  packages: ResolvedPackage[];
+  problems: string[];
+}
+
 export class PackageSources {
   readonly #local: WheelFolder;
+  readonly #distribution: PyodideDistribution | null;
   readonly #index: IndexOptions | null;
-  readonly #cache: WheelFolder | null;
+  readonly #indexCache: WheelFolder | null;
+  readonly #platform: PyodidePlatform;
 
-  constructor(localDir: string, index: IndexOptions | null) {
-    this.#local = new WheelFolder(localDir);
-    this.#index = index;
-    this.#cache = index ? new WheelFolder(index.cacheDir) : null;
+  constructor(options: PackageSourceOptions) {
+    this.#local = new WheelFolder(options.wheelsDir, options.platform);
+    this.#distribution = options.distribution;
+    this.#index = options.index;
+    this.#indexCache = options.index
+      ? new WheelFolder(options.index.cacheDir, options.platform)
+      : null;
+    this.#platform = options.platform;
   }
 
   /**
-   * Wheels for `names`, or problems naming each package that cannot be had and why.
-   * `allowedHosts` are the calling profile's `net` entries.
+   * The files `names` need, dependencies first, or problems naming each package that cannot be
+   * had and why. `allowedHosts` are the calling profile's `net` entries.
    */
-  async resolve(
-    names: string[],
-    allowedHosts: readonly string[],
-  ): Promise<{ wheels: ResolvedWheel[]; problems: string[] }> {
+  async resolve(names: string[], allowedHosts: readonly string[]): Promise<Resolution> {
     const invalid = names.filter((name) => !isPackageName(name));
     if (invalid.length > 0) {
       return {
-        wheels: [],
+        packages: [],
         problems: invalid.map((name) =>
           `${JSON.stringify(name.slice(0, 100))}: not a valid package name (PEP 508)`
         ),
       };
     }
-    const local = await this.#local.resolve(names);
-    if (local.missing.length === 0) return { wheels: local.wheels, problems: [] };
-    const where = this.#local.dir
-      ? `the local wheel folder (${this.#local.dir})`
-      : "a local wheel folder (settings.wheels_dir is not set)";
-    if (!this.#index || !this.#cache) {
-      return {
-        wheels: local.wheels,
-        problems: local.missing.map((n) =>
-          `${n}: not in ${where}, and no package index is configured`
-        ),
-      };
-    }
+    const packages: ResolvedPackage[] = [];
+    const problems: string[] = [];
+    const seen = new Set<string>();
+    let lock: Promise<PyodideLock | string> | null = null;
+    const distributionLock = () =>
+      lock ??= this.#distribution!.lock(allowedHosts).catch((e) => (e as Error).message);
+
+    const need = async (name: string, neededBy: string | null): Promise<void> => {
+      const key = normalizeName(name);
+      if (seen.has(key)) return;
+      seen.add(key);
+      const label = neededBy ? `${key} (needed by ${neededBy})` : key;
+      const reasons: string[] = [];
+
+      const local = await this.#local.find(key);
+      if (local.wheel) return await this.#addWheel(key, local.wheel, packages, need);
+      reasons.push(
+        ...local.refused,
+        ...(local.refused.length > 0 ? [] : [
+          this.#local.dir
+            ? `not in the local wheel folder (${this.#local.dir})`
+            : "no local wheel folder is set (settings.wheels_dir)",
+        ]),
+      );
+
+      if (this.#distribution) {
+        const found = await distributionLock();
+        const entry = typeof found === "string" ? undefined : found.packages.get(key);
+        if (typeof found === "string") reasons.push(`${this.#distribution.where}: ${found}`);
+        else if (!entry) reasons.push(`not in ${this.#distribution.where}`);
+        if (entry) {
+          for (const dependency of entry.depends) await need(dependency, key);
+          try {
+            const data = await this.#distribution.file(entry, allowedHosts);
+            packages.push({
+              name: key,
+              file: entry.file_name,
+              data,
+              install_dir: entry.install_dir,
+            });
+          } catch (error) {
+            problems.push(`${label}: ${this.#distribution.where}: ${(error as Error).message}`);
+          }
+          return;
+        }
+      }
+
+      const indexed = await this.#fromIndex(key, allowedHosts);
+      if (typeof indexed !== "string") return await this.#addWheel(key, indexed, packages, need);
+      reasons.push(indexed);
+      problems.push(`${label}: ${reasons.join("; ")}`);
+    };
+    for (const name of names) await need(name, null);
+    return { packages, problems };
+  }
+
+  async #addWheel(
+    name: string,
+    wheel: FolderWheel,
+    packages: ResolvedPackage[],
+    need: (name: string, neededBy: string) => Promise<void>,
+  ): Promise<void> {
+    for (const dependency of wheel.requires) await need(dependency, name);
+    packages.push({ name, file: wheel.file, data: wheel.data, install_dir: "site" });
+  }
+
+  /** The wheel of `name` from the index (downloaded once, then from the cache), or why not. */
+  async #fromIndex(name: string, allowedHosts: readonly string[]): Promise<FolderWheel | string> {
+    if (!this.#index || !this.#indexCache) return "no package index is configured";
+    const cached = await this.#indexCache.find(name);
+    if (cached.wheel) return cached.wheel;
     const index = new URL(this.#index.url);
     if (!hostAllowed(index, allowedHosts)) {
-      return {
-        wheels: local.wheels,
-        problems: local.missing.map((n) =>
-          `${n}: not in ${where}, and the profile does not allow the package index host ${index.host}`
-        ),
-      };
+      return `the profile does not allow the package index host ${index.host}`;
     }
-    const problems: string[] = [];
-    const cached = await this.#cache.resolve(local.missing);
-    for (const name of cached.missing) {
-      try {
-        await this.#download(name);
-      } catch (error) {
-        problems.push(`${name}: ${(error as Error).message}`);
-      }
+    try {
+      await this.#download(name);
+    } catch (error) {
+      return (error as Error).message;
     }
-    const fetched = cached.missing.length > 0
-      ? await this.#cache.resolve(cached.missing)
-      : { wheels: [], missing: [] };
-    for (const name of fetched.missing) {
-      if (!problems.some((p) => p.startsWith(`${name}:`))) {
-        problems.push(`${name}: no compatible wheel on the index`);
-      }
-    }
-    return { wheels: [...local.wheels, ...cached.wheels, ...fetched.wheels], problems };
+    const fetched = await this.#indexCache.find(name);
+    return fetched.wheel ?? "no compatible wheel on the package index";
   }
 
   /** Downloads the newest compatible wheel of `name` from the index into the cache folder. */
@@ -107,29 +182,30 @@ export class PackageSources {
     ]
       .map(([, href, text]) => ({
         href: new URL(href!.replaceAll("&amp;", "&"), page),
-        file: text!.trim(),
+        wheel: parseWheelName(text!.trim()),
       }))
-      .map((link) => ({ ...link, wheel: parseWheelName(link.file) }))
       .filter((link) => link.wheel?.distribution === normalizeName(name));
-    if (links.length === 0) throw new Error("no compatible wheel on the package index");
-    const newest = links.sort((a, b) => compareVersions(b.wheel!.version, a.wheel!.version))[0]!;
+    const refused = links.map((link) => wheelIncompatibility(link.wheel!, this.#platform));
+    const runnable = links.filter((_, i) => refused[i] === null);
+    if (runnable.length === 0) {
+      const reasons = refused.filter((r) => r !== null);
+      throw new Error(
+        reasons.length > 0
+          ? `no wheel on the package index runs here: ${reasons.join("; ")}`
+          : "no wheel on the package index",
+      );
+    }
+    const newest = runnable.sort((a, b) => compareVersions(b.wheel!.version, a.wheel!.version))[0]!;
     const expected = /sha256=([0-9a-f]{64})/.exec(newest.href.hash)?.[1];
     newest.href.hash = "";
     const download = await doFetch(newest.href, { signal: AbortSignal.timeout(120_000) });
-    if (!download.ok) throw new Error(`downloading ${newest.file} answered ${download.status}`);
+    const file = newest.wheel!.file;
+    if (!download.ok) throw new Error(`downloading ${file} answered ${download.status}`);
     const bytes = new Uint8Array(await download.arrayBuffer());
-    if (expected) {
-      if (await sha256Hex(bytes) !== expected) {
-        throw new Error(`${newest.file} does not match the index's sha256`);
-      }
+    if (expected && await sha256Hex(bytes) !== expected) {
+      throw new Error(`checksum mismatch: ${file} does not match the index's sha256`);
     }
     await Deno.mkdir(cacheDir, { recursive: true });
-    await writeFileAtomically(join(cacheDir, newest.file), bytes);
+    await writeFileAtomically(join(cacheDir, file), bytes);
   }
-}
-
-/** Whether a profile's `net` entries cover the index URL's host (with or without its port). */
-export function hostAllowed(url: URL, allowed: readonly string[]): boolean {
-  const port = url.port || (url.protocol === "https:" ? "443" : "80");
-  return allowed.includes(url.hostname) || allowed.includes(`${url.hostname}:${port}`);
 }

@@ -1,11 +1,8 @@
 /**
- * Python packages from a local wheel folder: finds the wheel for a requested name, and reads the
- * names a script declares in a PEP 723 `# /// script` block. No network is involved.
+ * Python wheels by name: their versions and compatibility tags, and the names a script declares
+ * in a PEP 723 `# /// script` block. No network is involved.
  */
-import { join } from "node:path";
-import { encodeBase64 } from "../policy/input_files.ts";
 
-/** PEP 503 normalized name: lowercase, runs of -_. become one -. */
 /**
  * Whether `name` is a valid Python package name (PEP 508): letters and digits, with `.`, `_` or
  * `-` inside. Checked before any I/O, since a name becomes part of a file name and a URL.
@@ -14,6 +11,7 @@ export function isPackageName(name: string): boolean {
   return name.length <= 100 && /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(name);
 }
 
+/** PEP 503 normalized name: lowercase, runs of -_. become one -. */
 export function normalizeName(name: string): string {
   return name.toLowerCase().replace(/[-_.]+/g, "-");
 }
@@ -22,16 +20,72 @@ export interface WheelFile {
   distribution: string;
   version: string;
   file: string;
+  /** The wheel's compatibility tags (each may be a compressed set such as "py2.py3"). */
+  python: string;
+  abi: string;
+  platform: string;
 }
 
 /** Parses `{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`; null for other names. */
 export function parseWheelName(file: string): WheelFile | null {
   const match = /^([^-]+)-([^-]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)\.whl$/.exec(file);
   if (!match) return null;
-  const [, dist, version, , abi, platform] = match;
-  const runsHere = platform === "any" || /emscripten|pyodide/.test(platform!);
-  if (!runsHere || (platform === "any" && abi !== "none")) return null;
-  return { distribution: normalizeName(dist!), version: version!, file };
+  const [, dist, version, python, abi, platform] = match;
+  return {
+    distribution: normalizeName(dist!),
+    version: version!,
+    file,
+    python: python!,
+    abi: abi!,
+    platform: platform!,
+  };
+}
+
+/** The platform a Pyodide runs on, as its lock's `info` says. */
+export interface PyodidePlatform {
+  /** "3.14.2" */
+  python: string;
+  /** "2026_0" */
+  abi_version: string;
+  /** "emscripten_5_0_3" */
+  platform: string;
+  /** "wasm32" */
+  arch: string;
+}
+
+/**
+ * Why a wheel's tags cannot run in this Pyodide (naming the tag), or null when they can: pure
+ * Python (`py3-none-any`) or built for this Pyodide's ABI (`cp314-cp314-pyemscripten_2026_0_wasm32`).
+ */
+export function wheelIncompatibility(wheel: WheelFile, runtime: PyodidePlatform): string | null {
+  const [major, minor] = runtime.python.split(".").map((n) => Number.parseInt(n, 10));
+  const cp = `cp${major}${minor}`;
+  const platforms = [
+    "any",
+    `pyemscripten_${runtime.abi_version}_${runtime.arch}`,
+    `pyodide_${runtime.abi_version}_${runtime.arch}`,
+    `${runtime.platform}_${runtime.arch}`,
+  ];
+  if (!wheel.platform.split(".").some((tag) => platforms.includes(tag))) {
+    return `${wheel.file} is built for the platform ${wheel.platform}, which this Pyodide cannot ` +
+      `run (it runs "any" or ${platforms[1]})`;
+  }
+  const abi3 = wheel.abi.split(".").includes("abi3");
+  const pythonRuns = wheel.python.split(".").some((tag) => {
+    const m = /^(py|cp)(\d)(\d*)$/.exec(tag);
+    if (!m || Number(m[2]) !== major) return false;
+    if (m[3] === "") return m[1] === "py";
+    const taggedMinor = Number(m[3]);
+    return tag === cp || (taggedMinor <= minor! && (m[1] === "py" || abi3));
+  });
+  if (!pythonRuns) {
+    return `${wheel.file} is built for the Python tag ${wheel.python}, and this Pyodide runs ` +
+      `Python ${major}.${minor} (${cp})`;
+  }
+  if (!wheel.abi.split(".").some((tag) => tag === "none" || tag === "abi3" || tag === cp)) {
+    return `${wheel.file} is built for the ABI ${wheel.abi}, which this Pyodide (${cp}) cannot load`;
+  }
+  return null;
 }
 
 /** The package names (no versions or extras) in a script's PEP 723 block. */
@@ -62,62 +116,6 @@ function requirementName(requirement: string): string {
   const m = /^([^\s<>=!~;\[(@]+)\s*(.*)$/.exec(requirement);
   if (!m) return requirement;
   return m[2] === "" || /^[<>=!~;\[(@]/.test(m[2]!) ? m[1]! : requirement;
-}
-
-export interface ResolvedWheel {
-  name: string;
-  file: string;
-  /** Base64. */
-  data: string;
-}
-
-/** Finds and reads wheels from one folder, keeping what it read (the host-side cache). */
-export class WheelFolder {
-  readonly dir: string;
-  readonly #cache = new Map<string, { mtime: number; data: string }>();
-
-  constructor(dir: string) {
-    this.dir = dir;
-  }
-
-  /** The newest wheel per requested name, or the names that have none. */
-  async resolve(names: string[]): Promise<{ wheels: ResolvedWheel[]; missing: string[] }> {
-    const available = new Map<string, WheelFile>();
-    if (this.dir) {
-      try {
-        for await (const entry of Deno.readDir(this.dir)) {
-          const wheel = entry.isFile ? parseWheelName(entry.name) : null;
-          const known = wheel && available.get(wheel.distribution);
-          if (wheel && (!known || compareVersions(wheel.version, known.version) > 0)) {
-            available.set(wheel.distribution, wheel);
-          }
-        }
-      } catch {
-        // a missing folder has no wheels
-      }
-    }
-    const wheels: ResolvedWheel[] = [];
-    const missing: string[] = [];
-    for (const name of [...new Set(names.map(normalizeName))]) {
-      const wheel = available.get(name);
-      if (!wheel) {
-        missing.push(name);
-        continue;
-      }
-      wheels.push({ name, file: wheel.file, data: await this.#read(join(this.dir, wheel.file)) });
-    }
-    return { wheels, missing };
-  }
-
-  async #read(path: string): Promise<string> {
-    const { mtime } = await Deno.stat(path);
-    const stamp = mtime?.getTime() ?? 0;
-    const cached = this.#cache.get(path);
-    if (cached && cached.mtime === stamp) return cached.data;
-    const data = encodeBase64(await Deno.readFile(path));
-    this.#cache.set(path, { mtime: stamp, data });
-    return data;
-  }
 }
 
 export function compareVersions(a: string, b: string): number {

@@ -22,6 +22,8 @@ export interface TrustInputs {
     permissions_dir: string;
     skills_dir: string;
     wheels_dir: string;
+    /** A Pyodide package folder, or a URL (which is no path). */
+    pyodide_packages: string;
     audit_log: string;
   };
   /** The stdio servers the host starts: their commands, arguments, environment and folders. */
@@ -51,6 +53,9 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
   ];
   if (inputs.settings.wheels_dir) {
     paths.push({ path: inputs.settings.wheels_dir, what: "the wheel folder" });
+  }
+  if (inputs.settings.pyodide_packages && !/^https?:\/\//.test(inputs.settings.pyodide_packages)) {
+    paths.push({ path: inputs.settings.pyodide_packages, what: "the Pyodide package folder" });
   }
   if (inputs.settings.audit_log) {
     paths.push({ path: inputs.settings.audit_log, what: "the audit log" });

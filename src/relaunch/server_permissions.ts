@@ -7,6 +7,8 @@ import { HOST_ENV } from "../config/environment.ts";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { Config } from "../config/config.ts";
 import type { OpenAIModelConfig } from "../agent/model_config.ts";
+import { pyodidePackageSource } from "../packages/open_package_sources.ts";
+import { hostAllowed } from "../packages/hosts.ts";
 
 export interface HostGrants {
   read: string[];
@@ -43,7 +45,9 @@ export function hostGrants(needs: HostNeeds): HostGrants {
   const { config, cacheDir } = needs;
   const settings = config.settings;
   const optional = (path: string) => (path ? [path] : []);
-  const profileFolders = [...config.profiles.values()].flatMap((p) => p.folders.map((f) => f.host));
+  const packageSource = sourceLocation(pyodidePackageSource(settings));
+  const profiles = [...config.profiles.values()];
+  const profileFolders = profiles.flatMap((p) => p.folders.map((f) => f.host));
   const read = [
     config.path,
     settings.permissions_dir,
@@ -52,6 +56,7 @@ export function hostGrants(needs: HostNeeds): HostGrants {
     needs.denoPath,
     settings.skills_dir,
     ...optional(settings.wheels_dir),
+    ...(packageSource.url ? [] : [packageSource.path]),
     // Checked at load for symlinks leading out (the sandbox mounts them, the host only looks).
     ...profileFolders,
     ...needs.extraRead,
@@ -64,6 +69,10 @@ export function hostGrants(needs: HostNeeds): HostGrants {
   const net = [
     ...config.servers.flatMap((s) => (s.kind === "http" ? [new URL(s.url).host] : [])),
     ...(settings.package_index ? [new URL(settings.package_index).host] : []),
+    // Pyodide's package set is downloaded only for profiles that may reach it.
+    ...(packageSource.url && profiles.some((p) => hostAllowed(packageSource.url!, p.net))
+      ? [packageSource.url.host]
+      : []),
     ...(needs.model ? [modelHost(needs.model)] : []),
     ...(needs.http ? [bindAddress(needs.http)] : []),
   ];
@@ -125,6 +134,13 @@ const DEFAULT_OPENAI_URL = "https://api.openai.com/v1";
 function bindAddress({ host, port }: { host: string; port: number }): string {
   const name = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
   return port === 0 ? name : `${name}:${port}`;
+}
+
+/** A package source as a URL to reach or a folder to read. */
+function sourceLocation(source: string): { url: URL | null; path: string } {
+  return /^https?:\/\//.test(source)
+    ? { url: new URL(source), path: "" }
+    : { url: null, path: source };
 }
 
 function unique(values: string[]): string[] {

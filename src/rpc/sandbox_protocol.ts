@@ -50,8 +50,18 @@ export interface ExecuteParams {
   large_outputs_dir?: string;
   /** Run in the process's persistent scope (a session), not a fresh one. */
   persistent?: boolean;
-  /** Wheels to install into site-packages before the run. */
-  wheels?: { name: string; file: string; data: string }[];
+  /** Python packages to install before the run, each after the packages it depends on. */
+  python_packages?: PackageFile[];
+}
+
+/** A wheel, or a package file of Pyodide's distribution (a wheel or a shared-library zip). */
+export interface PackageFile {
+  name: string;
+  file: string;
+  /** Base64. */
+  data: string;
+  /** Where Pyodide installs it: site-packages, or the shared-library folder. */
+  install_dir: "site" | "dynlib";
 }
 
 export interface InputFile {

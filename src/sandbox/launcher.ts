@@ -24,6 +24,7 @@ import {
   METHOD_PROGRESS,
   METHOD_READY,
   type OutputStream,
+  type PackageFile,
   type Packages,
   parseCallToolParams,
   parseExecuteReply,
@@ -52,7 +53,7 @@ export interface ScriptRun {
   /** Input files for the script's working folder. */
   files?: InputFile[];
   /** Wheels to install before the run. */
-  wheels?: { name: string; file: string; data: string }[];
+  pythonPackages?: PackageFile[];
   /** Cap on the files returned from outputs/ (0: none). */
   outputFilesBytes?: number;
   timeoutMs: number;
@@ -289,7 +290,7 @@ export class Sandbox implements AsyncDisposable {
         packages: modules && version !== this.#installed ? modules.packages() : undefined,
         result_bytes: request.outputBytes,
         files: request.files,
-        wheels: request.wheels,
+        python_packages: request.pythonPackages,
         output_files_bytes: request.outputFilesBytes ?? 0,
         large_outputs_dir: largeOutputsFolder(this.profile)?.inSandbox,
         persistent: this.persistent,

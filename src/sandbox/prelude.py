@@ -204,7 +204,6 @@ def execute(request_json):
     request = _loads(request_json)
     for package, sources in (request.get("packages") or {}).items():
         install_modules(package, sources)
-    install_wheels(request.get("wheels") or [])
     place_files(request.get("files") or [])
     reset_outputs()
     scope = None
@@ -379,22 +378,6 @@ def place_files(files):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(base64.b64decode(f["data"]))
-
-
-SITE_PACKAGES = f"/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-
-
-def install_wheels(wheels):
-    """Unpacks wheels (already chosen and read by the host) into site-packages."""
-    import io, zipfile
-    for wheel in wheels:
-        with zipfile.ZipFile(io.BytesIO(base64.b64decode(wheel["data"]))) as archive:
-            for member in archive.namelist():
-                if member.startswith("/") or ".." in member.split("/"):
-                    raise ValueError(f"wheel {wheel['file']} holds an unsafe path: {member}")
-            archive.extractall(SITE_PACKAGES)
-    if wheels:
-        importlib.invalidate_caches()
 
 
 def reset_outputs():

@@ -27,6 +27,7 @@ import {
   METHOD_PROGRESS,
   METHOD_READY,
   type OutputStream,
+  type PackageFile,
   parseBootParams,
   parseWorkerArgs,
   type PrepareParams,
@@ -70,6 +71,16 @@ interface PyodideLike {
     };
   };
   makeMemorySnapshot(): Uint8Array;
+  /** Pyodide's internals; only its package installer is used (see installPackages). */
+  _api: {
+    install(
+      buffer: Uint8Array,
+      fileName: string,
+      installDir: string,
+      metadata: Map<string, string>,
+    ): Promise<void>;
+    package_loader: { get_install_dir(installDir: string): string };
+  };
 }
 type LoadPyodide = (options: LoaderOptions) => Promise<PyodideLike>;
 
@@ -160,6 +171,20 @@ function maskWritableModes(pyodide: PyodideLike): void {
     nodefs.node_ops.mknod = ((parent, name, mode, dev) =>
       mknod(parent, name, mode & ~0o022, dev)) as MakeNode;
   }
+}
+
+/**
+ * Installs package files the way `pyodide.loadPackage` does (unpacked into site-packages or the
+ * shared-library folder, and their shared libraries loaded), in the order given: dependencies
+ * first. The files were chosen and checked by the host; nothing is fetched here.
+ */
+async function installPackages(pyodide: PyodideLike, files: PackageFile[]): Promise<void> {
+  for (const file of files) {
+    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
+    const target = pyodide._api.package_loader.get_install_dir(file.install_dir);
+    await pyodide._api.install(bytes, file.file, target, new Map([["INSTALLER", "mcp-code-mode"]]));
+  }
+  if (files.length > 0) pyodide.runPython("import importlib; importlib.invalidate_caches()");
 }
 
 /** A stream writer for Python's stdout/stderr that forwards text to the host as it comes. */
@@ -324,6 +349,7 @@ async function serve(): Promise<void> {
     forwarding = true;
     if (interrupts) Atomics.store(interrupts, 0, 0); // a late signal must not hit this run
     try {
+      await installPackages(pyodide, execute.python_packages ?? []);
       const replyJson = await executeInPython.callPromising(JSON.stringify(execute)) as string;
       return JSON.parse(replyJson) as ExecuteReply;
     } catch (error) {

@@ -586,7 +586,6 @@ def execute(request_json):
     request = _loads(request_json)
     for package, sources in (request.get("packages") or {}).items():
         install_modules(package, sources)
-    install_wheels(request.get("wheels") or [])
     place_files(request.get("files") or [])
     reset_outputs()
     scope = None
@@ -763,22 +762,6 @@ def place_files(files):
             fh.write(base64.b64decode(f["data"]))
 
 
-SITE_PACKAGES = f"/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-
-
-def install_wheels(wheels):
-    """Unpacks wheels (already chosen and read by the host) into site-packages."""
-    import io, zipfile
-    for wheel in wheels:
-        with zipfile.ZipFile(io.BytesIO(base64.b64decode(wheel["data"]))) as archive:
-            for member in archive.namelist():
-                if member.startswith("/") or ".." in member.split("/"):
-                    raise ValueError(f"wheel {wheel['file']} holds an unsafe path: {member}")
-            archive.extractall(SITE_PACKAGES)
-    if wheels:
-        importlib.invalidate_caches()
-
-
 def reset_outputs():
     shutil.rmtree(OUTPUTS, ignore_errors=True)
     os.makedirs(OUTPUTS, exist_ok=True)
@@ -898,6 +881,19 @@ function maskWritableModes(pyodide) {
   if (nodefs?.node_ops && mknod) {
     nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~18, dev);
   }
+}
+async function installPackages(pyodide, files) {
+  for (const file of files) {
+    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
+    const target = pyodide._api.package_loader.get_install_dir(file.install_dir);
+    await pyodide._api.install(bytes, file.file, target, /* @__PURE__ */ new Map([
+      [
+        "INSTALLER",
+        "mcp-code-mode"
+      ]
+    ]));
+  }
+  if (files.length > 0) pyodide.runPython("import importlib; importlib.invalidate_caches()");
 }
 function outputWriter(target, stream) {
   const decoder = new TextDecoder();
@@ -1069,6 +1065,7 @@ async function serve() {
     forwarding = true;
     if (interrupts) Atomics.store(interrupts, 0, 0);
     try {
+      await installPackages(pyodide, execute.python_packages ?? []);
       const replyJson = await executeInPython.callPromising(JSON.stringify(execute));
       return JSON.parse(replyJson);
     } catch (error) {

@@ -1,0 +1,160 @@
+/**
+ * Pyodide's own package set as a package source: a lock and the files it lists, from a base URL
+ * (by default the official distribution of the pinned Pyodide) or an unpacked distribution in a
+ * local folder. Every file is checked against the lock's sha256 before a sandbox gets it;
+ * downloads are kept in a cache folder, so the next run does not download again.
+ */
+import { join } from "node:path";
+import { sha256Hex } from "../_util/digest.ts";
+import { writeFileAtomically } from "../_util/atomic_write.ts";
+import { PYODIDE_VERSION } from "../_util/version.ts";
+import { lockMismatch, type LockPackage, parseLock, type PyodideLock } from "./pyodide_lock.ts";
+import { encodeBase64 } from "../policy/input_files.ts";
+import { hostAllowed } from "./hosts.ts";
+
+/** Where Pyodide publishes the package set of a version (the address Pyodide itself uses). */
+export const OFFICIAL_DISTRIBUTION = `https://cdn.jsdelivr.net/pyodide/v${PYODIDE_VERSION}/full/`;
+
+export interface DistributionOptions {
+  /** A base URL (http or https, ending in "/") or an absolute folder path. */
+  source: string;
+  /** The lock shipped with the pinned Pyodide: the official distribution's, and the platform. */
+  pinnedLock: PyodideLock;
+  /** Folder for downloaded files. */
+  cacheDir: string;
+  fetch?: typeof fetch;
+}
+
+export class PyodideDistribution {
+  readonly #options: DistributionOptions;
+  readonly #isUrl: boolean;
+  #remoteLock: Promise<PyodideLock> | null = null;
+  /** Files already checked, by path: their mtime and base64 text. */
+  readonly #verified = new Map<string, { mtime: number; data: string }>();
+
+  constructor(options: DistributionOptions) {
+    this.#options = options;
+    this.#isUrl = /^https?:\/\//.test(options.source);
+  }
+
+  /** How messages name this source. */
+  get where(): string {
+    return this.#isUrl
+      ? `Pyodide's packages at ${this.#options.source}`
+      : `the Pyodide package folder ${this.#options.source}`;
+  }
+
+  /**
+   * The lock of this source. Throws an Error saying why it cannot be had: a host the profile
+   * does not allow, an unreachable source, a lock for another Pyodide.
+   */
+  async lock(allowedHosts: readonly string[]): Promise<PyodideLock> {
+    const { source, pinnedLock } = this.#options;
+    if (source === OFFICIAL_DISTRIBUTION) return pinnedLock;
+    let lock: PyodideLock;
+    if (this.#isUrl) {
+      this.#requireHost(allowedHosts);
+      this.#remoteLock ??= this.#fetchLock().catch((error) => {
+        this.#remoteLock = null; // try again next time
+        throw error;
+      });
+      lock = await this.#remoteLock;
+    } else {
+      let text: string;
+      try {
+        text = await Deno.readTextFile(join(source, "pyodide-lock.json"));
+      } catch (error) {
+        throw new Error(`its pyodide-lock.json cannot be read (${(error as Error).message})`);
+      }
+      lock = readLock(text);
+    }
+    const mismatch = lockMismatch(lock.info, pinnedLock.info);
+    if (mismatch) {
+      throw new Error(`its pyodide-lock.json is not for Pyodide ${PYODIDE_VERSION}: ${mismatch}`);
+    }
+    return lock;
+  }
+
+  /** A package's file, base64, checked against the lock's sha256. Throws an Error saying why not. */
+  async file(entry: LockPackage, allowedHosts: readonly string[]): Promise<string> {
+    if (!this.#isUrl) {
+      const path = join(this.#options.source, entry.file_name);
+      const data = await this.#readVerified(path, entry);
+      if (data === null) throw new Error(`${entry.file_name} is not in the folder`);
+      return data;
+    }
+    const path = join(this.#options.cacheDir, entry.file_name);
+    const cached = await this.#readVerified(path, entry).catch(() => null);
+    if (cached !== null) return cached;
+    this.#requireHost(allowedHosts);
+    const url = new URL(entry.file_name, this.#options.source);
+    const bytes = await this.#download(url);
+    const actual = await sha256Hex(bytes);
+    if (actual !== entry.sha256) {
+      throw new Error(
+        `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,
+      );
+    }
+    await Deno.mkdir(this.#options.cacheDir, { recursive: true });
+    await writeFileAtomically(path, bytes);
+    return await this.#readVerified(path, entry) ?? "";
+  }
+
+  /** The file's base64 when it exists and matches the lock; null when it does not exist. */
+  async #readVerified(path: string, entry: LockPackage): Promise<string | null> {
+    let mtime: number;
+    try {
+      mtime = (await Deno.stat(path)).mtime?.getTime() ?? 0;
+    } catch {
+      return null;
+    }
+    const key = `${path}\0${entry.sha256}`;
+    const known = this.#verified.get(key);
+    if (known && known.mtime === mtime) return known.data;
+    const bytes = await Deno.readFile(path);
+    const actual = await sha256Hex(bytes);
+    if (actual !== entry.sha256) {
+      throw new Error(
+        `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,
+      );
+    }
+    const data = encodeBase64(bytes);
+    this.#verified.set(key, { mtime, data });
+    return data;
+  }
+
+  #requireHost(allowedHosts: readonly string[]): void {
+    const url = new URL(this.#options.source);
+    if (!hostAllowed(url, allowedHosts)) {
+      throw new Error(`the profile does not allow the host ${url.host} (add it to "net")`);
+    }
+  }
+
+  async #fetchLock(): Promise<PyodideLock> {
+    const bytes = await this.#download(new URL("pyodide-lock.json", this.#options.source));
+    return readLock(new TextDecoder().decode(bytes));
+  }
+
+  async #download(url: URL): Promise<Uint8Array> {
+    const doFetch = this.#options.fetch ?? fetch;
+    let response: Response;
+    try {
+      response = await doFetch(url, { signal: AbortSignal.timeout(120_000) });
+    } catch (error) {
+      throw new Error(`${url} cannot be reached (${(error as Error).message})`);
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`${url} answered ${response.status}`);
+    }
+    return new Uint8Array(await response.arrayBuffer());
+  }
+}
+
+function readLock(text: string): PyodideLock {
+  try {
+    return parseLock(text);
+  } catch (error) {
+    throw new Error(`its pyodide-lock.json is not a valid lock: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * What a wheel needs: the `Requires-Dist` lines of its `*.dist-info/METADATA`, with their
+ * environment markers evaluated for Pyodide (so `colorama; sys_platform == "win32"` and extras
+ * are left out). Reading the zip is the only I/O-shaped part; it works on bytes in memory.
+ */
+import { compareVersions, normalizeName, type PyodidePlatform } from "./wheels.ts";
+
+/** The text of the wheel's `*.dist-info/METADATA`, or null when it has none. */
+export async function readWheelMetadata(zip: Uint8Array): Promise<string | null> {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  // The end-of-central-directory record: signature 0x06054b50, within the last 64 KiB + 22.
+  let end = -1;
+  for (let i = zip.length - 22; i >= Math.max(0, zip.length - 65_557); i--) {
+    if (view.getUint32(i, true) === 0x06054b50) {
+      end = i;
+      break;
+    }
+  }
+  if (end < 0) return null;
+  const entries = view.getUint16(end + 10, true);
+  let at = view.getUint32(end + 16, true);
+  const decoder = new TextDecoder();
+  for (let n = 0; n < entries && at + 46 <= zip.length; n++) {
+    if (view.getUint32(at, true) !== 0x02014b50) return null;
+    const method = view.getUint16(at + 10, true);
+    const compressedSize = view.getUint32(at + 20, true);
+    const nameLength = view.getUint16(at + 28, true);
+    const extraLength = view.getUint16(at + 30, true);
+    const commentLength = view.getUint16(at + 32, true);
+    const localHeader = view.getUint32(at + 42, true);
+    const name = decoder.decode(zip.subarray(at + 46, at + 46 + nameLength));
+    at += 46 + nameLength + extraLength + commentLength;
+    if (!/^[^/]+\.dist-info\/METADATA$/.test(name)) continue;
+    const dataStart = localHeader + 30 + view.getUint16(localHeader + 26, true) +
+      view.getUint16(localHeader + 28, true);
+    const data = zip.slice(dataStart, dataStart + compressedSize);
+    if (method === 0) return decoder.decode(data);
+    if (method !== 8) return null;
+    const inflated = new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+    return decoder.decode(await new Response(inflated).arrayBuffer());
+  }
+  return null;
+}
+
+/** The names of the distributions a METADATA text requires in this Pyodide. */
+export function requiredNames(metadata: string, runtime: PyodidePlatform): string[] {
+  const names: string[] = [];
+  // Headers end at the first blank line (the description follows).
+  for (const line of metadata.split(/\r?\n\r?\n/)[0]!.split(/\r?\n/)) {
+    const m = /^Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)([^;]*)(?:;(.*))?$/i.exec(line);
+    if (!m) continue;
+    if (m[3] !== undefined && !markerHolds(m[3], markerEnvironment(runtime))) continue;
+    const name = normalizeName(m[1]!);
+    if (!names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
+/** PEP 508 marker variables, as they are inside this Pyodide. */
+export function markerEnvironment(runtime: PyodidePlatform): Record<string, string> {
+  const [major, minor] = runtime.python.split(".");
+  return {
+    python_version: `${major}.${minor}`,
+    python_full_version: runtime.python,
+    implementation_version: runtime.python,
+    sys_platform: "emscripten",
+    platform_system: "Emscripten",
+    os_name: "posix",
+    platform_machine: runtime.arch,
+    platform_release: "",
+    platform_version: "",
+    implementation_name: "cpython",
+    platform_python_implementation: "CPython",
+    extra: "",
+  };
+}
+
+const VERSION_VARIABLES = new Set([
+  "python_version",
+  "python_full_version",
+  "implementation_version",
+]);
+
+/**
+ * Whether a PEP 508 marker holds in `env`. A marker this reader cannot parse holds, so the
+ * dependency is looked for (and reported if missing) rather than silently dropped.
+ */
+export function markerHolds(marker: string, env: Record<string, string>): boolean {
+  const tokens = [
+    ...marker.matchAll(
+      /\s*(\(|\)|===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b|and\b|or\b|"[^"]*"|'[^']*'|[A-Za-z_][A-Za-z0-9_.]*)/gy,
+    ),
+  ].map((m) => m[1]!.replace(/\s+/g, " "));
+  if (tokens.join("").replace(/\s/g, "") !== marker.replace(/\s/g, "")) return true;
+  let at = 0;
+  const peek = () => tokens[at];
+  const value = (): { text: string; variable: string | null } => {
+    const token = tokens[at++];
+    if (token === undefined) throw new SyntaxError("marker ends early");
+    if (/^["']/.test(token)) return { text: token.slice(1, -1), variable: null };
+    if (!(token in env)) throw new SyntaxError(`unknown marker variable ${token}`);
+    return { text: env[token]!, variable: token };
+  };
+  const comparison = (): boolean => {
+    if (peek() === "(") {
+      at++;
+      const inner = either();
+      if (tokens[at++] !== ")") throw new SyntaxError("unbalanced parenthesis");
+      return inner;
+    }
+    const left = value();
+    const op = tokens[at++];
+    const right = value();
+    const versions = VERSION_VARIABLES.has(left.variable ?? right.variable ?? "");
+    const order = versions
+      ? compareVersions(left.text, right.text)
+      : left.text < right.text
+      ? -1
+      : left.text > right.text
+      ? 1
+      : 0;
+    switch (op) {
+      case "==":
+      case "===":
+        return versions ? order === 0 : left.text === right.text;
+      case "!=":
+        return versions ? order !== 0 : left.text !== right.text;
+      case "<":
+        return order < 0;
+      case "<=":
+        return order <= 0;
+      case ">":
+        return order > 0;
+      case ">=":
+      case "~=":
+        return order >= 0;
+      case "in":
+        return right.text.includes(left.text);
+      case "not in":
+        return !right.text.includes(left.text);
+      default:
+        throw new SyntaxError(`unknown operator ${op}`);
+    }
+  };
+  const both = (): boolean => {
+    let result = comparison();
+    while (peek() === "and") {
+      at++;
+      result = comparison() && result;
+    }
+    return result;
+  };
+  const either = (): boolean => {
+    let result = both();
+    while (peek() === "or") {
+      at++;
+      result = both() || result;
+    }
+    return result;
+  };
+  try {
+    const result = either();
+    return at === tokens.length ? result : true;
+  } catch {
+    return true;
+  }
+}

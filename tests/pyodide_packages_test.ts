@@ -1,0 +1,254 @@
+/**
+ * Pyodide's package set as a package source, with dependencies: a loopback HTTP mirror and a
+ * local mirror folder, each holding a lock in Pyodide's format and wheels made by the test.
+ * Nothing reaches beyond loopback.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startServer, writeConfig } from "./_helpers.ts";
+import { buildWheel, lockText, pinnedLockInfo, writeDistribution } from "./_wheels.ts";
+import { readWheelMetadata, requiredNames } from "../src/packages/wheel_metadata.ts";
+import {
+  parseWheelName,
+  type PyodidePlatform,
+  wheelIncompatibility,
+} from "../src/packages/wheels.ts";
+import { parseLock } from "../src/packages/pyodide_lock.ts";
+import { PyodideDistribution } from "../src/packages/pyodide_distribution.ts";
+import { PackageSources } from "../src/packages/package_sources.ts";
+
+const PLATFORM = pinnedLockInfo() as unknown as PyodidePlatform;
+
+Deno.test("wheel tags: pure Python and this Pyodide's builds run, others are refused by tag", () => {
+  const check = (file: string) => wheelIncompatibility(parseWheelName(file)!, PLATFORM);
+  const [major, minor] = PLATFORM.python.split(".");
+  const cp = `cp${major}${minor}`;
+  assert.equal(check("a-1-py3-none-any.whl"), null);
+  assert.equal(check("a-1-py2.py3-none-any.whl"), null);
+  assert.equal(check(`a-1-${cp}-${cp}-pyemscripten_${PLATFORM.abi_version}_wasm32.whl`), null);
+  assert.equal(check(`a-1-cp38-abi3-pyemscripten_${PLATFORM.abi_version}_wasm32.whl`), null);
+  assert.match(
+    check(`numpy-2.0.0-${cp}-${cp}-manylinux_2_17_x86_64.whl`)!,
+    /built for the platform manylinux_2_17_x86_64, which this Pyodide cannot run/,
+  );
+  assert.match(
+    check("numpy-2.0.0-cp312-cp312-pyemscripten_2024_0_wasm32.whl")!,
+    /platform pyemscripten_2024_0_wasm32/,
+  );
+  assert.match(check(`a-1-cp312-cp312-pyemscripten_${PLATFORM.abi_version}_wasm32.whl`)!, /cp312/);
+  assert.match(check("a-1-py2-none-any.whl")!, /Python tag py2/);
+});
+
+Deno.test("Requires-Dist is read from a wheel, with markers evaluated for Pyodide", async () => {
+  const wheel = await buildWheel({
+    name: "needs-things",
+    value: 1,
+    requires: [
+      "plain-dep",
+      "Versioned_Dep (>=1.0)",
+      'windows-only ; sys_platform == "win32"',
+      'browser-only ; sys_platform == "emscripten" and python_version >= "3.8"',
+      'old-python-only ; python_version < "3.8"',
+      'extra-only ; extra == "speed"',
+      'either ; os_name == "nt" or (platform_machine == "wasm32")',
+    ],
+  });
+  const metadata = await readWheelMetadata(wheel.bytes);
+  assert.ok(metadata?.includes("Name: needs-things"));
+  assert.deepEqual(requiredNames(metadata!, PLATFORM), [
+    "plain-dep",
+    "versioned-dep",
+    "browser-only",
+    "either",
+  ]);
+});
+
+Deno.test("a lock with a file name that is a path, or a sha256 that is none, is refused", () => {
+  const lock = (entry: Record<string, unknown>) =>
+    JSON.stringify({ info: PLATFORM, packages: { a: { name: "a", version: "1", ...entry } } });
+  const sha = "0".repeat(64);
+  assert.throws(() => parseLock(lock({ file_name: "../../etc/passwd", sha256: sha })), /plain/);
+  assert.throws(() => parseLock(lock({ file_name: "http://x/a.whl", sha256: sha })), /plain/);
+  assert.throws(() => parseLock(lock({ file_name: "a.whl", sha256: "abc" })), /sha256/);
+  assert.equal(parseLock(lock({ file_name: "a.whl", sha256: sha })).packages.get("a")?.sha256, sha);
+});
+
+Deno.test("failures of a source are told, not thrown: unreachable, another Pyodide's lock", async () => {
+  const dir = await Deno.makeTempDir();
+  const pinnedLock = parseLock(JSON.stringify({ info: PLATFORM, packages: {} }));
+  const sources = (source: string, fetcher?: typeof fetch) =>
+    new PackageSources({
+      wheelsDir: "",
+      distribution: new PyodideDistribution({ source, pinnedLock, cacheDir: dir, fetch: fetcher }),
+      index: null,
+      platform: PLATFORM,
+    });
+  const unreachable = await sources(
+    "http://127.0.0.1:9/dist/",
+    () => Promise.reject(new TypeError("connection refused")),
+  ).resolve(["pkg"], ["127.0.0.1:9"]);
+  assert.match(unreachable.problems.join(), /pkg: .*127\.0\.0\.1:9.*cannot be reached/);
+
+  const other = await buildWheel({ name: "pkg", value: 1 });
+  await writeDistribution(
+    join(dir, "old"),
+    await lockText([{ wheel: other }], { ...PLATFORM, abi_version: "2024_0" } as never),
+    [other],
+  );
+  const old = await sources(join(dir, "old")).resolve(["pkg"], []);
+  assert.match(old.problems.join(), /pkg: .*not for Pyodide .*abi_version "2024_0"/);
+
+  const missing = await sources(join(dir, "nothing-here")).resolve(["pkg"], []);
+  assert.match(missing.problems.join(), /pkg: .*pyodide-lock\.json cannot be read/);
+  await Deno.remove(dir, { recursive: true });
+});
+
+/** A dependency chain top → middle → bottom, a package whose lock sha256 is wrong, an orphan. */
+async function distribution(tag: string) {
+  const bottom = await buildWheel({ name: `bottom-${tag}`, value: 1 });
+  const middle = await buildWheel({
+    name: `middle-${tag}`,
+    value: 10,
+    imports: [`bottom_${tag}`],
+  });
+  const top = await buildWheel({ name: `top-${tag}`, value: 100, imports: [`middle_${tag}`] });
+  const tampered = await buildWheel({ name: `tampered-${tag}`, value: 5 });
+  const orphan = await buildWheel({ name: `orphan-${tag}`, value: 7 });
+  const lock = await lockText([
+    { wheel: bottom },
+    { wheel: middle, depends: [`bottom-${tag}`] },
+    { wheel: top, depends: [`middle_${tag}`] },
+    { wheel: tampered, sha256: "1".repeat(64) },
+    { wheel: orphan, depends: [`ghost-${tag}`] },
+  ]);
+  return { lock, wheels: [bottom, middle, top, tampered, orphan] };
+}
+
+const RUN_TOP = (tag: string) => `import top_${tag}\ntop_${tag}.value()`;
+
+Deno.test("Pyodide packages from a loopback mirror: the chain, the cache, the gate, the failures", async (t) => {
+  const tag = `m${crypto.randomUUID().slice(0, 6)}`;
+  const { lock, wheels } = await distribution(tag);
+  const requests: string[] = [];
+  await using mirror = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const file = new URL(request.url).pathname.replace(/^\/dist\//, "");
+    requests.push(file);
+    if (file === "pyodide-lock.json") return new Response(lock);
+    const wheel = wheels.find((w) => w.file === file);
+    return wheel ? new Response(wheel.bytes) : new Response("not found", { status: 404 });
+  });
+  const port = mirror.addr.port;
+  const dir = await Deno.makeTempDir();
+  const cache = join(dir, "cache");
+  await Deno.mkdir(join(dir, "permissions"));
+  await Deno.writeTextFile(join(dir, "permissions", "default.json"), "{}");
+  await Deno.writeTextFile(
+    join(dir, "permissions", "mirrored.json"),
+    JSON.stringify({ net: [`127.0.0.1:${port}`] }),
+  );
+  // A wheel in the local folder that needs a package of the mirror: sources are crossed.
+  await Deno.mkdir(join(dir, "wheels"));
+  const local = await buildWheel({
+    name: `local-${tag}`,
+    value: 1000,
+    imports: [`bottom_${tag}`],
+    requires: [`bottom-${tag} (>=1)`, 'nothing-on-windows ; sys_platform == "win32"'],
+  });
+  await Deno.writeFile(join(dir, "wheels", local.file), local.bytes);
+  const linux = await buildWheel({
+    name: `native-${tag}`,
+    value: 1,
+    tag: "cp314-cp314-manylinux_2_17_x86_64",
+  });
+  await Deno.writeFile(join(dir, "wheels", linux.file), linux.bytes);
+  const config = await writeConfig(dir, {
+    settings: {
+      pool_size: 1,
+      permissions_dir: "permissions",
+      wheels_dir: "wheels",
+      pyodide_packages: `http://127.0.0.1:${port}/dist`,
+    },
+  });
+  await using server = await startServer({
+    args: ["--config", config],
+    env: { CODEMODE_CACHE_DIR: cache },
+  });
+  const run = (code: string, packages: string[], profile?: string) =>
+    server.execute({ code, packages, profile } as never);
+  const fileRequests = () => requests.filter((r) => r.endsWith(".whl"));
+
+  await t.step("a profile without the mirror's host is refused before anything runs", async () => {
+    const r = await run(`print('ran')\n${RUN_TOP(tag)}`, [`top-${tag}`]);
+    assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", r.text);
+    assert.match(r.diagnostics!.message, /does not allow the host 127\.0\.0\.1:\d+/);
+    assert.equal(r.stdout, "");
+    assert.deepEqual(requests, []);
+  });
+
+  await t.step("the chain is installed whole, each file checked", async () => {
+    const r = await run(RUN_TOP(tag), [`top-${tag}`], "mirrored");
+    assert.equal(r.result, 111, r.text);
+    assert.deepEqual(fileRequests().sort(), wheels.slice(0, 3).map((w) => w.file).sort());
+  });
+
+  await t.step("a second run takes the files from the cache", async () => {
+    const r = await run(RUN_TOP(tag), [`TOP_${tag}`], "mirrored");
+    assert.equal(r.result, 111, r.text);
+    assert.equal(fileRequests().length, 3);
+  });
+
+  await t.step("a local wheel's Requires-Dist is resolved from the mirror", async () => {
+    const r = await run(`import local_${tag}\nlocal_${tag}.value()`, [`local-${tag}`], "mirrored");
+    assert.equal(r.result, 1001, r.text);
+  });
+
+  const refused = async (packages: string[], pattern: RegExp) => {
+    const r = await run("print('ran')", packages, "mirrored");
+    assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", r.text);
+    assert.match(r.diagnostics!.message, pattern);
+    assert.equal(r.stdout, "");
+  };
+  await t.step("a checksum mismatch is refused, and nothing is cached", async () => {
+    await refused([`tampered-${tag}`], /tampered-.*: .*checksum mismatch/);
+    await assert.rejects(Deno.stat(join(cache, "pyodide-packages", wheels[3]!.file)));
+  });
+  await t.step("an unknown package and a missing dependency are named", async () => {
+    await refused([`nowhere-${tag}`], new RegExp(`nowhere-${tag}: not in the local wheel folder`));
+    await refused([`orphan-${tag}`], new RegExp(`ghost-${tag} \\(needed by orphan-${tag}\\)`));
+  });
+  await t.step("a wheel built for another platform is refused by its tag", async () => {
+    await refused([`native-${tag}`], /manylinux_2_17_x86_64, which this Pyodide cannot run/);
+  });
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("Pyodide packages from a local mirror folder, sha256 checked", async (t) => {
+  const tag = `f${crypto.randomUUID().slice(0, 6)}`;
+  const { lock, wheels } = await distribution(tag);
+  const dir = await Deno.makeTempDir();
+  await writeDistribution(join(dir, "pyodide"), lock, wheels);
+  const config = await writeConfig(dir, {
+    settings: { pool_size: 1, pyodide_packages: "pyodide" },
+  });
+  await using server = await startServer({
+    args: ["--config", config],
+    env: { CODEMODE_CACHE_DIR: join(dir, "cache") },
+  });
+
+  await t.step("the chain is installed (a folder needs no net)", async () => {
+    const r = await server.execute({
+      code: `# /// script\n# dependencies = ["top-${tag}"]\n# ///\n${RUN_TOP(tag)}`,
+    });
+    assert.equal(r.result, 111, r.text);
+  });
+  await t.step("a file changed after the lock was written is refused", async () => {
+    const bottom = join(dir, "pyodide", wheels[0]!.file);
+    const bytes = await Deno.readFile(bottom);
+    bytes[bytes.length - 30] = bytes[bytes.length - 30]! ^ 0xff;
+    await Deno.writeFile(bottom, bytes);
+    const r = await server.execute({ code: RUN_TOP(tag), packages: [`top-${tag}`] } as never);
+    assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", r.text);
+    assert.match(r.diagnostics!.message, /bottom-.* \(needed by middle-.*checksum mismatch/);
+  });
+  await Deno.remove(dir, { recursive: true });
+});
