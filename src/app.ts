@@ -26,7 +26,14 @@ import { openAuditLog } from "./execution/audit_log.ts";
 import { type ModuleSource, Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
 import { locateRuntime, runtimeTrustedPaths, type SandboxRuntime } from "./sandbox/runtime.ts";
-import { ensureSnapshot } from "./sandbox/snapshot.ts";
+import {
+  ensurePreloadedSnapshot,
+  ensureSnapshot,
+  type PreloadedSnapshot,
+  removeStalePreloads,
+} from "./sandbox/snapshot.ts";
+import type { PackageSources } from "./packages/package_sources.ts";
+import { preloadRefusal } from "./packages/preload_check.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { defaultTransportFactory, type TransportFactory } from "./upstream/transport.ts";
 
@@ -88,6 +95,8 @@ export async function startApp(options: AppOptions): Promise<App> {
   toolsReady.catch(() => {});
   modulesReady.catch(() => {});
   const snapshotPath = await ensureSnapshot(runtime, log);
+  const packages = await openPackageSources(config.settings, runtime.pyodideDir, runtime.cacheDir);
+  const preloaded = await preloadSnapshots(config, packages, runtime, log);
   // What every sandbox gets installed: the tool modules and the saved skills.
   const modules: ModuleSource = {
     ready: modulesReady,
@@ -97,7 +106,8 @@ export async function startApp(options: AppOptions): Promise<App> {
   const launch = (profile: Profile, persistent: boolean) =>
     new Sandbox({
       runtime,
-      snapshotPath,
+      snapshotPath: preloaded.get(profile.name)?.path ?? snapshotPath,
+      preloadDir: preloaded.get(profile.name)?.preloadDir,
       profile,
       log,
       memory,
@@ -141,7 +151,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     redact,
     audit: audit ? (record) => audit.write(record) : undefined,
     sessions,
-    packages: await openPackageSources(config.settings, runtime.pyodideDir, runtime.cacheDir),
+    packages,
   });
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
@@ -218,4 +228,31 @@ function analysisProfile(base: Profile): Profile {
     allowed_tools: [],
     limits: { ...base.limits, timeout_s: 15, code_chars: 1_000_000, code_lines: 100_000 },
   };
+}
+
+/**
+ * The snapshot of each profile that preloads packages, by profile name: its packages resolved
+ * (with the profile's own `net`) and checked, then built into a snapshot when not cached. A
+ * package that cannot be had stops the start, naming the profile and the package.
+ */
+async function preloadSnapshots(
+  config: Config,
+  packages: PackageSources,
+  runtime: SandboxRuntime,
+  log: Logger,
+): Promise<Map<string, PreloadedSnapshot>> {
+  const snapshots = new Map<string, PreloadedSnapshot>();
+  for (const profile of config.profiles.values()) {
+    if (!profile.preload) continue;
+    const found = await packages.resolve(profile.preload, profile.net);
+    const problem = found.problems.length > 0
+      ? found.problems.join("; ")
+      : preloadRefusal(found.packages);
+    if (problem) {
+      throw new Error(`Cannot preload packages for profile "${profile.name}": ${problem}`);
+    }
+    snapshots.set(profile.name, await ensurePreloadedSnapshot(runtime, found.packages, log));
+  }
+  await removeStalePreloads(runtime.cacheDir, [...snapshots.values()], log).catch(() => {});
+  return snapshots;
 }

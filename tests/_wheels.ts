@@ -27,6 +27,8 @@ export async function buildWheel(options: {
   requires?: string[];
   tag?: string;
   version?: string;
+  /** More files of the package, by path inside it ("sub.py"). */
+  extraFiles?: Record<string, string>;
 }): Promise<TestWheel> {
   const version = options.version ?? "1.0.0";
   const module = options.name.replaceAll("-", "_");
@@ -45,6 +47,10 @@ export async function buildWheel(options: {
   const tag = options.tag ?? "py3-none-any";
   const bytes = await zip([
     [`${module}/__init__.py`, source],
+    ...Object.entries(options.extraFiles ?? {}).map(([path, text]): [string, string] => [
+      `${module}/${path}`,
+      text,
+    ]),
     [`${info}/METADATA`, metadata],
     [`${info}/WHEEL`, `Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: ${tag}\n`],
     [`${info}/RECORD`, ""],

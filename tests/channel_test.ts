@@ -392,6 +392,12 @@ Deno.test("parseWorkerArgs() reads back exactly what workerArgs() writes", async
   const launches: WorkerLaunch[] = [
     { mode: "serve" },
     { mode: "build-snapshot", pyodideModuleUrl: "file:///p/pyodide.mjs", outputPath: "/s/x.bin" },
+    {
+      mode: "build-snapshot",
+      pyodideModuleUrl: "file:///p/pyodide.mjs",
+      outputPath: "/s/x.bin",
+      preloadSpecPath: "/s/spec.json",
+    },
   ];
   for (const launch of launches) {
     await t.step(`${launch.mode} round trips`, () => {
@@ -404,7 +410,7 @@ Deno.test("parseWorkerArgs() reads back exactly what workerArgs() writes", async
     ["build-snapshot"],
     ["build-snapshot", "file:///p/pyodide.mjs"],
     ["build-snapshot", "", "/s/x.bin"],
-    ["build-snapshot", "file:///p/pyodide.mjs", "/s/x.bin", "extra"],
+    ["build-snapshot", "file:///p/pyodide.mjs", "/s/x.bin", "/s/spec.json", "extra"],
     ["boot"],
   ];
   for (const args of refused) {

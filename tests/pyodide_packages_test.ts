@@ -16,6 +16,7 @@ import {
 import { parseLock } from "../src/packages/pyodide_lock.ts";
 import { PyodideDistribution } from "../src/packages/pyodide_distribution.ts";
 import { PackageSources } from "../src/packages/package_sources.ts";
+import { preloadRefusal } from "../src/packages/preload_check.ts";
 
 const PLATFORM = pinnedLockInfo() as unknown as PyodidePlatform;
 
@@ -250,5 +251,104 @@ Deno.test("Pyodide packages from a local mirror folder, sha256 checked", async (
     assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", r.text);
     assert.match(r.diagnostics!.message, /bottom-.* \(needed by middle-.*checksum mismatch/);
   });
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("preloadRefusal() refuses compiled files, which a memory snapshot cannot keep", () => {
+  const file = (name: string, fileName: string, install_dir: "site" | "dynlib" = "site") => ({
+    name,
+    file: fileName,
+    data: "",
+    install_dir,
+  });
+  assert.equal(preloadRefusal([file("a", "a-1-py3-none-any.whl")]), null);
+  assert.match(
+    preloadRefusal([
+      file("a", "a-1-py3-none-any.whl"),
+      file("numpy", "numpy-2-cp314-cp314-pyemscripten_2026_0_wasm32.whl"),
+      file("libopenblas", "libopenblas-0.3.zip", "dynlib"),
+    ])!,
+    /^numpy \(numpy-2-.*\), libopenblas \(libopenblas-0\.3\.zip\) hold compiled code/,
+  );
+});
+
+Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuilt when a file changes", async (t) => {
+  const tag = `p${crypto.randomUUID().slice(0, 6)}`;
+  const dir = await Deno.makeTempDir();
+  const cache = join(dir, "cache");
+  const write = async (bottomValue: number) => {
+    const bottom = await buildWheel({ name: `bottom-${tag}`, value: bottomValue });
+    const top = await buildWheel({
+      name: `top-${tag}`,
+      value: 100,
+      imports: [`bottom_${tag}`],
+      extraFiles: { "later.py": "WORD = 'lazy'\n" },
+    });
+    await Deno.remove(join(dir, "pyodide"), { recursive: true }).catch(() => {});
+    await writeDistribution(
+      join(dir, "pyodide"),
+      await lockText([{ wheel: bottom }, { wheel: top, depends: [`bottom-${tag}`] }]),
+      [bottom, top],
+    );
+  };
+  await write(1);
+  await Deno.mkdir(join(dir, "permissions"));
+  await Deno.writeTextFile(join(dir, "permissions", "default.json"), "{}");
+  await Deno.writeTextFile(
+    join(dir, "permissions", "data.json"),
+    JSON.stringify({ preload: [`top-${tag}`] }),
+  );
+  const config = await writeConfig(dir, {
+    settings: {
+      pool_size: 1,
+      permissions_dir: "permissions",
+      allowed_profiles: ["default", "data"],
+      pyodide_packages: "pyodide",
+    },
+  });
+  const start = () =>
+    startServer({ args: ["--config", config], env: { CODEMODE_CACHE_DIR: cache } });
+  const preloads = async () =>
+    (await Array.fromAsync(Deno.readDir(cache))).filter((e) =>
+      e.isDirectory && /^preload-/.test(e.name)
+    )
+      .length;
+  const probe = `import sys\nloaded = 'top_${tag}' in sys.modules\nimport top_${tag}\n` +
+    `from top_${tag} import later\n[loaded, top_${tag}.value(), later.WORD]`;
+
+  {
+    await using server = await start();
+    await t.step("a fresh sandbox of the profile starts with them imported", async () => {
+      const r = await server.execute({ code: probe, profile: "data" });
+      assert.deepEqual(r.result, [true, 101, "lazy"], r.text);
+    });
+    await t.step("a profile without the list keeps the shared snapshot", async () => {
+      const r = await server.execute({ code: `import sys\n'top_${tag}' in sys.modules` });
+      assert.equal(r.result, false, r.text);
+    });
+    await t.step("a script cannot change the preloaded files for the next sandbox", async () => {
+      const r = await server.execute({
+        code:
+          `import top_${tag}, os\npath = os.path.join(os.path.dirname(top_${tag}.__file__), "later.py")\n` +
+          `open(path, "w").write("WORD = 'poisoned'")`,
+        profile: "data",
+      });
+      assert.equal(r.success, false, r.text);
+      assert.match(r.diagnostics?.error_type ?? "", /PermissionError|OSError/);
+      const again = await server.execute({ code: probe, profile: "data" });
+      assert.deepEqual(again.result, [true, 101, "lazy"], again.text);
+    });
+  }
+  assert.equal(await preloads(), 1);
+
+  await write(2);
+  {
+    await using server = await start();
+    await t.step("a changed file builds a new snapshot", async () => {
+      const r = await server.execute({ code: probe, profile: "data" });
+      assert.deepEqual(r.result, [true, 102, "lazy"], r.text);
+      assert.equal(await preloads(), 2);
+    });
+  }
   await Deno.remove(dir, { recursive: true });
 });

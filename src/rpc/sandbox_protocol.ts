@@ -180,22 +180,43 @@ export interface SandboxMessages {
 /** How the worker is started: boot a sandbox, or build the memory snapshot. */
 export type WorkerLaunch =
   | { mode: "serve" }
-  | { mode: "build-snapshot"; pyodideModuleUrl: string; outputPath: string };
+  | {
+    mode: "build-snapshot";
+    pyodideModuleUrl: string;
+    outputPath: string;
+    /** A `PreloadSpec` file: packages to install into a host folder and import first. */
+    preloadSpecPath?: string;
+  };
+
+/** What a snapshot with preloaded packages holds (written by the host, read by the builder). */
+export interface PreloadSpec {
+  /** The host folder the packages are installed into (mounted at `PRELOAD_MOUNT`). */
+  site_dir: string;
+  packages: PackageFile[];
+}
+
+/** Where a sandbox sees the folder of its profile's preloaded packages (read-only). */
+export const PRELOAD_MOUNT = "/lib/codemode-preload";
 
 /** The worker's command-line arguments for a launch. */
 export function workerArgs(launch: WorkerLaunch): string[] {
-  return launch.mode === "serve"
-    ? ["serve"]
-    : ["build-snapshot", launch.pyodideModuleUrl, launch.outputPath];
+  return launch.mode === "serve" ? ["serve"] : [
+    "build-snapshot",
+    launch.pyodideModuleUrl,
+    launch.outputPath,
+    ...(launch.preloadSpecPath ? [launch.preloadSpecPath] : []),
+  ];
 }
 
 /** The launch the worker's arguments ask for, or null when they are not one `workerArgs` makes. */
 export function parseWorkerArgs(args: readonly string[]): WorkerLaunch | null {
-  const [mode, moduleUrl, path, ...extra] = args;
+  const [mode, moduleUrl, path, preloadSpecPath, ...extra] = args;
   if (extra.length > 0) return null;
   if (mode === "serve" && moduleUrl === undefined) return { mode };
   if (mode === "build-snapshot" && moduleUrl && path) {
-    return { mode, pyodideModuleUrl: moduleUrl, outputPath: path };
+    return preloadSpecPath
+      ? { mode, pyodideModuleUrl: moduleUrl, outputPath: path, preloadSpecPath }
+      : { mode, pyodideModuleUrl: moduleUrl, outputPath: path };
   }
   return null;
 }

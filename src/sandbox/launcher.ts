@@ -94,6 +94,8 @@ export interface RawOutcome {
 export interface LaunchOptions {
   runtime: SandboxRuntime;
   snapshotPath: string;
+  /** The host folder of preloaded packages that snapshot was built with, if any. */
+  preloadDir?: string;
   profile: Profile;
   log: Logger;
   /** Where the memory limit's readings come from. */
@@ -172,7 +174,7 @@ export class Sandbox implements AsyncDisposable {
       options.runtime,
       options.snapshotPath,
       options.profile,
-      { interruptible: this.persistent },
+      { interruptible: this.persistent, preloadDir: options.preloadDir },
     );
     this.#process = new Deno.Command(command, {
       args,

@@ -7,6 +7,7 @@
  * whole security boundary can be read and table-tested in one place.
  */
 import { overlaps, type TrustedPath } from "../policy/trusted_paths.ts";
+import { isPackageName } from "../packages/wheels.ts";
 
 export interface Limits {
   /** Default wall-clock limit of one execution, in seconds. */
@@ -56,6 +57,12 @@ export interface Profile {
   allowed_tools: string[];
   /** Allowed tools whose every call waits for a person's approval, as `server.tool` globs. */
   approve: string[];
+  /**
+   * Pure-Python packages (with their dependencies) installed and imported in this profile's own
+   * memory snapshot, so a fresh sandbox has them at no install cost. Absent or empty: the shared
+   * snapshot.
+   */
+  preload?: string[];
   limits: Limits;
 }
 
@@ -151,6 +158,7 @@ export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext):
     "net",
     "allowed_tools",
     "approve",
+    "preload",
     "limits",
     "$comment",
   ]);
@@ -179,8 +187,26 @@ export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext):
     where("approve"),
     (item, i) => requireString(item, `${where("approve")}[${i}]`),
   );
+  const preload = arrayOf(raw.preload, where("preload"), (item, i) => {
+    const package_ = requireString(item, `${where("preload")}[${i}]`);
+    if (!isPackageName(package_)) {
+      throw new TypeError(
+        `Cannot load ${where("preload")}[${i}]: "${package_}" is not a package name`,
+      );
+    }
+    return package_;
+  });
   const limits = resolveLimits(raw.limits, where("limits"));
-  return { name, description, folders, net, allowed_tools, approve, limits };
+  return {
+    name,
+    description,
+    folders,
+    net,
+    allowed_tools,
+    approve,
+    ...(preload.length > 0 ? { preload } : {}),
+    limits,
+  };
 }
 
 function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folder {

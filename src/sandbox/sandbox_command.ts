@@ -9,7 +9,7 @@
  *   narrow a broad grant to some paths, so profiles that grant folders or hosts are refused.
  *   The same mode runs under plain `deno run -A` for tests.
  */
-import { type BootParams, workerArgs } from "../rpc/sandbox_protocol.ts";
+import { type BootParams, PRELOAD_MOUNT, workerArgs } from "../rpc/sandbox_protocol.ts";
 import { type Profile, SANDBOX_V8_TUNING, toDenoFlags } from "./profile.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { MEMORY_WATCHER_ENTRY } from "./memory_watcher.ts";
@@ -54,17 +54,23 @@ export function sandboxCommand(
   runtime: SandboxRuntime,
   snapshotPath: string,
   profile: Profile,
-  options: { interruptible?: boolean } = {},
+  options: {
+    interruptible?: boolean;
+    /** The host folder of the profile's preloaded packages (its snapshot imported them). */
+    preloadDir?: string;
+  } = {},
 ): SandboxCommand {
+  const preload = options.preloadDir ? [{ host: options.preloadDir, mount: PRELOAD_MOUNT }] : [];
   const boot: BootParams = {
     pyodide_module_url: runtime.pyodideModuleUrl,
     snapshot_path: snapshotPath,
-    mounts: profile.folders.map(({ host, mount }) => ({ host, mount })),
+    mounts: [...preload, ...profile.folders.map(({ host, mount }) => ({ host, mount }))],
     interruptible: options.interruptible ?? false,
     drop_permissions: runtime.mode === "drop",
   };
   if (runtime.mode === "flags") {
-    const readPaths = [...runtime.pyodideAssets, snapshotPath];
+    // The preloaded packages' folder is read-only: no write flag names it.
+    const readPaths = [...runtime.pyodideAssets, snapshotPath, ...preload.map((p) => p.host)];
     return {
       command: runtime.denoPath,
       args: [
@@ -83,9 +89,9 @@ export function sandboxCommand(
       boot,
     };
   }
-  if (profile.folders.length > 0 || profile.net.length > 0) {
+  if (profile.folders.length > 0 || profile.net.length > 0 || preload.length > 0) {
     throw new TypeError(
-      `Cannot start a sandbox for profile "${profile.name}" in the single binary: it grants folders or hosts, ` +
+      `Cannot start a sandbox for profile "${profile.name}" in the single binary: it grants folders or hosts or preloads packages, ` +
         "and the binary can only drop all permissions; run from source (deno task serve) for such profiles",
     );
   }
@@ -101,11 +107,17 @@ export function sandboxCommand(
 }
 
 /** The command that builds the snapshot (trusted: no user code runs in it). */
-export function snapshotBuildCommand(runtime: SandboxRuntime, outPath: string): ProcessCommand {
+export function snapshotBuildCommand(
+  runtime: SandboxRuntime,
+  outPath: string,
+  /** Preloaded packages: the spec file, and the new folder they are installed into. */
+  preload?: { specPath: string; siteDir: string },
+): ProcessCommand {
   const args = workerArgs({
     mode: "build-snapshot",
     pyodideModuleUrl: runtime.pyodideModuleUrl,
     outputPath: outPath,
+    preloadSpecPath: preload?.specPath,
   });
   if (runtime.mode === "flags") {
     return {
@@ -115,8 +127,11 @@ export function snapshotBuildCommand(runtime: SandboxRuntime, outPath: string): 
         "--no-prompt",
         "--no-config",
         "--cached-only",
-        `--allow-read=${runtime.pyodideDir}`,
-        `--allow-write=${outPath}`,
+        `--allow-read=${[
+          runtime.pyodideDir,
+          ...(preload ? [preload.specPath, preload.siteDir] : []),
+        ]}`,
+        `--allow-write=${[outPath, ...(preload ? [preload.siteDir] : [])]}`,
         runtime.workerPath,
         ...args,
       ],

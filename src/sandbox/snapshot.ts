@@ -17,6 +17,7 @@ import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { SNAPSHOT_HEADER_BYTES, snapshotHeader } from "./snapshot_format.ts";
+import type { PackageFile, PreloadSpec } from "../rpc/sandbox_protocol.ts";
 
 /** The key of the snapshot that the current code needs. */
 export async function snapshotKey(): Promise<string> {
@@ -48,11 +49,101 @@ export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Prom
   if (await isSnapshotIntact(path)) return path;
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building the Pyodide memory snapshot (first start; takes a few seconds)", { path });
+  await buildSnapshot(runtime, path, log);
+  await removeStaleSnapshots(runtime.cacheDir, path, log);
+  return path;
+}
+
+/** A snapshot with a profile's preloaded packages imported, and the folder holding their files. */
+export interface PreloadedSnapshot {
+  path: string;
+  preloadDir: string;
+}
+
+/**
+ * The snapshot for a profile that preloads `packages` (checked files, dependencies first),
+ * building it when it is missing, stale or corrupt. Its key covers the base snapshot's and every
+ * file's name and bytes, so a change of the list, the lock or a file builds a new one.
+ */
+export async function ensurePreloadedSnapshot(
+  runtime: SandboxRuntime,
+  packages: PackageFile[],
+  log: Logger,
+): Promise<PreloadedSnapshot> {
+  const files = packages.map((p) => [p.file, p.install_dir, p.data]).flat();
+  const key = (await sha256Hex([await snapshotKey(), ...files].join("\0"))).slice(0, 16);
+  const path = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}.bin`);
+  const preloadDir = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}`);
+  const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
+  if (folderExists && await isSnapshotIntact(path)) {
+    const now = new Date();
+    await Deno.utime(preloadDir, now, now).catch(() => {}); // in use: not stale
+    return { path, preloadDir };
+  }
+  await Deno.mkdir(runtime.cacheDir, { recursive: true });
+  log.info("building a snapshot with preloaded packages", {
+    packages: packages.map((p) => p.name),
+    path,
+  });
+  const siteDir = `${preloadDir}.${crypto.randomUUID()}.tmp`;
+  const specPath = `${siteDir}.json`;
+  await Deno.mkdir(siteDir);
+  try {
+    const spec: PreloadSpec = { site_dir: siteDir, packages };
+    await Deno.writeTextFile(specPath, JSON.stringify(spec));
+    await buildSnapshot(runtime, path, log, { specPath, siteDir });
+    // The folder is moved into place after the snapshot that needs it is written; a folder a
+    // crashed builder left half-written is replaced.
+    await Deno.remove(preloadDir, { recursive: true }).catch(() => {});
+    await Deno.rename(siteDir, preloadDir);
+  } finally {
+    await Deno.remove(specPath).catch(() => {});
+    await Deno.remove(siteDir, { recursive: true }).catch(() => {});
+  }
+  return { path, preloadDir };
+}
+
+/** File and folder names of preloaded snapshots in the cache folder. */
+const PRELOAD_PREFIX = "preload-";
+
+/** How long a preloaded snapshot no server started with stays in the cache folder. */
+const STALE_PRELOAD_MS = 7 * 24 * 3600_000;
+
+/**
+ * Removes preloaded snapshots (and their folders) that no server has started with for a week.
+ * Not at once: another server sharing the cache folder may be using one this config does not.
+ */
+export async function removeStalePreloads(
+  cacheDir: string,
+  keep: PreloadedSnapshot[],
+  log: Logger,
+  now = Date.now(),
+): Promise<void> {
+  const kept = new Set(keep.map((k) => k.preloadDir));
+  for await (const entry of Deno.readDir(cacheDir)) {
+    const full = join(cacheDir, entry.name);
+    if (!entry.isDirectory || !entry.name.startsWith(PRELOAD_PREFIX) || kept.has(full)) continue;
+    if (entry.name.includes(".tmp")) continue; // a build in progress
+    const used = (await Deno.stat(full)).mtime?.getTime() ?? now;
+    if (now - used < STALE_PRELOAD_MS) continue;
+    await Deno.remove(full, { recursive: true }).catch(() => {});
+    await Deno.remove(`${full}.bin`).catch(() => {});
+    log.debug("removed a stale preloaded snapshot", { path: full });
+  }
+}
+
+/** Runs the snapshot builder and writes its output, with its checksum header, to `path`. */
+async function buildSnapshot(
+  runtime: SandboxRuntime,
+  path: string,
+  log: Logger,
+  preload?: { specPath: string; siteDir: string },
+): Promise<void> {
   const started = performance.now();
   // The builder writes the bare snapshot here; the verified file is then written atomically.
   const raw = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    const { command, args } = snapshotBuildCommand(runtime, raw);
+    const { command, args } = snapshotBuildCommand(runtime, raw, preload);
     const built = await new Deno.Command(command, {
       args,
       clearEnv: true,
@@ -75,8 +166,6 @@ export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Prom
     await Deno.remove(raw).catch(() => {});
   }
   log.info("snapshot ready", { ms: Math.round(performance.now() - started) });
-  await removeStaleSnapshots(runtime.cacheDir, path, log);
-  return path;
 }
 
 async function removeStaleSnapshots(cacheDir: string, keep: string, log: Logger): Promise<void> {

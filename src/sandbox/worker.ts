@@ -30,6 +30,8 @@ import {
   type PackageFile,
   parseBootParams,
   parseWorkerArgs,
+  PRELOAD_MOUNT,
+  type PreloadSpec,
   type PrepareParams,
   type SandboxMessages,
 } from "../rpc/sandbox_protocol.ts";
@@ -102,7 +104,11 @@ async function importLoader(moduleUrl: string): Promise<LoadPyodide> {
   return mod.loadPyodide as LoadPyodide;
 }
 
-async function buildSnapshot(moduleUrl: string, outPath: string): Promise<void> {
+async function buildSnapshot(
+  moduleUrl: string,
+  outPath: string,
+  preloadSpecPath?: string,
+): Promise<void> {
   const loadPyodide = await importLoader(moduleUrl);
   const pyodide = await loadPyodide({
     _makeSnapshot: true,
@@ -121,7 +127,37 @@ async function buildSnapshot(moduleUrl: string, outPath: string): Promise<void> 
   for (const [name, source] of SNAPSHOT_MODULES) install(name, source);
   install.destroy();
   pyodide.runPython("del _install; import _codemode");
+  if (preloadSpecPath) await preload(pyodide, JSON.parse(await Deno.readTextFile(preloadSpecPath)));
   await Deno.writeFile(outPath, pyodide.makeMemorySnapshot());
+}
+
+/**
+ * Installs a profile's preloaded packages into its host folder (mounted where every sandbox of
+ * the profile will mount it again, read-only) and imports each top-level module, so the snapshot
+ * holds them imported. The files stay on the host: a snapshot holds memory, not the file system.
+ */
+async function preload(pyodide: PyodideLike, spec: PreloadSpec): Promise<void> {
+  pyodide.FS.mkdirTree(PRELOAD_MOUNT);
+  pyodide.mountNodeFS(PRELOAD_MOUNT, spec.site_dir);
+  for (const file of spec.packages) {
+    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
+    await pyodide._api.install(
+      bytes,
+      file.file,
+      PRELOAD_MOUNT,
+      new Map([["INSTALLER", "mcp-code-mode"]]),
+    );
+  }
+  pyodide.runPython(
+    "import importlib, os, sys\n" +
+      `sys.path.insert(0, ${JSON.stringify(PRELOAD_MOUNT)})\n` +
+      "importlib.invalidate_caches()\n" +
+      `for _entry in sorted(os.listdir(${JSON.stringify(PRELOAD_MOUNT)})):\n` +
+      "    _name = _entry[:-3] if _entry.endswith('.py') else _entry\n" +
+      "    if _name.isidentifier() and not _entry.endswith(('.dist-info', '.data')):\n" +
+      "        importlib.import_module(_name)\n" +
+      "del _entry, _name",
+  );
 }
 
 /**
@@ -384,7 +420,7 @@ function isStackOverflow(error: unknown): boolean {
 async function main(args: string[]): Promise<number> {
   const launch = parseWorkerArgs(args);
   if (launch?.mode === "build-snapshot") {
-    await buildSnapshot(launch.pyodideModuleUrl, launch.outputPath);
+    await buildSnapshot(launch.pyodideModuleUrl, launch.outputPath, launch.preloadSpecPath);
     return 0;
   }
   if (launch?.mode === "serve") {

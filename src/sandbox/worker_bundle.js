@@ -228,14 +228,20 @@ function parseBootParams(value) {
     drop_permissions: v.drop_permissions
   };
 }
+var PRELOAD_MOUNT = "/lib/codemode-preload";
 function parseWorkerArgs(args) {
-  const [mode, moduleUrl, path, ...extra] = args;
+  const [mode, moduleUrl, path, preloadSpecPath, ...extra] = args;
   if (extra.length > 0) return null;
   if (mode === "serve" && moduleUrl === void 0) return {
     mode
   };
   if (mode === "build-snapshot" && moduleUrl && path) {
-    return {
+    return preloadSpecPath ? {
+      mode,
+      pyodideModuleUrl: moduleUrl,
+      outputPath: path,
+      preloadSpecPath
+    } : {
       mode,
       pyodideModuleUrl: moduleUrl,
       outputPath: path
@@ -835,7 +841,7 @@ async function importLoader(moduleUrl) {
   const mod = await import(moduleUrl);
   return mod.loadPyodide;
 }
-async function buildSnapshot(moduleUrl, outPath) {
+async function buildSnapshot(moduleUrl, outPath, preloadSpecPath) {
   const loadPyodide = await importLoader(moduleUrl);
   const pyodide = await loadPyodide({
     _makeSnapshot: true,
@@ -846,7 +852,29 @@ async function buildSnapshot(moduleUrl, outPath) {
   for (const [name, source] of SNAPSHOT_MODULES) install(name, source);
   install.destroy();
   pyodide.runPython("del _install; import _codemode");
+  if (preloadSpecPath) await preload(pyodide, JSON.parse(await Deno.readTextFile(preloadSpecPath)));
   await Deno.writeFile(outPath, pyodide.makeMemorySnapshot());
+}
+async function preload(pyodide, spec) {
+  pyodide.FS.mkdirTree(PRELOAD_MOUNT);
+  pyodide.mountNodeFS(PRELOAD_MOUNT, spec.site_dir);
+  for (const file of spec.packages) {
+    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
+    await pyodide._api.install(bytes, file.file, PRELOAD_MOUNT, /* @__PURE__ */ new Map([
+      [
+        "INSTALLER",
+        "mcp-code-mode"
+      ]
+    ]));
+  }
+  pyodide.runPython(`import importlib, os, sys
+sys.path.insert(0, ${JSON.stringify(PRELOAD_MOUNT)})
+importlib.invalidate_caches()
+for _entry in sorted(os.listdir(${JSON.stringify(PRELOAD_MOUNT)})):
+    _name = _entry[:-3] if _entry.endswith('.py') else _entry
+    if _name.isidentifier() and not _entry.endswith(('.dist-info', '.data')):
+        importlib.import_module(_name)
+del _entry, _name`);
 }
 function mapPermissionErrors(pyodide) {
   const nodefs = pyodide.FS.filesystems?.NODEFS;
@@ -1098,7 +1126,7 @@ function isStackOverflow(error) {
 async function main(args) {
   const launch = parseWorkerArgs(args);
   if (launch?.mode === "build-snapshot") {
-    await buildSnapshot(launch.pyodideModuleUrl, launch.outputPath);
+    await buildSnapshot(launch.pyodideModuleUrl, launch.outputPath, launch.preloadSpecPath);
     return 0;
   }
   if (launch?.mode === "serve") {
