@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runSoak } from "./soak.ts";
 import { runChurn } from "./churn.ts";
+import { runPackageBench } from "./packages.ts";
 import { statusKb } from "./proc_status.ts";
 import { hostPid, sandboxPids, SERVE_FLAGS } from "../tests/_helpers.ts";
 
@@ -157,6 +158,45 @@ async function benchSandbox(): Promise<void> {
     } /s | ≥ 3 /s |`,
   );
   await client.close();
+}
+
+async function benchPackages(rounds: number): Promise<void> {
+  record("\n## Packages (issue 15): fresh sandbox to first result, importing a package\n");
+  const samples = await runPackageBench({
+    connect: (config, cacheDir) => connect(["--config", config], { CODEMODE_CACHE_DIR: cacheDir }),
+    async execute(client, args) {
+      const reply = await client.callTool({ name: "execute_code", arguments: args }, undefined, {
+        timeout: 300_000,
+      });
+      const result = reply.structuredContent as Record<string, unknown>;
+      if (!result?.success) {
+        throw new Error(`bench script failed: ${JSON.stringify(reply).slice(0, 500)}`);
+      }
+      return result;
+    },
+    async poolFilled(pid, count) {
+      for (let j = 0; j < 100 && sandboxPids(pid).length < count; j++) await delay(20);
+      await delay(450); // an agent's pace
+    },
+  }, rounds);
+  const none = stats(samples.none);
+  record(
+    "A package of 41 pure-Python modules with one dependency, from a local Pyodide mirror folder; " +
+      `each case run ${rounds} times, interleaved, one call at a time against a refilled pool.\n`,
+  );
+  record("| case | median / p95 | median vs no package |");
+  record("| --- | --- | --- |");
+  const rows: [string, number[]][] = [
+    ["no package (`print(1)`)", samples.none],
+    ["installed at run time (`packages`)", samples.runtime],
+    ["preloaded in the profile's snapshot (`preload`)", samples.preloaded],
+  ];
+  for (const [what, values] of rows) {
+    const s = stats(values);
+    record(
+      `| ${what} | ${fmt(s.median)} / ${fmt(s.p95)} | ${(s.median / none.median).toFixed(2)}× |`,
+    );
+  }
 }
 
 async function benchTools(): Promise<void> {
@@ -422,11 +462,12 @@ if (import.meta.main) {
     options: {
       soak: { type: "string", default: "1000" },
       churn: { type: "string", default: "10000" },
-      // Run only these parts (repeatable): sandbox, tools, soak, churn.
+      "package-rounds": { type: "string", default: "20" },
+      // Run only these parts (repeatable): sandbox, tools, packages, soak, churn.
       only: { type: "string", multiple: true },
     },
   });
-  const parts = ["sandbox", "tools", "soak", "churn"];
+  const parts = ["sandbox", "tools", "packages", "soak", "churn"];
   const only = values.only?.flatMap((o) => o.split(",")) ?? parts;
   const unknown = only.find((o) => !parts.includes(o));
   if (unknown) {
@@ -436,6 +477,7 @@ if (import.meta.main) {
   const churnRuns = Number(values.churn);
   if (only.includes("sandbox")) await benchSandbox();
   if (only.includes("tools")) await benchTools();
+  if (only.includes("packages")) await benchPackages(Number(values["package-rounds"]));
   if (only.includes("soak") && soakRuns > 0) await benchSoak(soakRuns);
   if (only.includes("churn") && churnRuns > 0) await benchChurn(churnRuns);
   const header = [

@@ -29,12 +29,15 @@ export async function buildWheel(options: {
   version?: string;
   /** More files of the package, by path inside it ("sub.py"). */
   extraFiles?: Record<string, string>;
+  /** Python appended to the package's `__init__.py`. */
+  initSuffix?: string;
 }): Promise<TestWheel> {
   const version = options.version ?? "1.0.0";
   const module = options.name.replaceAll("-", "_");
   const imports = options.imports ?? [];
   const source = imports.map((m) => `import ${m}\n`).join("") +
-    `def value():\n    return ${options.value}${imports.map((m) => ` + ${m}.value()`).join("")}\n`;
+    `def value():\n    return ${options.value}${imports.map((m) => ` + ${m}.value()`).join("")}\n` +
+    (options.initSuffix ?? "");
   const info = `${module}-${version}.dist-info`;
   const metadata = [
     "Metadata-Version: 2.1",

@@ -87,7 +87,13 @@ export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000";
  * Tool rules and time limits are enforced per execution, so they do not split the pool.
  */
 export function sandboxKey(profile: Profile): string {
-  return JSON.stringify([profile.name, profile.folders, profile.net, profile.limits.memory_mb]);
+  return JSON.stringify([
+    profile.name,
+    profile.folders,
+    profile.net,
+    profile.limits.memory_mb,
+    profile.preload ?? [],
+  ]);
 }
 
 /**
