@@ -4,7 +4,7 @@
  * then fail. Runs in a copy of the checkout (the working tree is never touched), one mutation at
  * a time, and prints which mutations survived. Exit code 1 when any survived or went stale.
  *
- *   deno task mutants [--only SUBSTRING]
+ *   deno task mutants [--only SUBSTRING]...
  */
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -268,6 +268,72 @@ const MUTATIONS: Mutation[] = [
     to: "const invalid: string[] = [];",
     tests: ["tests/packages_test.ts"],
     filter: "package index",
+  },
+  {
+    name: "a downloaded Pyodide package is not checked against the lock",
+    file: "src/packages/pyodide_distribution.ts",
+    from:
+      "    if (actual !== entry.sha256) {\n      throw new Error(\n        `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,\n      );\n    }\n    await Deno.mkdir",
+    to: "    await Deno.mkdir",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "loopback mirror",
+  },
+  {
+    name: "a Pyodide package read from a folder or the cache is not checked",
+    file: "src/packages/pyodide_distribution.ts",
+    from:
+      "    if (actual !== entry.sha256) {\n      throw new Error(\n        `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,\n      );\n    }\n    const data",
+    to: "    const data",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "mirror folder",
+  },
+  {
+    name: "Pyodide's packages are downloaded whatever the profile's net",
+    file: "src/packages/pyodide_distribution.ts",
+    from: "if (!hostAllowed(url, allowedHosts)) {",
+    to: "if (false) {",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "loopback mirror",
+  },
+  {
+    name: "a mirror's lock for another Pyodide is used",
+    file: "src/packages/pyodide_distribution.ts",
+    from: "const mismatch = lockMismatch(lock.info, pinnedLock.info);",
+    to: "const mismatch = null;",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "failures of a source",
+  },
+  {
+    name: "a wheel for another platform is installed",
+    file: "src/packages/wheels.ts",
+    from: 'if (!wheel.platform.split(".").some((tag) => platforms.includes(tag))) {',
+    to: "if (false) {",
+    tests: ["tests/pyodide_packages_test.ts"],
+  },
+  {
+    name: "a lock's file name may be a path",
+    file: "src/packages/pyodide_lock.ts",
+    from: "if (!/^[A-Za-z0-9][A-Za-z0-9._+-]*$/.test(fileName)) {",
+    to: "if (false) {",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "file name that is a path",
+  },
+  {
+    name: "the preloaded packages' folder is writable by scripts",
+    file: "src/sandbox/sandbox_command.ts",
+    from: "...preload.map((p) => p.host)];",
+    to:
+      '...preload.map((p) => p.host)];\n    profile = { ...profile, folders: [...profile.folders, ...preload.map((p) => ({ host: p.host, mount: `${p.mount}-w`, mode: "rw" as const }))] };',
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "preloaded packages are in its snapshot",
+  },
+  {
+    name: "compiled packages may be preloaded",
+    file: "src/packages/preload_check.ts",
+    from: "if (compiled.length === 0) return null;",
+    to: "return null;",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "preloadRefusal",
   },
   // Parsing of what the sandbox sends
   {
@@ -542,8 +608,13 @@ function testCommand(tests: string[], filter?: string): string[] {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ args: Deno.args, options: { only: { type: "string" } } });
-  const chosen = MUTATIONS.filter((m) => !values.only || m.name.includes(values.only));
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { only: { type: "string", multiple: true } },
+  });
+  const chosen = MUTATIONS.filter((m) =>
+    !values.only || values.only.some((only) => m.name.includes(only))
+  );
   const copy = await copyCheckout();
   // The copy builds its own snapshot once, in a cache folder of its own (outside the copy, as
   // a user's cache lies outside their checkout).
