@@ -145,6 +145,7 @@ Deno.test("closed HTTP sessions and refused requests leave no catalog listener b
     stateless: false,
     maxConcurrent: 8,
     maxPerSession: 4,
+    maxWaiting: 64,
     maxSessions: 256,
     sessionIdleMs: 600_000,
     log,

@@ -335,6 +335,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "preloadRefusal",
   },
+  // Concurrency caps
+  {
+    name: "a call over the cap runs at once",
+    file: "src/host/concurrency.ts",
+    from: "if (this.#running < this.max) {",
+    to: "if (true) {",
+    tests: ["tests/concurrency_test.ts"],
+  },
+  {
+    name: "a waiter cancelled by its client still runs",
+    file: "src/host/concurrency.ts",
+    from: "        this.#waiting = this.#waiting.filter((w) => w !== waiter);\n",
+    to: "",
+    tests: ["tests/concurrency_test.ts"],
+  },
   // Parsing of what the sandbox sends
   {
     name: "output file names may climb out with ..",

@@ -208,7 +208,13 @@ export async function serveOverHttp(
   const idleS = sessionIdleS ?? app.config.settings.session_idle_s;
   let http;
   try {
-    http = await serveHttp(app, { ...options, sessionIdleMs: idleS * 1000, token, log });
+    http = await serveHttp(app, {
+      ...options,
+      sessionIdleMs: idleS * 1000,
+      maxWaiting: app.config.settings.max_waiting,
+      token,
+      log,
+    });
   } catch (error) {
     await app.close(); // e.g. the port is taken: leave no sandbox behind
     throw error;

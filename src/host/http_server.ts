@@ -41,6 +41,8 @@ export interface HttpOptions {
   maxConcurrent: number;
   /** Executions running at once in one session. */
   maxPerSession: number;
+  /** Executions that may wait for a place, per session and over all (settings.max_waiting). */
+  maxWaiting: number;
   /** HTTP sessions open at once; an initialize over the cap gets HTTP 503. */
   maxSessions: number;
   /** A session with no request for this long is closed (with its persistent code sessions). */
@@ -89,7 +91,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   const refusal = checkBind(options.host, options.token, options.allowedHosts);
   if (refusal) return Promise.reject(new TypeError(refusal));
   const { log } = options;
-  const overall = new ExecutionLimit(options.maxConcurrent, "on this server");
+  const overall = new ExecutionLimit(options.maxConcurrent, "on this server", options.maxWaiting);
   const sessions = new Map<string, Session>();
   /** Initialize requests being answered: sessions about to open. */
   let opening = 0;
@@ -101,9 +103,17 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
 
   /** Owns the persistent code sessions of stateless requests: the HTTP caller. */
   const caller = `http:${crypto.randomUUID()}`;
-  const callerLimit = new ExecutionLimit(options.maxPerSession, "for this caller");
+  const callerLimit = new ExecutionLimit(
+    options.maxPerSession,
+    "for this caller",
+    options.maxWaiting,
+  );
   const newSessionHost = (owner: string) => {
-    const session = new ExecutionLimit(options.maxPerSession, "in this session");
+    const session = new ExecutionLimit(
+      options.maxPerSession,
+      "in this session",
+      options.maxWaiting,
+    );
     return app.createHost({ era: "legacy", owner }, {
       executor: session.wrap(overall.wrap(app.executor)),
     });
