@@ -166,6 +166,54 @@ for (const generation of GENERATIONS) {
         assert.equal(r.tool_calls.calls[0]!.approval, "timed_out");
         assert.doesNotMatch(r.stdout, /created/);
       });
+      await t.step(
+        "once a question goes unanswered, later calls of the script are not asked",
+        async () => {
+          const before = asked.length;
+          const r = await session.run(
+            SCRIPT + "\ntry:\n    memory.create_entities(entities=[])\nexcept ToolDenied as e:\n" +
+              "    print('second:', e)",
+          );
+          assert.equal(asked.length, before + 1, "only the first call is asked");
+          assert.match(
+            r.stdout,
+            /second: .*an earlier approval request of this script went unanswered/,
+          );
+          assert.equal(r.tool_calls.calls.at(-1)!.approval, "timed_out");
+        },
+      );
+
+      await t.step("the whole script is frozen while the person decides", async () => {
+        answer = async () => {
+          await delay(2500);
+          return { action: "decline" };
+        };
+        // A coroutine asks; the script itself meant to wake 0.3 s later. Frozen, it wakes only
+        // after the person's answer; running on, it would run (uncounted) meanwhile.
+        const r = await session.run([
+          "import asyncio, time",
+          "from mcp_tools import memory",
+          "call = asyncio.ensure_future(memory.create_entities_async(entities=[]))",
+          "start = time.time()",
+          "await asyncio.sleep(0.3)",
+          "round(time.time() - start, 1)",
+        ].join("\n"));
+        assert.equal(r.success, true, JSON.stringify(r.diagnostics));
+        assert.ok((r.result as number) >= 2, `the script woke after ${r.result} s`);
+      });
+      await t.step("arguments that cannot be shown whole are not put to a person", async () => {
+        const before = asked.length;
+        const r = await session.run([
+          "from mcp_tools import memory, ToolDenied",
+          "many = [{'name': f'e{i}', 'entityType': 't', 'observations': []} for i in range(60)]",
+          "try:",
+          "    memory.create_entities(entities=many)",
+          "except ToolDenied as e:",
+          "    print('denied:', e)",
+        ].join("\n"));
+        assert.match(r.stdout, /denied: .*cannot be shown to a person whole/);
+        assert.equal(asked.length, before, "not asked");
+      });
     } finally {
       await session.close();
     }

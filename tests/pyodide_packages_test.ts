@@ -17,6 +17,7 @@ import { parseLock } from "../src/packages/pyodide_lock.ts";
 import { PyodideDistribution } from "../src/packages/pyodide_distribution.ts";
 import { PackageSources } from "../src/packages/package_sources.ts";
 import { preloadRefusal } from "../src/packages/preload_check.ts";
+import { sha256Hex } from "../src/_util/digest.ts";
 
 const PLATFORM = pinnedLockInfo() as unknown as PyodidePlatform;
 
@@ -351,4 +352,161 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
     });
   }
   await Deno.remove(dir, { recursive: true });
+});
+
+/** Package sources over a hostile loopback server, with a temporary cache. */
+async function hostileSources(
+  handler: (path: string) => Response | Promise<Response>,
+  options: { lockDir?: string; deadlineMs?: number } = {},
+) {
+  const dir = await Deno.makeTempDir();
+  const seen: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const path = new URL(request.url).pathname;
+    seen.push(path);
+    return handler(path);
+  });
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const pinnedLock = parseLock(JSON.stringify({ info: PLATFORM, packages: {} }));
+  const sources = new PackageSources({
+    wheelsDir: "",
+    distribution: new PyodideDistribution({
+      source: options.lockDir ?? `${base}/dist/`,
+      pinnedLock,
+      cacheDir: join(dir, "cache", "pyodide-packages"),
+    }),
+    index: { url: `${base}/simple/`, cacheDir: join(dir, "cache", "wheels") },
+    platform: PLATFORM,
+    deadlineMs: options.deadlineMs,
+  });
+  const hosts = [`127.0.0.1:${server.addr.port}`];
+  return {
+    dir,
+    base,
+    seen,
+    resolve: (names: string[]) => sources.resolve(names, hosts),
+    async [Symbol.asyncDispose]() {
+      await server.shutdown();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+const notFound = () => new Response("no", { status: 404 });
+
+Deno.test("attack: an index link's text cannot steer where the host writes", async () => {
+  const wheel = await buildWheel({ name: "foo", value: 1 });
+  const sha = await sha256Hex(wheel.bytes);
+  await using index = await hostileSources((path) =>
+    path === "/simple/foo/"
+      ? new Response(
+        `<a href="/f/foo.whl#sha256=${sha}">foo-1/../../poison-9.0-py3-none-any.whl</a>`,
+      )
+      : path === "/f/foo.whl"
+      ? new Response(wheel.bytes)
+      : notFound()
+  );
+  const result = await index.resolve(["foo"]);
+  assert.match(result.problems.join(), /foo: .*no wheel on the package index/);
+  const written = await Array.fromAsync(Deno.readDir(index.dir));
+  assert.ok(written.every((e) => e.name === "cache"), written.map((e) => e.name).join());
+  await assert.rejects(Deno.stat(join(index.dir, "cache", "poison-9.0-py3-none-any.whl")));
+  assert.ok(!index.seen.includes("/f/foo.whl"), "nothing downloaded");
+});
+
+Deno.test("attack: a lock's dependency names cannot send the host to other addresses", async () => {
+  const dir = await Deno.makeTempDir();
+  const bar = await buildWheel({ name: "bar", value: 1 });
+  let elsewhere = 0;
+  await using other = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    elsewhere++;
+    return new Response("<a href='x'>x</a>");
+  });
+  const port = other.addr.port;
+  await writeDistribution(
+    dir,
+    await lockText([{
+      wheel: bar,
+      depends: [`//127.0.0.1:${port}/ssrf`, `http://localhost:${port}/x`],
+    }]),
+    [bar],
+  );
+  await using index = await hostileSources(() => notFound(), { lockDir: dir });
+  const result = await index.resolve(["bar"]);
+  assert.match(result.problems.join(), /\(needed by bar\): not a valid package name/);
+  assert.equal(elsewhere, 0);
+  assert.ok(index.seen.every((p) => p.startsWith("/simple/")), index.seen.join());
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("attack: an index file without a sha256 is refused", async () => {
+  const wheel = await buildWheel({ name: "nosha", value: 1 });
+  await using index = await hostileSources((path) =>
+    path === "/simple/nosha/"
+      ? new Response(`<a href="/f/${wheel.file}">${wheel.file}</a>`)
+      : path === `/f/${wheel.file}`
+      ? new Response(wheel.bytes)
+      : notFound()
+  );
+  const result = await index.resolve(["nosha"]);
+  assert.match(result.problems.join(), /nosha: .*the package index gives no sha256/);
+  assert.equal(result.packages.length, 0);
+});
+
+Deno.test("attack: a METADATA bomb is refused, not inflated", async () => {
+  const dir = await Deno.makeTempDir();
+  const bomb = await buildWheel({
+    name: "bomb",
+    value: 1,
+    requires: Array.from({ length: 40_000 }, (_, i) => `x${i % 10}-padding-padding-padding`),
+  });
+  await Deno.writeFile(join(dir, bomb.file), bomb.bytes);
+  const sources = new PackageSources({
+    wheelsDir: dir,
+    distribution: null,
+    index: null,
+    platform: PLATFORM,
+  });
+  const result = await sources.resolve(["bomb"], []);
+  assert.match(
+    result.problems.join(),
+    /bomb: bomb-1\.0\.0-py3-none-any\.whl: its METADATA is larger than/,
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("attack: giant and slow sources end in a clear refusal", async (t) => {
+  await t.step("a lock larger than the cap", async () => {
+    await using mirror = await hostileSources((path) =>
+      path === "/dist/pyodide-lock.json"
+        ? new Response(new Blob([new Uint8Array(17 * 1024 * 1024)]).stream())
+        : notFound()
+    );
+    const result = await mirror.resolve(["anything"]);
+    assert.match(result.problems.join(), /anything: .*pyodide-lock\.json is larger than \d+ bytes/);
+  });
+  await t.step("files that trickle past the resolution's deadline", async () => {
+    const wheel = await buildWheel({ name: "slow", value: 1 });
+    const lock = await lockText([{ wheel }]);
+    await using mirror = await hostileSources(
+      (path) =>
+        path === "/dist/pyodide-lock.json"
+          ? new Response(lock)
+          : path === `/dist/${wheel.file}`
+          ? new Response(
+            new ReadableStream({
+              async pull(controller) {
+                await new Promise((resolve) => setTimeout(resolve, 400));
+                controller.enqueue(new Uint8Array(1));
+              },
+            }),
+          )
+          : notFound(),
+      { deadlineMs: 1000 },
+    );
+    const started = performance.now();
+    const result = await mirror.resolve(["slow"]);
+    assert.match(result.problems.join(), /slow: .*took too long/);
+    assert.ok(performance.now() - started < 10_000);
+  });
 });

@@ -36,15 +36,62 @@ export function denialReason(answer: Exclude<ApprovalAnswer, "approved">, timeou
   }
 }
 
-/** The largest arguments text shown in a question; longer ones are cut with a marker. */
-const MAX_SHOWN_ARGUMENTS = 4000;
+/**
+ * How much of a call's arguments a question shows. A long string is shown by its start and its
+ * length (a file's content); anything else is shown whole or not asked about at all: a script
+ * must not hide one argument behind another (a path after a long content, an item after many).
+ */
+export const SHOWN_LIMITS = {
+  /** Characters of a string shown before "… [N characters in all]". */
+  stringChars: 300,
+  /** Items of one array, keys of one object. */
+  items: 50,
+  keyChars: 200,
+  depth: 8,
+  /** Characters of the whole rendering. */
+  totalChars: 8000,
+};
 
-/** The question as a person reads it. */
+/**
+ * The arguments as a person reads them: every key and item, each long string shortened with a
+ * marker; or null when they cannot be shown so (too many items or keys, too deep, too long).
+ */
+export function shownArguments(args: Record<string, unknown>): string | null {
+  let hidden = false;
+  const shorten = (value: unknown, depth: number): unknown => {
+    if (typeof value === "string") {
+      return value.length > SHOWN_LIMITS.stringChars
+        ? `${value.slice(0, SHOWN_LIMITS.stringChars)}… [${value.length} characters in all]`
+        : value;
+    }
+    if (typeof value !== "object" || value === null) return value;
+    const entries = Array.isArray(value)
+      ? value.map((v, i) => [i, v] as const)
+      : Object.entries(value);
+    if (depth >= SHOWN_LIMITS.depth || entries.length > SHOWN_LIMITS.items) {
+      hidden = true;
+      return null;
+    }
+    if (Array.isArray(value)) return value.map((v) => shorten(v, depth + 1));
+    if (entries.some(([key]) => String(key).length > SHOWN_LIMITS.keyChars)) hidden = true;
+    // fromEntries defines own properties, so a "__proto__" key is shown as the key it is.
+    return Object.fromEntries(entries.map(([key, v]) => [key, shorten(v, depth + 1)]));
+  };
+  const text = JSON.stringify(shorten(args, 0), null, 2);
+  return hidden || text.length > SHOWN_LIMITS.totalChars ? null : text;
+}
+
+/** Why a call cannot be put to a person, or null when its arguments can be shown. */
+export function unshowableReason(question: ApprovalQuestion): string | null {
+  if (shownArguments(question.arguments) !== null) return null;
+  const l = SHOWN_LIMITS;
+  return `its arguments cannot be shown to a person whole (at most ${l.items} items or keys per ` +
+    `list or object, ${l.depth} levels, ${l.totalChars} characters shown); split the call`;
+}
+
+/** The question as a person reads it (for a question whose arguments can be shown). */
 export function approvalMessage(question: ApprovalQuestion): string {
-  let shown = JSON.stringify(question.arguments, null, 2);
-  if (shown.length > MAX_SHOWN_ARGUMENTS) {
-    shown = `${shown.slice(0, MAX_SHOWN_ARGUMENTS)}\n… (${shown.length} characters in all)`;
-  }
+  const shown = shownArguments(question.arguments) ?? "(not shown)";
   return `A script wants to call ${question.server}.${question.tool} with these arguments:\n${shown}\nAllow this call?`;
 }
 

@@ -12,7 +12,7 @@ import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
-import { type Approver, denialReason, nobodyToAsk } from "./approval.ts";
+import { type Approver, denialReason, nobodyToAsk, unshowableReason } from "./approval.ts";
 
 export interface ToolGateDeps {
   profile: Profile;
@@ -49,6 +49,8 @@ export class ToolGate {
   /** Allowed calls still waiting for their upstream answer. */
   readonly #inFlight = new Set<Promise<unknown>>();
   #closed = false;
+  /** A question of this run went unanswered: the person is not there, so no more are asked. */
+  #unanswered = false;
 
   constructor(deps: ToolGateDeps) {
     this.#deps = deps;
@@ -76,13 +78,27 @@ export class ToolGate {
     this.calls.push(record);
     if (!decision.allowed) return denied(record, decision.reason);
     if (decision.needsApproval) {
-      const ask = this.#deps.approve ?? nobodyToAsk;
-      const resume = clock?.pause();
-      record.approval = await ask({
+      const question = {
         server: record.server,
         tool: record.tool,
         arguments: this.#deps.redact.json(params.arguments),
-      }).catch(() => "unavailable" as const).finally(resume);
+      };
+      const unshowable = unshowableReason(question);
+      if (unshowable) {
+        record.approval = "unavailable";
+        return denied(record, `the call needs a person's approval, and ${unshowable}`);
+      }
+      if (this.#unanswered) {
+        record.approval = "timed_out";
+        return denied(
+          record,
+          "an earlier approval request of this script went unanswered; later calls are not asked",
+        );
+      }
+      const ask = this.#deps.approve ?? nobodyToAsk;
+      const resume = clock?.pause();
+      record.approval = await ask(question).catch(() => "unavailable" as const).finally(resume);
+      if (record.approval === "timed_out") this.#unanswered = true;
       if (record.approval !== "approved") {
         const seconds = (this.#deps.approvalTimeoutMs ?? 0) / 1000;
         return denied(record, denialReason(record.approval, seconds));

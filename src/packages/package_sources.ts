@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
 import { hostAllowed } from "./hosts.ts";
+import { download, MAX_PACKAGE_BYTES, MAX_PAGE_BYTES } from "./capped_download.ts";
 import type { PyodideDistribution } from "./pyodide_distribution.ts";
 import type { PyodideLock } from "./pyodide_lock.ts";
 import { type FolderWheel, WheelFolder } from "./wheel_folder.ts";
@@ -32,6 +33,9 @@ export interface ResolvedPackage {
   install_dir: "site" | "dynlib";
 }
 
+/** How long one request's package resolution may spend downloading, all files together. */
+const RESOLVE_DEADLINE_MS = 180_000;
+
 export interface IndexOptions {
   /** Base URL of the simple index, e.g. https://index.example/simple/ */
   url: string;
@@ -47,6 +51,8 @@ export interface PackageSourceOptions {
   index: IndexOptions | null;
   /** The platform of the pinned Pyodide: which wheels can run in it. */
   platform: PyodidePlatform;
+  /** How long one resolution may spend downloading (default `RESOLVE_DEADLINE_MS`). */
+  deadlineMs?: number;
 }
 
 export interface Resolution {
@@ -60,8 +66,10 @@ export class PackageSources {
   readonly #index: IndexOptions | null;
   readonly #indexCache: WheelFolder | null;
   readonly #platform: PyodidePlatform;
+  readonly #deadlineMs: number;
 
   constructor(options: PackageSourceOptions) {
+    this.#deadlineMs = options.deadlineMs ?? RESOLVE_DEADLINE_MS;
     this.#local = new WheelFolder(options.wheelsDir, options.platform);
     this.#distribution = options.distribution;
     this.#index = options.index;
@@ -88,15 +96,33 @@ export class PackageSources {
     const packages: ResolvedPackage[] = [];
     const problems: string[] = [];
     const seen = new Set<string>();
+    // Every download of this resolution together: a slow source cannot hold the request.
+    const deadline = AbortSignal.timeout(this.#deadlineMs);
     let lock: Promise<PyodideLock | string> | null = null;
     const distributionLock = () =>
       lock ??= this.#distribution!.lock(allowedHosts).catch((e) => (e as Error).message);
 
     const need = async (name: string, neededBy: string | null): Promise<void> => {
+      // A dependency's name comes from a lock or a wheel: checked like a caller's before use.
+      if (!isPackageName(name)) {
+        problems.push(
+          `${
+            JSON.stringify(name.slice(0, 100))
+          } (needed by ${neededBy}): not a valid package name (PEP 508)`,
+        );
+        return;
+      }
       const key = normalizeName(name);
       if (seen.has(key)) return;
       seen.add(key);
       const label = neededBy ? `${key} (needed by ${neededBy})` : key;
+      try {
+        await look(key, label);
+      } catch (error) {
+        problems.push(`${label}: ${(error as Error).message}`);
+      }
+    };
+    const look = async (key: string, label: string): Promise<void> => {
       const reasons: string[] = [];
 
       const local = await this.#local.find(key);
@@ -118,7 +144,7 @@ export class PackageSources {
         if (entry) {
           for (const dependency of entry.depends) await need(dependency, key);
           try {
-            const data = await this.#distribution.file(entry, allowedHosts);
+            const data = await this.#distribution.file(entry, allowedHosts, deadline);
             packages.push({
               name: key,
               file: entry.file_name,
@@ -132,7 +158,7 @@ export class PackageSources {
         }
       }
 
-      const indexed = await this.#fromIndex(key, allowedHosts);
+      const indexed = await this.#fromIndex(key, allowedHosts, deadline);
       if (typeof indexed !== "string") return await this.#addWheel(key, indexed, packages, need);
       reasons.push(indexed);
       problems.push(`${label}: ${reasons.join("; ")}`);
@@ -152,7 +178,11 @@ export class PackageSources {
   }
 
   /** The wheel of `name` from the index (downloaded once, then from the cache), or why not. */
-  async #fromIndex(name: string, allowedHosts: readonly string[]): Promise<FolderWheel | string> {
+  async #fromIndex(
+    name: string,
+    allowedHosts: readonly string[],
+    deadline: AbortSignal,
+  ): Promise<FolderWheel | string> {
     if (!this.#index || !this.#indexCache) return "no package index is configured";
     const cached = await this.#indexCache.find(name);
     if (cached.wheel) return cached.wheel;
@@ -161,7 +191,7 @@ export class PackageSources {
       return `the profile does not allow the package index host ${index.host}`;
     }
     try {
-      await this.#download(name);
+      await this.#download(name, allowedHosts, deadline);
     } catch (error) {
       return (error as Error).message;
     }
@@ -170,16 +200,29 @@ export class PackageSources {
   }
 
   /** Downloads the newest compatible wheel of `name` from the index into the cache folder. */
-  async #download(name: string): Promise<void> {
+  async #download(
+    name: string,
+    allowedHosts: readonly string[],
+    deadline: AbortSignal,
+  ): Promise<void> {
     const { url, cacheDir } = this.#index!;
-    const doFetch = this.#index!.fetch ?? fetch;
-    const page = new URL(`${normalizeName(name)}/`, url.endsWith("/") ? url : url + "/");
-    const response = await doFetch(page, { signal: AbortSignal.timeout(30_000) });
-    if (response.status === 404) throw new Error(`not found on the package index`);
-    if (!response.ok) throw new Error(`the package index answered ${response.status}`);
-    const links = [
-      ...(await response.text()).matchAll(/<a\s[^>]*href="([^"]+)"[^>]*>([^<]+)<\/a>/gi),
-    ]
+    const options = { fetch: this.#index!.fetch, deadline };
+    const index = new URL(url.endsWith("/") ? url : url + "/");
+    // `name` passed isPackageName: the page is always a folder of the index itself.
+    const page = new URL(`${encodeURIComponent(normalizeName(name))}/`, index);
+    if (page.origin !== index.origin) throw new Error("not a name the index can look up");
+    let html: string;
+    try {
+      html = new TextDecoder().decode(
+        await download(page, MAX_PAGE_BYTES, { ...options, timeoutMs: 30_000 }),
+      );
+    } catch (error) {
+      if (/ answered 404$/.test((error as Error).message)) {
+        throw new Error("not found on the package index");
+      }
+      throw error;
+    }
+    const links = [...html.matchAll(/<a\s[^>]*href="([^"]+)"[^>]*>([^<]+)<\/a>/gi)]
       .map(([, href, text]) => ({
         href: new URL(href!.replaceAll("&amp;", "&"), page),
         wheel: parseWheelName(text!.trim()),
@@ -196,13 +239,17 @@ export class PackageSources {
       );
     }
     const newest = runnable.sort((a, b) => compareVersions(b.wheel!.version, a.wheel!.version))[0]!;
-    const expected = /sha256=([0-9a-f]{64})/.exec(newest.href.hash)?.[1];
-    newest.href.hash = "";
-    const download = await doFetch(newest.href, { signal: AbortSignal.timeout(120_000) });
     const file = newest.wheel!.file;
-    if (!download.ok) throw new Error(`downloading ${file} answered ${download.status}`);
-    const bytes = new Uint8Array(await download.arrayBuffer());
-    if (expected && await sha256Hex(bytes) !== expected) {
+    const expected = /sha256=([0-9a-f]{64})/.exec(newest.href.hash)?.[1];
+    if (!expected) throw new Error(`the package index gives no sha256 for ${file}`);
+    if (!hostAllowed(newest.href, allowedHosts)) {
+      throw new Error(
+        `the profile does not allow the host ${newest.href.host} the index links ${file} to`,
+      );
+    }
+    newest.href.hash = "";
+    const bytes = await download(newest.href, MAX_PACKAGE_BYTES, options);
+    if (await sha256Hex(bytes) !== expected) {
       throw new Error(`checksum mismatch: ${file} does not match the index's sha256`);
     }
     await Deno.mkdir(cacheDir, { recursive: true });

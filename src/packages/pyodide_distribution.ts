@@ -11,6 +11,7 @@ import { PYODIDE_VERSION } from "../_util/version.ts";
 import { lockMismatch, type LockPackage, parseLock, type PyodideLock } from "./pyodide_lock.ts";
 import { encodeBase64 } from "../policy/input_files.ts";
 import { hostAllowed } from "./hosts.ts";
+import { download, MAX_PACKAGE_BYTES, MAX_PAGE_BYTES } from "./capped_download.ts";
 
 /** Where Pyodide publishes the package set of a version (the address Pyodide itself uses). */
 export const OFFICIAL_DISTRIBUTION = `https://cdn.jsdelivr.net/pyodide/v${PYODIDE_VERSION}/full/`;
@@ -76,7 +77,11 @@ export class PyodideDistribution {
   }
 
   /** A package's file, base64, checked against the lock's sha256. Throws an Error saying why not. */
-  async file(entry: LockPackage, allowedHosts: readonly string[]): Promise<string> {
+  async file(
+    entry: LockPackage,
+    allowedHosts: readonly string[],
+    deadline?: AbortSignal,
+  ): Promise<string> {
     if (!this.#isUrl) {
       const path = join(this.#options.source, entry.file_name);
       const data = await this.#readVerified(path, entry);
@@ -88,7 +93,10 @@ export class PyodideDistribution {
     if (cached !== null) return cached;
     this.#requireHost(allowedHosts);
     const url = new URL(entry.file_name, this.#options.source);
-    const bytes = await this.#download(url);
+    const bytes = await download(url, MAX_PACKAGE_BYTES, {
+      fetch: this.#options.fetch,
+      deadline,
+    });
     const actual = await sha256Hex(bytes);
     if (actual !== entry.sha256) {
       throw new Error(
@@ -131,23 +139,12 @@ export class PyodideDistribution {
   }
 
   async #fetchLock(): Promise<PyodideLock> {
-    const bytes = await this.#download(new URL("pyodide-lock.json", this.#options.source));
+    const url = new URL("pyodide-lock.json", this.#options.source);
+    const bytes = await download(url, MAX_PAGE_BYTES, {
+      fetch: this.#options.fetch,
+      timeoutMs: 30_000,
+    });
     return readLock(new TextDecoder().decode(bytes));
-  }
-
-  async #download(url: URL): Promise<Uint8Array> {
-    const doFetch = this.#options.fetch ?? fetch;
-    let response: Response;
-    try {
-      response = await doFetch(url, { signal: AbortSignal.timeout(120_000) });
-    } catch (error) {
-      throw new Error(`${url} cannot be reached (${(error as Error).message})`);
-    }
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new Error(`${url} answered ${response.status}`);
-    }
-    return new Uint8Array(await response.arrayBuffer());
   }
 }
 

@@ -64,7 +64,9 @@ export class WheelFolder {
     const cached = this.#cache.get(path);
     if (cached && cached.mtime === stamp) return cached.wheel;
     const bytes = await Deno.readFile(path);
-    const metadata = await readWheelMetadata(bytes);
+    const metadata = await readWheelMetadata(bytes).catch((error) => {
+      throw new Error(`${file}: ${(error as Error).message}`);
+    });
     const wheel = {
       file,
       data: encodeBase64(bytes),

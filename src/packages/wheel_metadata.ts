@@ -5,7 +5,13 @@
  */
 import { compareVersions, normalizeName, type PyodidePlatform } from "./wheels.ts";
 
-/** The text of the wheel's `*.dist-info/METADATA`, or null when it has none. */
+/** The largest METADATA read (real ones are a few KiB; more is refused, not inflated). */
+export const MAX_METADATA_BYTES = 1024 * 1024;
+
+/**
+ * The text of the wheel's `*.dist-info/METADATA`, or null when it has none. Throws when it is
+ * larger than `MAX_METADATA_BYTES`, whatever its header claims.
+ */
 export async function readWheelMetadata(zip: Uint8Array): Promise<string | null> {
   const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
   // The end-of-central-directory record: signature 0x06054b50, within the last 64 KiB + 22.
@@ -34,10 +40,21 @@ export async function readWheelMetadata(zip: Uint8Array): Promise<string | null>
     const dataStart = localHeader + 30 + view.getUint16(localHeader + 26, true) +
       view.getUint16(localHeader + 28, true);
     const data = zip.slice(dataStart, dataStart + compressedSize);
-    if (method === 0) return decoder.decode(data);
+    const tooLarge = () => new Error(`its METADATA is larger than ${MAX_METADATA_BYTES} bytes`);
+    if (method === 0) {
+      if (data.length > MAX_METADATA_BYTES) throw tooLarge();
+      return decoder.decode(data);
+    }
     if (method !== 8) return null;
     const inflated = new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-    return decoder.decode(await new Response(inflated).arrayBuffer());
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of inflated) {
+      size += chunk.length;
+      if (size > MAX_METADATA_BYTES) throw tooLarge();
+      chunks.push(chunk);
+    }
+    return chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
   }
   return null;
 }

@@ -28,6 +28,8 @@ export interface WheelFile {
 
 /** Parses `{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`; null for other names. */
 export function parseWheelName(file: string): WheelFile | null {
+  // A name becomes part of a cache path: a plain file name, never a path.
+  if (!/^[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl$/.test(file) || file.length > 255) return null;
   const match = /^([^-]+)-([^-]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)\.whl$/.exec(file);
   if (!match) return null;
   const [, dist, version, python, abi, platform] = match;

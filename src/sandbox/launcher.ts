@@ -277,7 +277,22 @@ export class Sandbox implements AsyncDisposable {
       () => this.persistent ? this.#interrupt(overtime) : this.#halt("TIMEOUT", overtime),
       request.timeoutMs,
     );
-    this.#clock = timer;
+    // While a person decides about a call, the clock stops and so does the whole process: the
+    // rest of the script (other coroutines, a busy loop) must not run on uncounted time.
+    let deciding = 0;
+    this.#clock = {
+      pause: () => {
+        const restart = timer.pause();
+        if (deciding++ === 0) this.#pause();
+        let resumed = false;
+        return () => {
+          if (resumed) return;
+          resumed = true;
+          if (--deciding === 0 && !this.#stop) this.#resume();
+          restart();
+        };
+      },
+    };
     const memoryWatch = setInterval(() => this.#checkMemory(request.memoryBytes), MEMORY_POLL_MS);
     const onAbort = () => this.#halt("CANCELLED", "Execution was cancelled by the client");
     hooks.signal?.addEventListener("abort", onAbort, { once: true });

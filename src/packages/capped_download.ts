@@ -1,0 +1,57 @@
+/**
+ * Downloads with bounds: a body larger than its cap is refused while it streams (a hostile or
+ * broken source cannot fill the host's memory), and every download of one resolution shares a
+ * deadline besides its own timeout (a slow source cannot hold a request for hours).
+ */
+
+/** Largest files: a lock or index page, and a package file (the sandbox gets it in one line). */
+export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+export const MAX_PACKAGE_BYTES = 48 * 1024 * 1024;
+
+/** The body of `url`, or an Error saying why not (unreachable, status, too large, too slow). */
+export async function download(
+  url: URL,
+  maxBytes: number,
+  options: { fetch?: typeof fetch; deadline?: AbortSignal; timeoutMs?: number } = {},
+): Promise<Uint8Array> {
+  const signals = [AbortSignal.timeout(options.timeoutMs ?? 120_000)];
+  if (options.deadline) signals.push(options.deadline);
+  const signal = AbortSignal.any(signals);
+  let response: Response;
+  try {
+    response = await (options.fetch ?? fetch)(url, { signal, redirect: "error" });
+  } catch (error) {
+    throw new Error(`${url} cannot be reached (${reason(error, signal)})`);
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new Error(`${url} answered ${response.status}`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body ?? new ReadableStream<Uint8Array>()) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        await response.body?.cancel().catch(() => {});
+        throw new Error(`${url} is larger than ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (size > maxBytes) throw error;
+    throw new Error(`${url} could not be read (${reason(error, signal)})`);
+  }
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.length;
+  }
+  return body;
+}
+
+function reason(error: unknown, signal: AbortSignal): string {
+  if (signal.aborted) return "took too long";
+  return (error as Error).message;
+}

@@ -1,0 +1,57 @@
+/**
+ * What a person is shown before approving a call: every key and item of the arguments, long
+ * strings shortened with a marker, and nothing hidden behind something else.
+ */
+import assert from "node:assert/strict";
+import {
+  approvalMessage,
+  SHOWN_LIMITS,
+  shownArguments,
+  unshowableReason,
+} from "../src/execution/approval.ts";
+
+Deno.test("a long value cannot push another argument out of the question", () => {
+  // The attack: bulky harmless text first, the argument that matters after it.
+  const question = {
+    server: "memory",
+    tool: "create_entities",
+    arguments: {
+      entities: [{
+        observations: ["harmless note ".repeat(300)],
+        entityType: "t",
+        name: "DROP_EVERYTHING_hidden_name",
+      }],
+    },
+  };
+  const message = approvalMessage(question);
+  assert.match(message, /DROP_EVERYTHING_hidden_name/);
+  assert.match(message, /harmless note .*… \[4200 characters in all\]/);
+  assert.ok(message.length < 2000);
+  const write = { path: "/etc/important", content: "x".repeat(100_000) };
+  assert.match(shownArguments({ ...write })!, /"path": "\/etc\/important"/);
+  assert.match(shownArguments({ content: write.content, path: write.path })!, /\/etc\/important/);
+});
+
+Deno.test("arguments that cannot be shown whole are refused, not cut", () => {
+  const items = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `e${i}` }));
+  assert.ok(shownArguments({ entities: items(SHOWN_LIMITS.items) }));
+  assert.equal(shownArguments({ entities: items(SHOWN_LIMITS.items + 1) }), null);
+  let deep: unknown = "bottom";
+  for (let i = 0; i < SHOWN_LIMITS.depth + 1; i++) deep = { deeper: deep };
+  assert.equal(shownArguments({ deep }), null);
+  assert.equal(shownArguments({ ["k".repeat(SHOWN_LIMITS.keyChars + 1)]: 1 }), null);
+  const wide = Object.fromEntries(
+    Array.from({ length: 40 }, (_, i) => [`key${i}`, "v".repeat(280)]),
+  );
+  assert.equal(shownArguments(wide), null, "over the total");
+  assert.match(
+    unshowableReason({ server: "s", tool: "t", arguments: { entities: items(60) } })!,
+    /cannot be shown to a person whole/,
+  );
+  assert.equal(unshowableReason({ server: "s", tool: "t", arguments: { a: 1 } }), null);
+});
+
+Deno.test("a __proto__ key is shown as the key it is", () => {
+  const args = JSON.parse('{"__proto__": {"path": "/secret"}, "b": 1}');
+  assert.match(shownArguments(args)!, /"__proto__": \{\s*"path": "\/secret"/);
+});
