@@ -27,6 +27,7 @@ import {
 } from "@modelcontextprotocol/server";
 import type { App } from "../app.ts";
 import type { Logger } from "../_util/log.ts";
+import { readAtMost } from "../_util/bytes.ts";
 import { ExecutionLimit } from "./concurrency.ts";
 import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
@@ -374,28 +375,13 @@ async function readJsonBody(
     },
   };
   if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return tooLarge;
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of request.body ?? []) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) return tooLarge;
-    chunks.push(chunk);
-  }
+  const body = await readAtMost(request.body ?? [], MAX_BODY_BYTES);
+  if (body === null) return tooLarge;
   try {
-    return { json: JSON.parse(new TextDecoder().decode(concat(chunks, size))) };
+    return { json: JSON.parse(new TextDecoder().decode(body)) };
   } catch {
     return { refusal: { status: 400, code: -32700, message: "Parse error: Invalid JSON" } };
   }
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
 }
 
 /** The same response, calling `done` once its body has been sent or abandoned. */

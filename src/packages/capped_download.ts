@@ -3,6 +3,7 @@
  * broken source cannot fill the host's memory), and every download of one resolution shares a
  * deadline besides its own timeout (a slow source cannot hold a request for hours).
  */
+import { readAtMost } from "../_util/bytes.ts";
 
 /** Largest files: a lock or index page, and a package file (the sandbox gets it in one line). */
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
@@ -27,27 +28,13 @@ export async function download(
     await response.body?.cancel();
     throw new Error(`${url} answered ${response.status}`);
   }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  let body: Uint8Array | null;
   try {
-    for await (const chunk of response.body ?? new ReadableStream<Uint8Array>()) {
-      size += chunk.length;
-      if (size > maxBytes) {
-        await response.body?.cancel().catch(() => {});
-        throw new Error(`${url} is larger than ${maxBytes} bytes`);
-      }
-      chunks.push(chunk);
-    }
+    body = await readAtMost(response.body ?? [], maxBytes);
   } catch (error) {
-    if (size > maxBytes) throw error;
     throw new Error(`${url} could not be read (${reason(error, signal)})`);
   }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
+  if (body === null) throw new Error(`${url} is larger than ${maxBytes} bytes`);
   return body;
 }
 

@@ -3,6 +3,7 @@
  * environment markers evaluated for Pyodide (so `colorama; sys_platform == "win32"` and extras
  * are left out). Reading the zip is the only I/O-shaped part; it works on bytes in memory.
  */
+import { readAtMost } from "../_util/bytes.ts";
 import { compareVersions, normalizeName, type PyodidePlatform } from "./wheels.ts";
 
 /** The largest METADATA read (real ones are a few KiB; more is refused, not inflated). */
@@ -47,14 +48,9 @@ export async function readWheelMetadata(zip: Uint8Array): Promise<string | null>
     }
     if (method !== 8) return null;
     const inflated = new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of inflated) {
-      size += chunk.length;
-      if (size > MAX_METADATA_BYTES) throw tooLarge();
-      chunks.push(chunk);
-    }
-    return chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
+    const text = await readAtMost(inflated, MAX_METADATA_BYTES);
+    if (text === null) throw tooLarge();
+    return decoder.decode(text);
   }
   return null;
 }

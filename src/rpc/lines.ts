@@ -3,6 +3,8 @@
  * peer cannot make the reader buffer without bound.
  */
 
+import { concatBytes } from "../_util/bytes.ts";
+
 export interface LineEvents {
   line(text: string): void;
   /** A line grew past `maxLineBytes`; its bytes up to the next newline are dropped. */
@@ -20,7 +22,7 @@ export async function readLines(
   let size = 0;
   let dropping = false;
   const flush = () => {
-    if (!dropping) events.line(decoder.decode(concat(parts, size)));
+    if (!dropping) events.line(decoder.decode(concatBytes(parts, size)));
     parts = [];
     size = 0;
     dropping = false;
@@ -53,15 +55,4 @@ export async function readLines(
   } finally {
     reader.releaseLock();
   }
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

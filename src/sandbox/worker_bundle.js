@@ -3,6 +3,18 @@
 import process from "node:process";
 import { fileURLToPath as fromFileUrl } from "node:url";
 
+// src/_util/bytes.ts
+function concatBytes(parts, size = parts.reduce((n, p) => n + p.length, 0)) {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
 // src/rpc/lines.ts
 async function readLines(stream, maxLineBytes, events) {
   const decoder = new TextDecoder();
@@ -10,7 +22,7 @@ async function readLines(stream, maxLineBytes, events) {
   let size = 0;
   let dropping = false;
   const flush = () => {
-    if (!dropping) events.line(decoder.decode(concat(parts, size)));
+    if (!dropping) events.line(decoder.decode(concatBytes(parts, size)));
     parts = [];
     size = 0;
     dropping = false;
@@ -43,16 +55,6 @@ async function readLines(stream, maxLineBytes, events) {
   } finally {
     reader.releaseLock();
   }
-}
-function concat(parts, size) {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 // src/rpc/channel.ts

@@ -1,0 +1,34 @@
+/** Byte arrays: joining parts, and reading a stream with a bound. */
+
+/** The parts as one array; `size` is their total length. */
+export function concatBytes(
+  parts: Uint8Array[],
+  size = parts.reduce((n, p) => n + p.length, 0),
+): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+/**
+ * All of a stream's bytes, or null once they pass `maxBytes`: reading stops there and the stream
+ * is cancelled, so a hostile source cannot fill memory. Errors of the stream are thrown.
+ */
+export async function readAtMost(
+  stream: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  maxBytes: number,
+): Promise<Uint8Array | null> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const part of stream) {
+    size += part.length;
+    if (size > maxBytes) return null; // leaving the loop cancels the stream
+    parts.push(part);
+  }
+  return concatBytes(parts, size);
+}
