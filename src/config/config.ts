@@ -7,6 +7,7 @@
 import { readConfigVariable, readEnv } from "./environment.ts";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
+import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
@@ -373,16 +374,16 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         break;
       case "package_index": {
         const url = requireString(value, where(key));
-        if (!/^https?:\/\//.test(url)) throw new TypeError(where(key) + ": must be an http(s) URL");
+        if (!isHttpUrl(url)) throw new TypeError(where(key) + ": must be an http(s) URL");
         settings.package_index = url;
         break;
       }
       case "pyodide_packages": {
         const source = requireString(value, where(key));
-        if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !/^https?:\/\//.test(source)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !isHttpUrl(source)) {
           throw new TypeError(where(key) + ": must be an http(s) URL or a folder");
         }
-        settings.pyodide_packages = /^https?:\/\//.test(source)
+        settings.pyodide_packages = isHttpUrl(source)
           ? (source.endsWith("/") ? source : source + "/")
           : (isAbsolute(source) ? source : resolve(configDir, source));
         break;

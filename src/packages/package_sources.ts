@@ -209,8 +209,7 @@ export class PackageSources {
     const options = { fetch: this.#index!.fetch, deadline };
     const index = new URL(url.endsWith("/") ? url : url + "/");
     // `name` passed isPackageName: the page is always a folder of the index itself.
-    const page = new URL(`${encodeURIComponent(normalizeName(name))}/`, index);
-    if (page.origin !== index.origin) throw new Error("not a name the index can look up");
+    const page = new URL(`${normalizeName(name)}/`, index);
     let html: string;
     try {
       html = new TextDecoder().decode(

@@ -10,7 +10,7 @@ import { writeFileAtomically } from "../_util/atomic_write.ts";
 import { PYODIDE_VERSION } from "../_util/version.ts";
 import { lockMismatch, type LockPackage, parseLock, type PyodideLock } from "./pyodide_lock.ts";
 import { encodeBase64 } from "../policy/input_files.ts";
-import { hostAllowed } from "./hosts.ts";
+import { hostAllowed, isHttpUrl } from "./hosts.ts";
 import { download, MAX_PACKAGE_BYTES, MAX_PAGE_BYTES } from "./capped_download.ts";
 
 /** Where Pyodide publishes the package set of a version (the address Pyodide itself uses). */
@@ -35,7 +35,7 @@ export class PyodideDistribution {
 
   constructor(options: DistributionOptions) {
     this.#options = options;
-    this.#isUrl = /^https?:\/\//.test(options.source);
+    this.#isUrl = isHttpUrl(options.source);
   }
 
   /** How messages name this source. */
@@ -97,15 +97,10 @@ export class PyodideDistribution {
       fetch: this.#options.fetch,
       deadline,
     });
-    const actual = await sha256Hex(bytes);
-    if (actual !== entry.sha256) {
-      throw new Error(
-        `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,
-      );
-    }
+    await requireLockChecksum(bytes, entry);
     await Deno.mkdir(this.#options.cacheDir, { recursive: true });
     await writeFileAtomically(path, bytes);
-    return await this.#readVerified(path, entry) ?? "";
+    return this.#remember(path, entry, bytes, (await Deno.stat(path)).mtime?.getTime() ?? 0);
   }
 
   /** The file's base64 when it exists and matches the lock; null when it does not exist. */
@@ -116,18 +111,17 @@ export class PyodideDistribution {
     } catch {
       return null;
     }
-    const key = `${path}\0${entry.sha256}`;
-    const known = this.#verified.get(key);
+    const known = this.#verified.get(`${path}\0${entry.sha256}`);
     if (known && known.mtime === mtime) return known.data;
     const bytes = await Deno.readFile(path);
-    const actual = await sha256Hex(bytes);
-    if (actual !== entry.sha256) {
-      throw new Error(
-        `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,
-      );
-    }
+    await requireLockChecksum(bytes, entry);
+    return this.#remember(path, entry, bytes, mtime);
+  }
+
+  /** A checked file's base64, kept until the file changes. */
+  #remember(path: string, entry: LockPackage, bytes: Uint8Array, mtime: number): string {
     const data = encodeBase64(bytes);
-    this.#verified.set(key, { mtime, data });
+    this.#verified.set(`${path}\0${entry.sha256}`, { mtime, data });
     return data;
   }
 
@@ -145,6 +139,16 @@ export class PyodideDistribution {
       timeoutMs: 30_000,
     });
     return readLock(new TextDecoder().decode(bytes));
+  }
+}
+
+/** Throws unless `bytes` have the sha256 the lock gives for `entry`. */
+async function requireLockChecksum(bytes: Uint8Array, entry: LockPackage): Promise<void> {
+  const actual = await sha256Hex(bytes);
+  if (actual !== entry.sha256) {
+    throw new Error(
+      `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,
+    );
   }
 }
 

@@ -4,6 +4,7 @@
  * own code at the next start, in the next execution, or with every permission.
  */
 import type { Env } from "../config/environment.ts";
+import { isHttpUrl } from "../packages/hosts.ts";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 
 /** A path no sandbox may write, and what it is (for the refusal's message). */
@@ -54,7 +55,7 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
   if (inputs.settings.wheels_dir) {
     paths.push({ path: inputs.settings.wheels_dir, what: "the wheel folder" });
   }
-  if (inputs.settings.pyodide_packages && !/^https?:\/\//.test(inputs.settings.pyodide_packages)) {
+  if (inputs.settings.pyodide_packages && !isHttpUrl(inputs.settings.pyodide_packages)) {
     paths.push({ path: inputs.settings.pyodide_packages, what: "the Pyodide package folder" });
   }
   if (inputs.settings.audit_log) {

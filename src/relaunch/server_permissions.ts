@@ -8,7 +8,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import type { Config } from "../config/config.ts";
 import type { OpenAIModelConfig } from "../agent/model_config.ts";
 import { pyodidePackageSource } from "../packages/open_package_sources.ts";
-import { hostAllowed } from "../packages/hosts.ts";
+import { hostAllowed, isHttpUrl } from "../packages/hosts.ts";
 
 export interface HostGrants {
   read: string[];
@@ -138,9 +138,7 @@ function bindAddress({ host, port }: { host: string; port: number }): string {
 
 /** A package source as a URL to reach or a folder to read. */
 function sourceLocation(source: string): { url: URL | null; path: string } {
-  return /^https?:\/\//.test(source)
-    ? { url: new URL(source), path: "" }
-    : { url: null, path: source };
+  return isHttpUrl(source) ? { url: new URL(source), path: "" } : { url: null, path: source };
 }
 
 function unique(values: string[]): string[] {
