@@ -139,15 +139,7 @@ async function buildSnapshot(
 async function preload(pyodide: PyodideLike, spec: PreloadSpec): Promise<void> {
   pyodide.FS.mkdirTree(PRELOAD_MOUNT);
   pyodide.mountNodeFS(PRELOAD_MOUNT, spec.site_dir);
-  for (const file of spec.packages) {
-    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
-    await pyodide._api.install(
-      bytes,
-      file.file,
-      PRELOAD_MOUNT,
-      new Map([["INSTALLER", "mcp-code-mode"]]),
-    );
-  }
+  await installPackages(pyodide, spec.packages, PRELOAD_MOUNT);
   pyodide.runPython(
     "import importlib, os, sys\n" +
       `sys.path.insert(0, ${JSON.stringify(PRELOAD_MOUNT)})\n` +
@@ -214,10 +206,15 @@ function maskWritableModes(pyodide: PyodideLike): void {
  * shared-library folder, and their shared libraries loaded), in the order given: dependencies
  * first. The files were chosen and checked by the host; nothing is fetched here.
  */
-async function installPackages(pyodide: PyodideLike, files: PackageFile[]): Promise<void> {
+async function installPackages(
+  pyodide: PyodideLike,
+  files: PackageFile[],
+  /** One folder for all of them instead of each file's own (a profile's preload folder). */
+  into?: string,
+): Promise<void> {
   for (const file of files) {
     const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
-    const target = pyodide._api.package_loader.get_install_dir(file.install_dir);
+    const target = into ?? pyodide._api.package_loader.get_install_dir(file.install_dir);
     await pyodide._api.install(bytes, file.file, target, new Map([["INSTALLER", "mcp-code-mode"]]));
   }
   if (files.length > 0) pyodide.runPython("import importlib; importlib.invalidate_caches()");

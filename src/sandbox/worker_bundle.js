@@ -860,15 +860,7 @@ async function buildSnapshot(moduleUrl, outPath, preloadSpecPath) {
 async function preload(pyodide, spec) {
   pyodide.FS.mkdirTree(PRELOAD_MOUNT);
   pyodide.mountNodeFS(PRELOAD_MOUNT, spec.site_dir);
-  for (const file of spec.packages) {
-    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
-    await pyodide._api.install(bytes, file.file, PRELOAD_MOUNT, /* @__PURE__ */ new Map([
-      [
-        "INSTALLER",
-        "mcp-code-mode"
-      ]
-    ]));
-  }
+  await installPackages(pyodide, spec.packages, PRELOAD_MOUNT);
   pyodide.runPython(`import importlib, os, sys
 sys.path.insert(0, ${JSON.stringify(PRELOAD_MOUNT)})
 importlib.invalidate_caches()
@@ -912,10 +904,10 @@ function maskWritableModes(pyodide) {
     nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~18, dev);
   }
 }
-async function installPackages(pyodide, files) {
+async function installPackages(pyodide, files, into) {
   for (const file of files) {
     const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
-    const target = pyodide._api.package_loader.get_install_dir(file.install_dir);
+    const target = into ?? pyodide._api.package_loader.get_install_dir(file.install_dir);
     await pyodide._api.install(bytes, file.file, target, /* @__PURE__ */ new Map([
       [
         "INSTALLER",
