@@ -12,6 +12,8 @@ import { runSoak } from "./soak.ts";
 import { runChurn } from "./churn.ts";
 import { runPackageBench } from "./packages.ts";
 import { statusKb } from "./proc_status.ts";
+import { locatePeer, preparePeer } from "./peer.ts";
+import { type Contender, peerContender, runSideBySide, type Series } from "./side_by_side.ts";
 import { hostPid, sandboxPids, SERVE_FLAGS } from "../tests/_helpers.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -56,7 +58,7 @@ async function connect(args: string[], extraEnv: Record<string, string> = {}) {
   });
   const client = new Client({ name: "bench", version: "0" });
   await client.connect(transport);
-  return { client, pid: hostPid(transport.pid!) };
+  return { client, pid: hostPid(transport.pid!), rootPid: transport.pid! };
 }
 
 async function execute(client: Client, code: string): Promise<Record<string, unknown>> {
@@ -318,6 +320,76 @@ async function benchTools(): Promise<void> {
   await Deno.remove(memoryDir, { recursive: true });
 }
 
+async function benchPeer(): Promise<void> {
+  record("\n## Side by side with the shared-interpreter peer (issue 16)\n");
+  const ours: Contender = {
+    name: "ours",
+    async start() {
+      const { client, rootPid } = await connect([]);
+      return { client, pid: rootPid };
+    },
+    run: async (client, code) => void await execute(client, code),
+  };
+  const contenders = [ours];
+  const peer = locatePeer();
+  const prepared = "dir" in peer
+    ? await preparePeer(peer.dir, { sdk: "1.32.2", zod: "4.6.7", pyodideVersion: "314.0.7" })
+    : null;
+  if (prepared) {
+    contenders.push(
+      peerContender(
+        prepared,
+        env({ NODE_EXTRA_CA_CERTS: Deno.env.get("NODE_EXTRA_CA_CERTS") ?? "" }),
+      ),
+    );
+  }
+  const figures = await runSideBySide(contenders, {
+    starts: 5,
+    warmCalls: 40,
+    computeRuns: 5,
+    agentPaceMs: 1500,
+  });
+  await prepared?.cleanup();
+  record(
+    prepared
+      ? "pydantic's mcp-run-python (one shared Pyodide interpreter, no isolation between calls), " +
+        "from the checkout in `CODEMODE_BENCH_PEER`, on the same Pyodide, offline (see " +
+        "bench/peer.ts for what is put in place to run it so). Calls interleaved, one at a time.\n"
+      : `peer not available (${"missing" in peer ? peer.missing : ""}): only our figures.\n`,
+  );
+  const names = contenders.map((c) => c.name);
+  record(`| measure | ${names.join(" | ")}${prepared ? " | ratio ours / peer" : ""} |`);
+  record(`| --- | ${names.map(() => "---").join(" | ")}${prepared ? " | ---" : ""} |`);
+  const row = (what: string, s: Series, show: (x: number[]) => [string, number]) => {
+    const cells = names.map((n) => show(s[n]!));
+    const ratio = prepared ? ` | ${(cells[0]![1] / cells[1]![1]).toFixed(2)}×` : "";
+    record(`| ${what} | ${cells.map((c) => c[0]).join(" | ")}${ratio} |`);
+  };
+  const median = (x: number[]): [string, number] => [fmt(stats(x).median), stats(x).median];
+  const medianP95 = (x: number[]): [string, number] => {
+    const s = stats(x);
+    return [`${fmt(s.median)} / ${fmt(s.p95)}`, s.median];
+  };
+  const one = (unit: string, digits: number) => (x: number[]): [string, number] => [
+    `${x[0]!.toFixed(digits)} ${unit}`,
+    x[0]!,
+  ];
+  row("spawn → first `print(1)` result (median of 5)", figures.firstResult, median);
+  row(
+    "warm `print(1)` at an agent's pace (1.5 s apart), median / p95 of 40",
+    figures.warm,
+    medianP95,
+  );
+  for (const [what, s] of Object.entries(figures.compute)) row(`${what} (median of 5)`, s, median);
+  row(
+    "CPU per execution, 20 back to back (whole process tree)",
+    figures.cpuPerExecution,
+    one("CPU-s", 3),
+  );
+  row(`CPU while idle for ${5} s, after warm-up (whole tree)`, figures.idleCpu, one("CPU-s", 3));
+  row("server tree RSS after warm-up", figures.treeRssMb, one("MB", 0));
+}
+
 function processesMatching(patterns: string[]): number {
   let count = 0;
   for (const entry of Deno.readDirSync("/proc")) {
@@ -463,11 +535,11 @@ if (import.meta.main) {
       soak: { type: "string", default: "1000" },
       churn: { type: "string", default: "10000" },
       "package-rounds": { type: "string", default: "20" },
-      // Run only these parts (repeatable): sandbox, tools, packages, soak, churn.
+      // Run only these parts (repeatable): sandbox, peer, tools, packages, soak, churn.
       only: { type: "string", multiple: true },
     },
   });
-  const parts = ["sandbox", "tools", "packages", "soak", "churn"];
+  const parts = ["sandbox", "peer", "tools", "packages", "soak", "churn"];
   const only = values.only?.flatMap((o) => o.split(",")) ?? parts;
   const unknown = only.find((o) => !parts.includes(o));
   if (unknown) {
@@ -476,6 +548,7 @@ if (import.meta.main) {
   const soakRuns = Number(values.soak);
   const churnRuns = Number(values.churn);
   if (only.includes("sandbox")) await benchSandbox();
+  if (only.includes("peer")) await benchPeer();
   if (only.includes("tools")) await benchTools();
   if (only.includes("packages")) await benchPackages(Number(values["package-rounds"]));
   if (only.includes("soak") && soakRuns > 0) await benchSoak(soakRuns);

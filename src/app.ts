@@ -6,6 +6,7 @@ import { readEnv } from "./config/environment.ts";
 import { type Config, loadConfig } from "./config/config.ts";
 import { describeExecuteCode } from "./host/description.ts";
 import { type Executor, SandboxExecutor } from "./execution/executor.ts";
+import { StartingExecutor } from "./execution/starting_executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { SessionManager } from "./sandbox/sessions.ts";
@@ -49,6 +50,11 @@ export interface AppOptions {
 export interface App extends AsyncDisposable {
   config: Config;
   runtime: SandboxRuntime;
+  /**
+   * Resolves once the service has started: snapshots ready, the pool warming, the upstream
+   * servers connected (or failed). Rejects with why the service cannot run scripts.
+   */
+  started: Promise<void>;
   pool: SandboxPool;
   executor: Executor;
   upstream: UpstreamPool;
@@ -68,7 +74,25 @@ export interface App extends AsyncDisposable {
   close(): Promise<void>;
 }
 
+/** Opens the service and waits until it has fully started (commands that run one thing). */
 export async function startApp(options: AppOptions): Promise<App> {
+  const app = await openApp(options);
+  try {
+    await app.started;
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  return app;
+}
+
+/**
+ * Opens the service: the config is read and checked before this returns (a bad config fails
+ * here), while the slow parts (the snapshot, package sources and preloaded snapshots, the
+ * upstream servers) go on in the background. `started` says when they are done; scripts and
+ * tool requests wait for it (see StartingExecutor, holdUntilStarted), the MCP handshake does not.
+ */
+export async function openApp(options: AppOptions): Promise<App> {
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: options.configPath,
@@ -89,31 +113,29 @@ export async function startApp(options: AppOptions): Promise<App> {
   const tools: ToolCatalog = new ToolCatalog(() => upstream.snapshot(), redact);
   const skills = new SkillStore(config.settings.skills_dir, log);
   // Sandboxes boot while the upstream servers connect; they install the tool modules after.
-  const toolsReady = Promise.all([upstream.start(), skills.load()]);
-  const modulesReady = toolsReady.then(() => {});
-  // Both awaited later; this only keeps an early failure "handled".
-  toolsReady.catch(() => {});
-  modulesReady.catch(() => {});
-  const snapshotPath = await ensureSnapshot(runtime, log);
-  const packages = await openPackageSources(config.settings, runtime.pyodideDir, runtime.cacheDir);
-  const preloaded = await preloadSnapshots(config, packages, runtime, log);
+  const toolsReady = Promise.all([upstream.start(), skills.load()]).then(() => {});
   // What every sandbox gets installed: the tool modules and the saved skills.
   const modules: ModuleSource = {
-    ready: modulesReady,
+    ready: toolsReady,
     version: () => `${tools.version}.${skills.version}`,
     packages: () => ({ ...tools.current.packages(), ...skills.packages(tools.current) }),
   };
-  const launch = (profile: Profile, persistent: boolean) =>
-    new Sandbox({
+  const sandboxFiles = prepareSandboxFiles(config, runtime, log);
+  // Sandboxes are launched only once these are known: the executor waits for them.
+  let files: SandboxFiles | null = null;
+  const launch = (profile: Profile, persistent: boolean) => {
+    if (files === null) throw new Error("Cannot launch a sandbox: the server has not started");
+    return new Sandbox({
       runtime,
-      snapshotPath: preloaded.get(profile.name)?.path ?? snapshotPath,
-      preloadDir: preloaded.get(profile.name)?.preloadDir,
+      snapshotPath: files.preloaded.get(profile.name)?.path ?? files.snapshotPath,
+      preloadDir: files.preloaded.get(profile.name)?.preloadDir,
       profile,
       log,
       memory,
       persistent,
       modules,
     });
+  };
   const pool = new SandboxPool({
     warm: options.poolSize ?? config.settings.pool_size,
     maxBooting: 2,
@@ -129,30 +151,38 @@ export async function startApp(options: AppOptions): Promise<App> {
     log,
   });
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;
-  pool.warmUp(defaultProfile);
-  try {
-    await toolsReady;
-  } catch (error) {
-    await Promise.all([pool.close(), upstream.close(), memory.close()]);
-    throw error;
-  }
-  const allowed = new Set(config.settings.allowed_profiles);
-  const executor = new SandboxExecutor({
-    pool,
-    profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
-    defaultProfile: defaultProfile.name,
-    tools: {
-      approvalTimeoutMs: config.settings.approval_timeout_s * 1000,
-      catalog: () => tools.current,
-      session: (server) => upstream.session(server),
-      callTimeoutMs: config.settings.tool_timeout_s * 1000,
-    },
-    log,
-    redact,
-    audit: audit ? (record) => audit.write(record) : undefined,
-    sessions,
-    packages,
+  let closed = false;
+  const sandboxesReady = sandboxFiles.then((ready) => {
+    files = ready;
+    if (!closed) pool.warmUp(defaultProfile);
+    return ready;
   });
+  const started = Promise.all([sandboxesReady, toolsReady]).then(() => {
+    log.info("started: sandboxes warming, upstream servers connected or failed");
+  });
+  started.catch((error) => log.error("Cannot start", { error: (error as Error).message }));
+  const allowed = new Set(config.settings.allowed_profiles);
+  const sandboxExecutor = (packages: PackageSources) =>
+    new SandboxExecutor({
+      pool,
+      profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
+      defaultProfile: defaultProfile.name,
+      tools: {
+        approvalTimeoutMs: config.settings.approval_timeout_s * 1000,
+        catalog: () => tools.current,
+        session: (server) => upstream.session(server),
+        callTimeoutMs: config.settings.tool_timeout_s * 1000,
+      },
+      log,
+      redact,
+      audit: audit ? (record) => audit.write(record) : undefined,
+      sessions,
+      packages,
+    });
+  const executor = new StartingExecutor(
+    started.then(() => sandboxesReady).then((ready) => sandboxExecutor(ready.packages)),
+    defaultProfile.name,
+  );
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
   const analyser = analysisProfile(defaultProfile);
@@ -178,6 +208,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   const parked = new ParkedRuns({ timeoutMs: config.settings.approval_timeout_s * 1000 });
   const tasks = new TaskStore();
   const close = async () => {
+    closed = true;
     tasks.close();
     parked.close();
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
@@ -187,6 +218,7 @@ export async function startApp(options: AppOptions): Promise<App> {
   return {
     config,
     runtime,
+    started,
     pool,
     executor,
     upstream,
@@ -198,6 +230,7 @@ export async function startApp(options: AppOptions): Promise<App> {
     createHost: (context, overrides = {}) => {
       const run = overrides.executor ?? executor;
       return createHost({
+        started: toolsReady,
         executor: run,
         describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.current.index()),
         catalog: () => tools.current,
@@ -228,6 +261,25 @@ function analysisProfile(base: Profile): Profile {
     allowed_tools: [],
     limits: { ...base.limits, timeout_s: 15, code_chars: 1_000_000, code_lines: 100_000 },
   };
+}
+
+/** What launching sandboxes needs, known once the snapshots are ready. */
+interface SandboxFiles {
+  snapshotPath: string;
+  packages: PackageSources;
+  /** The snapshot of each profile that preloads packages, by profile name. */
+  preloaded: Map<string, PreloadedSnapshot>;
+}
+
+async function prepareSandboxFiles(
+  config: Config,
+  runtime: SandboxRuntime,
+  log: Logger,
+): Promise<SandboxFiles> {
+  const snapshotPath = await ensureSnapshot(runtime, log);
+  const packages = await openPackageSources(config.settings, runtime.pyodideDir, runtime.cacheDir);
+  const preloaded = await preloadSnapshots(config, packages, runtime, log);
+  return { snapshotPath, packages, preloaded };
 }
 
 /**

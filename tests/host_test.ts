@@ -77,6 +77,7 @@ async function startHost(
     options: ExecuteOptions | undefined,
     sessions: SessionManager,
   ) => Promise<ExecutionResult> = () => Promise.resolve(success),
+  started: Promise<void> = Promise.resolve(),
 ) {
   const received: Received[] = [];
   const executor: Executor = {
@@ -96,6 +97,7 @@ async function startHost(
   const listeners = new Set<() => void>();
   let description = "Run Python (test description).";
   const host = createHost({
+    started,
     executor,
     describeExecuteCode: () => description,
     catalog: () => catalog,
@@ -295,4 +297,30 @@ Deno.test("list_sessions shows the owner's sessions only; they outlive one MCP s
   assert.equal((others.sandbox as unknown as { disposed: boolean }).disposed, false);
   assert.equal(h.sessions.list("another-connection").length, 1);
   await h.close();
+});
+
+Deno.test("the handshake is answered at once; tools/list waits for the start-up, and says when it failed", async () => {
+  const starting = Promise.withResolvers<void>();
+  // connect() is the whole handshake: it must not wait for the start-up.
+  const h = await startHost(undefined, starting.promise);
+  try {
+    let listed = false;
+    const list = h.client.listTools();
+    list.then(() => listed = true, () => {});
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(listed, false, "tools/list was answered before the start-up finished");
+    starting.resolve();
+    const tools: { name: string }[] = (await list).tools;
+    assert.ok(tools.some((t) => t.name === "execute_code"));
+  } finally {
+    await h.close();
+  }
+  const failed = Promise.reject(new Error("no snapshot"));
+  failed.catch(() => {}); // the host answers it per request
+  const broken = await startHost(undefined, failed);
+  try {
+    await assert.rejects(broken.client.listTools(), /failed to start \(no snapshot\)/);
+  } finally {
+    await broken.close();
+  }
 });

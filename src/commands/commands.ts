@@ -6,7 +6,7 @@
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
 import { serveStdio as serveMcpStdio } from "@modelcontextprotocol/server/stdio";
-import { startApp } from "../app.ts";
+import { openApp, startApp } from "../app.ts";
 import type { Host } from "../host/server.ts";
 import { formatResultText } from "../execution/execution_result.ts";
 import { runAgent } from "../agent/agent.ts";
@@ -26,7 +26,8 @@ export { formatChecks, runDoctor } from "./doctor.ts";
  * connection. Its persistent sessions belong to the connection and end with it.
  */
 export async function serveStdio(configPath: string | undefined, log: Logger): Promise<number> {
-  const app = await startApp({ configPath, log });
+  // Answers the handshake at once; scripts and tool requests wait for the start-up to finish.
+  const app = await openApp({ configPath, log });
   const owner = crypto.randomUUID();
   const hosts = new Set<Host>();
   const { stop, stopped } = stopOnce(log, async () => {
@@ -203,7 +204,7 @@ export async function serveOverHttp(
   const token = readEnv("CODEMODE_HTTP_TOKEN") || undefined;
   const refusal = checkBind(flags.host, token, flags.allowedHosts);
   if (refusal) throw new UsageError(refusal);
-  const app = await startApp({ configPath, log });
+  const app = await openApp({ configPath, log });
   const { sessionIdleS, ...options } = flags;
   const idleS = sessionIdleS ?? app.config.settings.session_idle_s;
   let http;

@@ -20,6 +20,7 @@ import { registerSessionTools } from "./tools/sessions.ts";
 import type { SessionManager } from "../sandbox/sessions.ts";
 import type { ParkedRuns } from "./approvals.ts";
 import { serveLongCallsAsTasks, type TaskStore } from "./tasks.ts";
+import { holdUntilStarted } from "./startup_gate.ts";
 import { searchSkills } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
@@ -30,6 +31,11 @@ import type { OpenAIModelConfig } from "../agent/model_config.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 
 export interface HostDeps {
+  /**
+   * Resolves once the tool catalog and skills are known (the upstream servers connected or
+   * failed); tool and resource requests wait for it, the handshake does not.
+   */
+  started: Promise<void>;
   executor: Executor;
   describeExecuteCode: () => string;
   catalog: () => Catalog;
@@ -96,7 +102,8 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
     },
   );
   const { owner } = context;
-  // Before any tool: it wraps the tools/call handler the first registration installs.
+  // Before any tool, both: they wrap the handlers the first registration installs.
+  holdUntilStarted(server, deps.started);
   if (context.era === "modern") {
     serveLongCallsAsTasks(server, {
       store: deps.tasks,

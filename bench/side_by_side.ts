@@ -1,0 +1,181 @@
+/**
+ * Side by side with the shared-interpreter peer (see peer.ts): the same scripts through real
+ * MCP clients over stdio, the two servers' calls interleaved so both meet the same machine
+ * noise. Every figure is a wall time at the client, except CPU (the server's process tree, from
+ * /proc) and memory.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { PeerCommand } from "./peer.ts";
+import { statusKb } from "./proc_status.ts";
+import { childPids } from "../tests/_helpers.ts";
+
+/** One server under test: how to start it and how to run a script on it. */
+export interface Contender {
+  name: string;
+  /** Starts the server; `pid` is the root of its process tree. */
+  start(): Promise<{ client: Client; pid: number }>;
+  /** Runs `code`; throws unless it succeeded. */
+  run(client: Client, code: string): Promise<void>;
+}
+
+export const COMPUTE_SCRIPTS = {
+  "pure-Python loop, 2e6 iterations": "x = 0\nfor i in range(2_000_000):\n    x += i\nprint(x)",
+  "JSON round trip of 1 MB": "import json\n" +
+    "rows = [{'id': i, 'name': f'row {i}', 'tags': ['a', 'b'], 'score': i * 0.5} " +
+    "for i in range(16_000)]\n" +
+    "text = json.dumps(rows)\nassert len(text) > 1_000_000\nassert json.loads(text) == rows\n" +
+    "print(len(text))",
+} as const;
+
+export interface Series {
+  /** Per contender name, the samples in ms (or CPU-s, or MB). */
+  [contender: string]: number[];
+}
+
+export interface SideBySide {
+  firstResult: Series;
+  warm: Series;
+  compute: Record<string, Series>;
+  cpuPerExecution: Series;
+  /** CPU-s the whole tree spent over `idleSeconds` with no call, after warm-up. */
+  idleCpu: Series;
+  treeRssMb: Series;
+}
+
+/** How long the idle CPU is watched. */
+export const IDLE_SECONDS = 5;
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The peer as a contender: its `run_python_code` tool, JSON return mode. */
+export function peerContender(command: PeerCommand, env: Record<string, string>): Contender {
+  return {
+    name: "peer",
+    async start() {
+      const transport = new StdioClientTransport({
+        command: command.command,
+        args: command.args,
+        cwd: command.cwd,
+        env,
+        stderr: "ignore",
+      });
+      const client = new Client({ name: "bench", version: "0" });
+      await client.connect(transport);
+      return { client, pid: transport.pid! };
+    },
+    async run(client, code) {
+      const reply = await client.callTool(
+        { name: "run_python_code", arguments: { python_code: code } },
+        undefined,
+        { timeout: 300_000 },
+      );
+      const text = (reply.content as { type: string; text: string }[])[0]?.text ?? "";
+      if (JSON.parse(text).status !== "success") throw new Error(`peer script failed: ${text}`);
+    },
+  };
+}
+
+/** CPU seconds of `pid`, its reaped children, and its live descendants (Linux /proc). */
+function treeCpuSeconds(pid: number): number {
+  const ticks = 100; // USER_HZ
+  // A process's own CPU and that of its children it has reaped: a sandbox's CPU moves from its
+  // own entry to the host's when the host reaps it.
+  const stat = (p: number) => {
+    try {
+      const text = Deno.readTextFileSync(`/proc/${p}/stat`);
+      const f = text.slice(text.lastIndexOf(")") + 2).split(" ").map(Number);
+      return f[11]! + f[12]! + f[13]! + f[14]!;
+    } catch {
+      return 0;
+    }
+  };
+  return [pid, ...descendants(pid)].reduce((sum, p) => sum + stat(p), 0) / ticks;
+}
+
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  for (const child of childPids(pid)) out.push(child, ...descendants(child));
+  return out;
+}
+
+function treeRssMb(pid: number): number {
+  return [pid, ...descendants(pid)].reduce((sum, p) => sum + (statusKb(p, "VmRSS") ?? 0), 0) /
+    1024;
+}
+
+async function timed(action: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  await action();
+  return performance.now() - t0;
+}
+
+/**
+ * Measures every contender, round by round, each round visiting them in turn. `agentPaceMs` is
+ * the gap between one server's warm calls (an agent thinking between two calls).
+ */
+export async function runSideBySide(
+  contenders: Contender[],
+  options: { starts: number; warmCalls: number; computeRuns: number; agentPaceMs: number },
+): Promise<SideBySide> {
+  const series = (): Series => Object.fromEntries(contenders.map((c) => [c.name, []]));
+  const result: SideBySide = {
+    firstResult: series(),
+    warm: series(),
+    compute: Object.fromEntries(Object.keys(COMPUTE_SCRIPTS).map((k) => [k, series()])),
+    cpuPerExecution: series(),
+    idleCpu: series(),
+    treeRssMb: series(),
+  };
+  for (let i = 0; i < options.starts; i++) {
+    for (const c of contenders) {
+      let started: { client: Client } | null = null;
+      result.firstResult[c.name]!.push(
+        await timed(async () => {
+          started = await c.start();
+          await c.run(started.client, "print(1)");
+        }),
+      );
+      await started!.client.close();
+    }
+  }
+
+  const servers = [];
+  for (const c of contenders) servers.push({ c, ...(await c.start()) });
+  for (const { c, client } of servers) await c.run(client, "print(1)");
+  // Warm calls at an agent's pace: each server sees one call per `agentPaceMs`.
+  const gap = options.agentPaceMs / servers.length;
+  for (let i = 0; i < options.warmCalls + 5; i++) {
+    for (const { c, client } of servers) {
+      await delay(gap);
+      const ms = await timed(() => c.run(client, "print(1)"));
+      if (i >= 5) result.warm[c.name]!.push(ms);
+    }
+  }
+  await delay(options.agentPaceMs); // pools refilled
+  const idleFrom = servers.map(({ pid }) => treeCpuSeconds(pid));
+  await delay(IDLE_SECONDS * 1000);
+  servers.forEach(({ c, pid }, i) => {
+    result.idleCpu[c.name]!.push(treeCpuSeconds(pid) - idleFrom[i]!);
+    result.treeRssMb[c.name]!.push(treeRssMb(pid));
+  });
+  for (const [what, code] of Object.entries(COMPUTE_SCRIPTS)) {
+    for (let i = 0; i < options.computeRuns; i++) {
+      for (const { c, client } of servers) {
+        await delay(gap);
+        result.compute[what]![c.name]!.push(await timed(() => c.run(client, code)));
+      }
+    }
+  }
+  // CPU per execution, back to back: the whole tree's CPU over a run of executions.
+  const backToBack = 20;
+  for (const { c, client, pid } of servers) {
+    await delay(options.agentPaceMs); // the pool refilled, nothing left over from before
+    const before = treeCpuSeconds(pid);
+    for (let i = 0; i < backToBack; i++) await c.run(client, "print(1)");
+    await delay(options.agentPaceMs); // replacements booted: their CPU belongs to these runs
+    result.cpuPerExecution[c.name]!.push((treeCpuSeconds(pid) - before) / backToBack);
+  }
+  for (const { client } of servers) await client.close();
+  return result;
+}

@@ -1,0 +1,72 @@
+/**
+ * Start-up in the background: the server answers the MCP handshake before its snapshot exists
+ * (a client that allows a server a few seconds for the handshake is not kept waiting by a
+ * first-ever start), a script sent meanwhile waits and runs, a client may cancel while it waits,
+ * and a start-up that fails is told on every call instead of a server that never answers.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startServer } from "./_helpers.ts";
+import { StartingExecutor } from "../src/execution/starting_executor.ts";
+import type { Executor } from "../src/execution/executor.ts";
+import type { ExecutionResult } from "../src/execution/execution_result.ts";
+
+const snapshotFiles = (dir: string) =>
+  [...Deno.readDirSync(dir)].filter((e) => /^snapshot-.*\.bin$/.test(e.name));
+
+Deno.test("serve answers the handshake before its first snapshot is built, and a call made then waits and runs", async () => {
+  const cacheDir = await Deno.makeTempDir();
+  try {
+    await using server = await startServer({ env: { CODEMODE_CACHE_DIR: cacheDir } });
+    // The build takes seconds; the handshake did not wait for it.
+    assert.deepEqual(snapshotFiles(cacheDir), [], "the handshake waited for the snapshot build");
+    const result = await server.execute({ code: "print(6 * 7)" });
+    assert.equal(result.success, true, result.text);
+    assert.equal(result.stdout, "42\n");
+    assert.equal(snapshotFiles(cacheDir).length, 1);
+  } finally {
+    await Deno.remove(cacheDir, { recursive: true });
+  }
+});
+
+Deno.test("a server whose start-up failed still answers, and every call says why", async () => {
+  const blocker = await Deno.makeTempFile();
+  try {
+    // The cache folder cannot be made: its parent is a file.
+    await using server = await startServer({
+      env: { CODEMODE_CACHE_DIR: join(blocker, "cache") },
+    });
+    const result = await server.execute({ code: "print(1)" });
+    assert.equal(result.success, false);
+    assert.equal(result.isError, true);
+    assert.equal(result.diagnostics?.error_type, "SANDBOX_CRASHED");
+    assert.match(result.diagnostics?.message ?? "", /failed to start.*Not a directory/);
+    // The tools are still listed (the upstream servers started): the client can see the server.
+    const tools = await server.client.listTools();
+    assert.ok(tools.tools.some((t: { name: string }) => t.name === "execute_code"));
+  } finally {
+    await Deno.remove(blocker);
+  }
+});
+
+Deno.test("StartingExecutor: a call waits for the start-up, and one cancelled meanwhile is CANCELLED", async () => {
+  const ready = Promise.withResolvers<Executor>();
+  const ran: string[] = [];
+  const inner: Executor = {
+    execute: (request) => {
+      ran.push(request.code);
+      return Promise.resolve({ success: true } as ExecutionResult);
+    },
+  };
+  const executor = new StartingExecutor(ready.promise, "default");
+  const waiting = executor.execute({ code: "first" });
+  const abort = new AbortController();
+  const cancelled = executor.execute({ code: "cancelled" }, { signal: abort.signal });
+  abort.abort();
+  const refused = await cancelled;
+  assert.equal(refused.diagnostics?.error_type, "CANCELLED");
+  assert.deepEqual(ran, [], "a call ran before the start-up finished");
+  ready.resolve(inner);
+  assert.equal((await waiting).success, true);
+  assert.deepEqual(ran, ["first"]);
+});
