@@ -26,6 +26,7 @@ import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./execution/audit_log.ts";
 import { type ModuleSource, Sandbox } from "./sandbox/launcher.ts";
 import { SandboxPool } from "./sandbox/pool.ts";
+import { availableMemoryMb, poolCeiling } from "./sandbox/pool_sizing.ts";
 import { locateRuntime, runtimeTrustedPaths, type SandboxRuntime } from "./sandbox/runtime.ts";
 import {
   ensurePreloadedSnapshot,
@@ -136,8 +137,14 @@ export async function openApp(options: AppOptions): Promise<App> {
       modules,
     });
   };
+  const warm = options.poolSize ?? config.settings.pool_size;
   const pool = new SandboxPool({
-    warm: options.poolSize ?? config.settings.pool_size,
+    warm,
+    // A command that runs one script (pool size 0) keeps nothing warm, however it is called.
+    maxReady: warm === 0 ? 0 : poolCeiling({
+      cores: navigator.hardwareConcurrency,
+      availableMb: availableMemoryMb((path) => Deno.readTextFileSync(path)),
+    }, warm),
     maxBooting: 2,
     maxWaiting: config.settings.max_waiting,
     launch: (profile) => launch(profile, false),

@@ -221,7 +221,7 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
 
   await t.step("cancelling a request kills its sandbox", async () => {
     const client = await connect(server.url);
-    for (let i = 0; i < 200 && sandboxPids(server.pid).length !== 2; i++) await delay(50);
+    for (let i = 0; i < 200 && sandboxPids(server.pid).length < 2; i++) await delay(50);
     const before = sandboxPids(server.pid);
     // Cancel once the script runs (not while it waits for a booting sandbox).
     const started = Promise.withResolvers<void>();

@@ -11,6 +11,7 @@ import type { Sandbox } from "../src/sandbox/launcher.ts";
 import { PoolBusyError, type PoolOptions, SandboxPool } from "../src/sandbox/pool.ts";
 import type { Profile } from "../src/sandbox/profile.ts";
 import { plainProfile } from "./_profiles.ts";
+import { availableMemoryMb, nextTarget, poolCeiling } from "../src/sandbox/pool_sizing.ts";
 
 const profile = plainProfile;
 
@@ -197,5 +198,67 @@ Deno.test("SandboxPool forgets a ready sandbox whose process exited", async () =
   await settle();
   const got = await pool.acquire(work);
   assert.notEqual(got, launched[0] as unknown as Sandbox, "never a dead sandbox");
+  await pool.close();
+});
+
+Deno.test("pool sizing: a miss adds one, an idle period takes one, within the bounds", async (t) => {
+  const bounds = { min: 1, max: 3 };
+  const cases: [number, "miss" | "idle", number][] = [
+    [1, "miss", 2],
+    [3, "miss", 3],
+    [2, "idle", 1],
+    [1, "idle", 1],
+  ];
+  for (const [target, event, next] of cases) {
+    await t.step(`${target} after a ${event} -> ${next}`, () => {
+      assert.equal(nextTarget(target, event, bounds), next);
+    });
+  }
+  await t.step(
+    "the ceiling: two per core, a quarter of the available memory, never below min",
+    () => {
+      assert.equal(poolCeiling({ cores: 2, availableMb: 20_000 }, 2), 4);
+      assert.equal(poolCeiling({ cores: 16, availableMb: 4_000 }, 2), 4); // 1000 MB / 220 MB
+      assert.equal(poolCeiling({ cores: 16, availableMb: 100 }, 2), 2);
+      assert.equal(poolCeiling({ cores: 2, availableMb: null }, 1), 4);
+      assert.equal(poolCeiling({ cores: 64, availableMb: 1_000_000 }, 2), 64);
+    },
+  );
+  await t.step("available memory comes from /proc/meminfo, or is unknown", () => {
+    const meminfo = "MemTotal:       24000000 kB\nMemAvailable:   2048000 kB\n";
+    assert.equal(availableMemoryMb(() => meminfo), 2000);
+    assert.equal(
+      availableMemoryMb(() => {
+        throw new Error("none");
+      }),
+      null,
+    );
+  });
+});
+
+Deno.test("SandboxPool keeps more ready after callers had to wait, and fewer again when idle", async () => {
+  const { pool, launched } = poolWith({ warm: 1, maxReady: 3, maxBooting: 4, idleMs: 60 }, true);
+  pool.warmUp(work);
+  await settle();
+  assert.equal(launched.length, 1);
+  // A burst of three: one meets the ready sandbox, two wait (misses).
+  const burst = await Promise.all([pool.acquire(work), pool.acquire(work), pool.acquire(work)]);
+  assert.equal(new Set(burst).size, 3);
+  await settle();
+  const ready = () => launched.filter((s) => !burst.includes(s as unknown as Sandbox) && !s.killed);
+  assert.equal(ready().length, 3, "two misses raised the target from 1 to 3");
+  // A burst past the ceiling does not raise it further.
+  const more = await Promise.all(Array.from({ length: 5 }, () => pool.acquire(work)));
+  await settle();
+  const readyNow = launched.filter((s) =>
+    ![...burst, ...more].includes(s as unknown as Sandbox) && !s.killed
+  );
+  assert.equal(readyNow.length, 3, "never more than maxReady kept ready");
+  // Idle periods bring it back to warm, killing the surplus.
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  const kept = launched.filter((s) =>
+    ![...burst, ...more].includes(s as unknown as Sandbox) && !s.killed
+  );
+  assert.equal(kept.length, 1, "an idle pool shrinks back to warm");
   await pool.close();
 });

@@ -180,6 +180,9 @@ Deno.test("scripts call real upstream servers as Python functions", async (t) =>
 
 Deno.test("an upstream server killed mid-run gives a clear error, then reconnects", async () => {
   await using server = await startWithServers();
+  // The handshake does not wait for the upstream servers; tools/list does. Before they have
+  // connected, the process found could be the SDK's server/discover probe, which ends by itself.
+  await server.client.listTools();
   const memoryPid = async () => {
     for (let i = 0; i < 200; i++) {
       const pid = childPids(server.pid).find((p) => {

@@ -67,7 +67,8 @@ export async function computeHostGrants(
       await exists(dirname(config.settings.audit_log)),
     model: openAIConfigFromEnv(readEnv),
     http,
-    extraRead,
+    // The memory available, which sets how many sandboxes the pool may keep ready.
+    extraRead: Deno.build.os === "linux" ? [...extraRead, "/proc/meminfo"] : extraRead,
   });
   return { grants, scrub: createRedactor(config.secrets).text };
 }

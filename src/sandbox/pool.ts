@@ -1,15 +1,24 @@
 /**
  * Pre-booted, single-use sandboxes, one warm set per profile. `acquire` hands out a booted
  * sandbox (it is never returned: the caller runs one script and kills it) and starts booting a
- * replacement in the background. When none is ready, callers queue, up to a bound.
+ * replacement in the background. When none is ready, callers queue, up to a bound. The number
+ * kept ready follows demand, between `warm` and `maxReady` (see pool_sizing.ts).
  */
 import type { Logger } from "../_util/log.ts";
 import { Sandbox } from "./launcher.ts";
 import { type Profile, sandboxKey } from "./profile.ts";
+import { nextTarget, POOL_IDLE_MS } from "./pool_sizing.ts";
 
 export interface PoolOptions {
-  /** Booted sandboxes kept ready per profile in use. */
+  /** Booted sandboxes kept ready per profile in use, at least. */
   warm: number;
+  /**
+   * Booted sandboxes kept ready at most, all profiles together, when demand has raised the
+   * targets (default: `warm`, a pool that does not grow).
+   */
+  maxReady?: number;
+  /** A profile's pool that sees no call for this long keeps one sandbox fewer ready. */
+  idleMs?: number;
   /** Sandboxes booting at once, all profiles together (boot is CPU-bound). */
   maxBooting: number;
   /** Callers that may wait for a sandbox; one more is refused. */
@@ -46,9 +55,18 @@ export class SandboxPool implements AsyncDisposable {
   #closed = false;
   #failures = 0;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Sandboxes to keep ready per profile, when demand moved it from `warm`. */
+  readonly #targets = new Map<string, number>();
+  /** Profiles that have had a booted sandbox. */
+  readonly #warmed = new Set<string>();
+  /** Profiles called since the last idle check. */
+  readonly #called = new Set<string>();
+  readonly #idleTimer: ReturnType<typeof setInterval>;
 
   constructor(options: PoolOptions) {
     this.#options = options;
+    this.#idleTimer = setInterval(() => this.#shrinkIdle(), options.idleMs ?? POOL_IDLE_MS);
+    Deno.unrefTimer(this.#idleTimer);
   }
 
   /** Starts keeping `profile` warm. */
@@ -62,6 +80,7 @@ export class SandboxPool implements AsyncDisposable {
     if (this.#closed) return Promise.reject(new Error("Cannot run: the server is shutting down"));
     const key = sandboxKey(profile);
     this.#profiles.set(key, profile);
+    this.#called.add(key);
     const sandbox = this.#ready.get(key)?.shift();
     if (sandbox) {
       // Spawning blocks the event loop for about a millisecond: do it after the hand-off.
@@ -70,6 +89,7 @@ export class SandboxPool implements AsyncDisposable {
     }
     const cancelled = () => new Error("Cannot run: cancelled while waiting for a sandbox");
     if (signal?.aborted) return Promise.reject(cancelled());
+    this.#grow(key); // a miss: this caller waits for a boot
     if (this.#waiters.length >= this.#options.maxWaiting) {
       return Promise.reject(new PoolBusyError(this.#waiters.length));
     }
@@ -97,11 +117,44 @@ export class SandboxPool implements AsyncDisposable {
     waiter.forget();
   }
 
+  #target(key: string): number {
+    return this.#targets.get(key) ?? this.#options.warm;
+  }
+
+  /**
+   * One more sandbox kept ready for `key`, if the ceiling over all profiles allows. Not while
+   * the profile's first sandboxes are still booting: a call that comes before the pool was ever
+   * ready (at start-up) says nothing about demand.
+   */
+  #grow(key: string): void {
+    if (!this.#warmed.has(key)) return;
+    const max = this.#options.maxReady ?? this.#options.warm;
+    let total = 0;
+    for (const k of this.#profiles.keys()) total += this.#target(k);
+    if (total >= max) return;
+    this.#targets.set(key, nextTarget(this.#target(key), "miss", { min: this.#options.warm, max }));
+  }
+
+  /** One sandbox fewer kept ready for each profile not called since the last check. */
+  #shrinkIdle(): void {
+    for (const key of this.#profiles.keys()) {
+      if (this.#called.has(key) || this.#target(key) <= this.#options.warm) continue;
+      const target = nextTarget(this.#target(key), "idle", {
+        min: this.#options.warm,
+        max: this.#options.maxReady ?? this.#options.warm,
+      });
+      this.#targets.set(key, target);
+      const ready = this.#ready.get(key) ?? [];
+      while (ready.length > target) ready.shift()!.kill();
+    }
+    this.#called.clear();
+  }
+
   #wanted(key: string): number {
     const waiting = this.#waiters.filter((w) => w.key === key).length;
     const ready = this.#ready.get(key)?.length ?? 0;
     const booting = this.#booting.get(key) ?? 0;
-    return this.#options.warm + waiting - ready - booting;
+    return this.#target(key) + waiting - ready - booting;
   }
 
   #totalBooting(): number {
@@ -165,6 +218,7 @@ export class SandboxPool implements AsyncDisposable {
       sandbox.kill();
       return;
     }
+    this.#warmed.add(key);
     const waiter = this.#waiters.find((w) => w.key === key);
     if (waiter) {
       this.#take(waiter);
@@ -180,6 +234,7 @@ export class SandboxPool implements AsyncDisposable {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
+    clearInterval(this.#idleTimer);
     for (const waiter of this.#waiters) {
       waiter.forget();
       waiter.reject(new Error("Cannot run: the server is shutting down"));

@@ -41,12 +41,40 @@ export async function isSnapshotIntact(path: string): Promise<boolean> {
 }
 
 /**
+ * What a snapshot file looked like when its bytes were last found intact: size, inode, and
+ * modification and change times. Any write to the file changes its change time, which no one
+ * can set back, so a file that still looks the same has not been written since.
+ */
+function fileStamp(info: Deno.FileInfo): string {
+  return JSON.stringify([info.size, info.ino, info.mtime?.getTime(), info.ctime?.getTime()]);
+}
+
+/**
+ * Whether the snapshot at `path` is intact, without reading it when it has not changed since it
+ * was last found so: a start then costs a `stat` instead of hashing 30 MiB. The stamp beside it
+ * (`<path>.verified`) records how the file looked; a file changed since is hashed in full. The
+ * hash guards against torn and corrupted files; the cache folder itself is trusted (no sandbox
+ * can write it, see runtimeTrustedPaths).
+ */
+export async function isSnapshotVerified(path: string): Promise<boolean> {
+  const info = await Deno.stat(path).catch(() => null);
+  if (info === null) return false;
+  const stampPath = `${path}${STAMP_SUFFIX}`;
+  if (await Deno.readTextFile(stampPath).catch(() => null) === fileStamp(info)) return true;
+  if (!(await isSnapshotIntact(path))) return false;
+  await writeFileAtomically(stampPath, fileStamp(info)).catch(() => {});
+  return true;
+}
+
+const STAMP_SUFFIX = ".verified";
+
+/**
  * Returns the path of a verified snapshot for the current code, building it when it is missing,
  * stale or corrupt. Safe to call from several processes at once (atomic rename).
  */
 export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Promise<string> {
   const path = snapshotPath(runtime.cacheDir, await snapshotKey());
-  if (await isSnapshotIntact(path)) return path;
+  if (await isSnapshotVerified(path)) return path;
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building the Pyodide memory snapshot (first start; takes a few seconds)", { path });
   await buildSnapshot(runtime, path, log);
@@ -75,7 +103,7 @@ export async function ensurePreloadedSnapshot(
   const path = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}.bin`);
   const preloadDir = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}`);
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
-  if (folderExists && await isSnapshotIntact(path)) {
+  if (folderExists && await isSnapshotVerified(path)) {
     const now = new Date();
     await Deno.utime(preloadDir, now, now).catch(() => {}); // in use: not stale
     return { path, preloadDir };
@@ -128,6 +156,7 @@ export async function removeStalePreloads(
     if (now - used < STALE_PRELOAD_MS) continue;
     await Deno.remove(full, { recursive: true }).catch(() => {});
     await Deno.remove(`${full}.bin`).catch(() => {});
+    await Deno.remove(`${full}.bin${STAMP_SUFFIX}`).catch(() => {});
     log.debug("removed a stale preloaded snapshot", { path: full });
   }
 }
@@ -162,6 +191,7 @@ async function buildSnapshot(
     file.set(header);
     file.set(bytes, header.length);
     await writeFileAtomically(path, file);
+    await writeFileAtomically(`${path}${STAMP_SUFFIX}`, fileStamp(await Deno.stat(path)));
   } finally {
     await Deno.remove(raw).catch(() => {});
   }
@@ -172,6 +202,7 @@ async function removeStaleSnapshots(cacheDir: string, keep: string, log: Logger)
   for await (const entry of Deno.readDir(cacheDir)) {
     const full = join(cacheDir, entry.name);
     if (!entry.name.startsWith("snapshot-") || full === keep) continue;
+    if (full === `${keep}${STAMP_SUFFIX}`) continue;
     if (entry.name.endsWith(".tmp")) continue;
     await Deno.remove(full).catch(() => {});
     log.debug("removed a stale snapshot", { path: full });
