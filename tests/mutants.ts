@@ -636,6 +636,52 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/http_test.ts"],
     filter: "checkBind",
   },
+  // Start-up and the pool
+  {
+    name: "tool requests are answered before the start-up finished",
+    file: "src/host/startup_gate.ts",
+    from: "const error = await failed;",
+    to: "const error = null;",
+    tests: ["tests/host_test.ts"],
+    filter: "handshake",
+  },
+  {
+    name: "a script runs before the server has started",
+    file: "src/execution/starting_executor.ts",
+    from: "executor = await Promise.race([this.#ready, cancelled.promise]);",
+    to: "executor = await Promise.race([this.#ready, cancelled.promise, Promise.resolve(null)]);",
+    tests: ["tests/startup_test.ts"],
+    filter: "StartingExecutor",
+  },
+  {
+    name: "the handshake waits for the snapshot",
+    file: "src/commands/commands.ts",
+    from: "const app = await openApp({ configPath, log });\n  const owner",
+    to: "const app = await startApp({ configPath, log });\n  const owner",
+    tests: ["tests/startup_test.ts"],
+    filter: "handshake",
+  },
+  {
+    name: "a snapshot stamp hides a changed file",
+    file: "src/sandbox/snapshot.ts",
+    from: "=== fileStamp(info)) return true;",
+    to: "!== null) return true;",
+    tests: ["tests/snapshot_test.ts"],
+  },
+  {
+    name: "an idle pool keeps its surplus sandboxes",
+    file: "src/sandbox/pool.ts",
+    from: "while (ready.length > target) ready.shift()!.kill();",
+    to: "",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
+    name: "the pool grows past its ceiling",
+    file: "src/sandbox/pool.ts",
+    from: "const max = this.#options.maxReady ?? this.#options.warm;",
+    to: "const max = 64;",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

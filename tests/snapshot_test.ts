@@ -5,6 +5,7 @@ import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
 import { ensureSnapshot, isSnapshotIntact, isSnapshotVerified } from "../src/sandbox/snapshot.ts";
+import { fromSparse, readSparseTable, toSparse } from "../src/sandbox/snapshot_format.ts";
 
 Deno.test("the snapshot is built on first use, and a corrupt one is detected and rebuilt", async () => {
   const cacheDir = await Deno.makeTempDir();
@@ -51,4 +52,34 @@ Deno.test("the snapshot is built on first use, and a corrupt one is detected and
   }, { callTool: () => Promise.resolve({ error: { kind: "invalid", message: "none" } }) });
   assert.deepEqual(outcome.reply, { ok: true, result: "prelude", outputs: [] });
   await Deno.remove(cacheDir, { recursive: true });
+});
+
+Deno.test("the sparse snapshot form keeps every non-zero byte, leaves out zero pages, and refuses a bad table", async (t) => {
+  const raw = new Uint8Array(10 * 4096 + 100);
+  raw.set([1, 2, 3], 0); // page 0
+  raw[4096 * 3 + 17] = 9; // page 3
+  raw[4096 * 4] = 7; // page 4, joins page 3's range
+  raw[raw.length - 1] = 5; // the short last page
+  const sparse = toSparse(raw);
+  await t.step("a round trip gives the same bytes", () => {
+    assert.deepEqual(fromSparse(sparse), raw);
+  });
+  await t.step("only the non-zero pages are stored, adjacent ones as one range", () => {
+    const { ranges, length } = readSparseTable(sparse, sparse.length);
+    assert.equal(length, raw.length);
+    assert.deepEqual(ranges.map((r) => [r.offset, r.size]), [
+      [0, 4096],
+      [3 * 4096, 2 * 4096],
+      [10 * 4096, 100],
+    ]);
+    assert.equal(sparse.length, 8 + 3 * 8 + 3 * 4096 + 100);
+  });
+  await t.step("a cut, padded or overlapping form is refused", () => {
+    assert.throws(() => readSparseTable(sparse, sparse.length - 1), RangeError);
+    assert.throws(() => readSparseTable(sparse, sparse.length + 1), RangeError);
+    assert.throws(() => readSparseTable(sparse.subarray(0, 12), sparse.length), RangeError);
+    const overlapping = sparse.slice();
+    new DataView(overlapping.buffer).setUint32(16, 100, true); // range 1 starts inside range 0
+    assert.throws(() => readSparseTable(overlapping, overlapping.length), RangeError);
+  });
 });

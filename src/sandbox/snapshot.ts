@@ -16,12 +16,18 @@ import { PYODIDE_VERSION } from "../_util/version.ts";
 import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
-import { SNAPSHOT_HEADER_BYTES, snapshotHeader } from "./snapshot_format.ts";
+import {
+  SNAPSHOT_FORMAT,
+  SNAPSHOT_HEADER_BYTES,
+  snapshotHeader,
+  toSparse,
+} from "./snapshot_format.ts";
 import type { PackageFile, PreloadSpec } from "../rpc/sandbox_protocol.ts";
 
 /** The key of the snapshot that the current code needs. */
 export async function snapshotKey(): Promise<string> {
-  const parts = [PYODIDE_VERSION, Deno.version.deno, ...SNAPSHOT_MODULES.flat()].join("\0");
+  const parts = [PYODIDE_VERSION, Deno.version.deno, SNAPSHOT_FORMAT, ...SNAPSHOT_MODULES.flat()]
+    .join("\0");
   return (await sha256Hex(parts)).slice(0, 16);
 }
 
@@ -185,7 +191,7 @@ async function buildSnapshot(
       const stderr = new TextDecoder().decode(built.stderr).slice(-2000);
       throw new Error(`Cannot build the Pyodide snapshot: worker exited ${built.code}\n${stderr}`);
     }
-    const bytes = await Deno.readFile(raw);
+    const bytes = toSparse(await Deno.readFile(raw));
     const header = new TextEncoder().encode(snapshotHeader(await sha256Hex(bytes)));
     const file = new Uint8Array(header.length + bytes.length);
     file.set(header);

@@ -36,7 +36,7 @@ import {
   type SandboxMessages,
 } from "../rpc/sandbox_protocol.ts";
 import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
-import { SNAPSHOT_HEADER_BYTES } from "./snapshot_format.ts";
+import { readSparseTable, SNAPSHOT_HEADER_BYTES, sparseTableBytes } from "./snapshot_format.ts";
 import { INTERRUPT_LISTENER_JS } from "./interrupt_listener.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 
@@ -315,14 +315,7 @@ async function serve(): Promise<void> {
   if (boot === null) throw new Error("Cannot boot: no valid boot message from the host");
 
   const loadPyodide = await importLoader(boot.pyodide_module_url);
-  const snapshotFile = await Deno.readFile(boot.snapshot_path);
-  const pyodide = await loadPyodide({
-    _loadSnapshot: snapshotFile.subarray(SNAPSHOT_HEADER_BYTES),
-    // Given, not guessed from a stack trace: the sandbox's Deno has no npm cache to map from.
-    indexURL: fromFileUrl(new URL(".", boot.pyodide_module_url)),
-    stdout: logToStderr,
-    stderr: logToStderr,
-  });
+  const pyodide = await bootFromSnapshot(loadPyodide, boot.pyodide_module_url, boot.snapshot_path);
   const mounts = boot.mounts;
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
@@ -408,6 +401,81 @@ async function serve(): Promise<void> {
   };
   await channel.notify(METHOD_READY, {});
   await Promise.race([finished.promise, channel.done]);
+}
+
+/**
+ * Boots Pyodide from the sparse snapshot file (see snapshot_format.ts) without ever writing its
+ * zero pages: Pyodide is given a snapshot of the full length that holds only its own header
+ * (nothing else of it is ever touched, so it costs no memory), and its one copy of the rest into
+ * the WebAssembly memory, a `set` on the memory's view, is done instead by reading each stored
+ * range from the file straight into that memory. Pages left zero in a fresh WebAssembly memory
+ * are never written, so they stay out of the sandbox's resident memory, and no copy of the file
+ * is kept. `set` is wrapped only while Pyodide boots, before any script exists, and the boot
+ * fails unless the copy went this way.
+ */
+async function bootFromSnapshot(
+  loadPyodide: LoadPyodide,
+  moduleUrl: string,
+  path: string,
+): Promise<PyodideLike> {
+  using file = Deno.openSync(path);
+  const sparseSize = file.statSync().size - SNAPSHOT_HEADER_BYTES;
+  const readAt = (position: number, into: Uint8Array) => {
+    file.seekSync(SNAPSHOT_HEADER_BYTES + position, Deno.SeekMode.Start);
+    for (let done = 0; done < into.length;) {
+      const n = file.readSync(into.subarray(done));
+      if (n === null) throw new Error("Cannot boot: the snapshot file is cut short");
+      done += n;
+    }
+  };
+  const start = new Uint8Array(8);
+  readAt(0, start);
+  const table = new Uint8Array(sparseTableBytes(start));
+  readAt(0, table);
+  const { length, ranges } = readSparseTable(table, sparseSize);
+  // Pyodide's header: a magic number, then where the memory image starts (u32 at byte 4).
+  const snapshot = new Uint8Array(length);
+  const first = ranges[0];
+  if (!first || first.offset !== 0 || first.size < 8) {
+    throw new Error("Cannot boot: the snapshot has no header");
+  }
+  readAt(first.at, snapshot.subarray(0, 8));
+  const memoryStart = new DataView(snapshot.buffer).getUint32(4, true);
+  for (const r of ranges) {
+    if (r.offset >= memoryStart) break;
+    readAt(r.at, snapshot.subarray(r.offset, Math.min(r.offset + r.size, memoryStart)));
+  }
+  const typedArray = Object.getPrototypeOf(Uint8Array.prototype) as {
+    set(this: Uint8Array, source: ArrayLike<number>, offset?: number): void;
+  };
+  const set = typedArray.set;
+  let restored = false;
+  typedArray.set = function (source, offset) {
+    const image = ArrayBuffer.isView(source) && source.buffer === snapshot.buffer &&
+      source.byteOffset === memoryStart && (offset ?? 0) === 0;
+    if (!image) return set.call(this, source, offset);
+    const memory = new Uint8Array(this.buffer, this.byteOffset, this.byteLength);
+    for (const r of ranges) {
+      const end = r.offset + r.size;
+      if (end <= memoryStart) continue;
+      const from = Math.max(r.offset, memoryStart);
+      readAt(r.at + from - r.offset, memory.subarray(from - memoryStart, end - memoryStart));
+    }
+    restored = true;
+  };
+  try {
+    const pyodide = await loadPyodide({
+      _loadSnapshot: snapshot,
+      // Given, not guessed from a stack trace: the sandbox's Deno has no npm cache to map from.
+      indexURL: fromFileUrl(new URL(".", moduleUrl)),
+      stdout: logToStderr,
+      stderr: logToStderr,
+    });
+    if (!restored) throw new Error("Cannot boot: Pyodide did not restore the snapshot's memory");
+    return pyodide;
+  } finally {
+    typedArray.set = set;
+  }
 }
 
 function isStackOverflow(error: unknown): boolean {

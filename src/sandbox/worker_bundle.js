@@ -814,6 +814,39 @@ var SNAPSHOT_MODULES = [
 
 // src/sandbox/snapshot_format.ts
 var SNAPSHOT_HEADER_BYTES = 128;
+function sparseTableBytes(start) {
+  if (start.length < 8) throw new RangeError("Cannot read the snapshot: too short");
+  return 8 + 8 * new DataView(start.buffer, start.byteOffset, 8).getUint32(4, true);
+}
+function readSparseTable(table, sparseSize) {
+  const fail = (why) => new RangeError(`Cannot read the snapshot: ${why}`);
+  const need = sparseTableBytes(table);
+  if (table.length < need) throw fail("its range table is cut short");
+  const view = new DataView(table.buffer, table.byteOffset, need);
+  const length = view.getUint32(0, true);
+  const ranges = [];
+  let at = need;
+  let previousEnd = 0;
+  for (let i = 0; i < (need - 8) / 8; i++) {
+    const offset = view.getUint32(8 + 8 * i, true);
+    const size = view.getUint32(12 + 8 * i, true);
+    if (offset < previousEnd || offset + size > length || at + size > sparseSize) {
+      throw fail(`range ${i} is out of place`);
+    }
+    ranges.push({
+      offset,
+      size,
+      at
+    });
+    at += size;
+    previousEnd = offset + size;
+  }
+  if (at !== sparseSize) throw fail("its size does not match its ranges");
+  return {
+    length,
+    ranges
+  };
+}
 
 // src/sandbox/interrupt_listener.ts
 var INTERRUPT_LISTENER_JS = `
@@ -1021,14 +1054,7 @@ async function serve() {
   ]));
   if (boot === null) throw new Error("Cannot boot: no valid boot message from the host");
   const loadPyodide = await importLoader(boot.pyodide_module_url);
-  const snapshotFile = await Deno.readFile(boot.snapshot_path);
-  const pyodide = await loadPyodide({
-    _loadSnapshot: snapshotFile.subarray(SNAPSHOT_HEADER_BYTES),
-    // Given, not guessed from a stack trace: the sandbox's Deno has no npm cache to map from.
-    indexURL: fromFileUrl(new URL(".", boot.pyodide_module_url)),
-    stdout: logToStderr,
-    stderr: logToStderr
-  });
+  const pyodide = await bootFromSnapshot(loadPyodide, boot.pyodide_module_url, boot.snapshot_path);
   const mounts = boot.mounts;
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
@@ -1113,6 +1139,62 @@ async function serve() {
     finished.promise,
     channel.done
   ]);
+}
+async function bootFromSnapshot(loadPyodide, moduleUrl, path) {
+  using file = Deno.openSync(path);
+  const sparseSize = file.statSync().size - SNAPSHOT_HEADER_BYTES;
+  const readAt = (position, into) => {
+    file.seekSync(SNAPSHOT_HEADER_BYTES + position, Deno.SeekMode.Start);
+    for (let done = 0; done < into.length; ) {
+      const n = file.readSync(into.subarray(done));
+      if (n === null) throw new Error("Cannot boot: the snapshot file is cut short");
+      done += n;
+    }
+  };
+  const start = new Uint8Array(8);
+  readAt(0, start);
+  const table = new Uint8Array(sparseTableBytes(start));
+  readAt(0, table);
+  const { length, ranges } = readSparseTable(table, sparseSize);
+  const snapshot = new Uint8Array(length);
+  const first = ranges[0];
+  if (!first || first.offset !== 0 || first.size < 8) {
+    throw new Error("Cannot boot: the snapshot has no header");
+  }
+  readAt(first.at, snapshot.subarray(0, 8));
+  const memoryStart = new DataView(snapshot.buffer).getUint32(4, true);
+  for (const r of ranges) {
+    if (r.offset >= memoryStart) break;
+    readAt(r.at, snapshot.subarray(r.offset, Math.min(r.offset + r.size, memoryStart)));
+  }
+  const typedArray = Object.getPrototypeOf(Uint8Array.prototype);
+  const set = typedArray.set;
+  let restored = false;
+  typedArray.set = function(source, offset) {
+    const image = ArrayBuffer.isView(source) && source.buffer === snapshot.buffer && source.byteOffset === memoryStart && (offset ?? 0) === 0;
+    if (!image) return set.call(this, source, offset);
+    const memory = new Uint8Array(this.buffer, this.byteOffset, this.byteLength);
+    for (const r of ranges) {
+      const end = r.offset + r.size;
+      if (end <= memoryStart) continue;
+      const from = Math.max(r.offset, memoryStart);
+      readAt(r.at + from - r.offset, memory.subarray(from - memoryStart, end - memoryStart));
+    }
+    restored = true;
+  };
+  try {
+    const pyodide = await loadPyodide({
+      _loadSnapshot: snapshot,
+      // Given, not guessed from a stack trace: the sandbox's Deno has no npm cache to map from.
+      indexURL: fromFileUrl(new URL(".", moduleUrl)),
+      stdout: logToStderr,
+      stderr: logToStderr
+    });
+    if (!restored) throw new Error("Cannot boot: Pyodide did not restore the snapshot's memory");
+    return pyodide;
+  } finally {
+    typedArray.set = set;
+  }
 }
 function isStackOverflow(error) {
   return error instanceof RangeError && /call stack/i.test(error.message);
