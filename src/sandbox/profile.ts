@@ -72,11 +72,22 @@ export interface RuntimeFiles {
 }
 
 /**
- * V8 tuning of sandbox processes (not a permission). A sandbox lives for one short script, so
- * tiering WebAssembly up to optimized code mostly costs background CPU, and measurably slowed
- * the first script after a sandbox sat idle in the pool (about 20 ms instead of 10 ms, see
- * BENCHMARKS.md). A very high budget keeps Pyodide on baseline code: CPU-heavy scripts run
- * about 1.4x slower, tool-orchestrating scripts start faster.
+ * V8 tuning of sandbox processes (not a permission). A very high tiering budget keeps Pyodide's
+ * WebAssembly on V8's baseline code (Liftoff), except CPython's eval loop, which boot and warm-up
+ * run enough to be optimized anyway: about 0.2 CPU-s of compiling per process, which the worker
+ * waits out before it says ready (see `compilationSettled` in worker.ts), so a pooled sandbox is
+ * idle at zero CPU and every script gets the optimized eval loop.
+ *
+ * The trade-off, measured side by side with a shared interpreter that has had everything
+ * optimized for long (BENCHMARKS.md, "Side by side"): pure-Python loops run on optimized code,
+ * but C-heavy work (JSON, string and dict operations) runs on baseline code, about 3x slower than
+ * the shared interpreter. V8's default budget does optimize such functions during a script, on a
+ * background thread: measured on a 1 MB JSON round trip in a fresh sandbox, that spent 0.2 to
+ * 0.4 CPU-s more for no shorter run (the script ends before the optimized code pays off), and
+ * every warm-up's hot functions cost idle CPU in the pool. Optimizing everything before the first
+ * script (V8's synchronous tier-up) took the boot from about 0.6 to 2.2 CPU-s. Deno keeps no
+ * compiled WebAssembly between processes, so a fresh process per execution pays for whatever it
+ * optimizes.
  */
 export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000";
 

@@ -1085,6 +1085,7 @@ async function serve() {
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
   codemode.forget_host_paths();
   await codemode.warm_up.callPromising();
+  await compilationSettled();
   const interrupts = boot.interruptible ? await listenForInterrupts(pyodide) : null;
   if (boot.drop_permissions) {
     if (mounts.length > 0) throw new Error("Cannot drop permissions: host folders are mounted");
@@ -1194,6 +1195,19 @@ async function bootFromSnapshot(loadPyodide, moduleUrl, path) {
     return pyodide;
   } finally {
     typedArray.set = set;
+  }
+}
+async function compilationSettled() {
+  const WINDOW_MS = 25;
+  const QUIET_MICROS = WINDOW_MS * 100;
+  const deadline = performance.now() + 2e3;
+  let quiet = 0;
+  let last = process.cpuUsage();
+  while (quiet < 2 && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, WINDOW_MS));
+    const used = process.cpuUsage(last);
+    last = process.cpuUsage();
+    quiet = used.user + used.system < QUIET_MICROS ? quiet + 1 : 0;
   }
 }
 function isStackOverflow(error) {
