@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { runSoak } from "./soak.ts";
 import { runChurn } from "./churn.ts";
 import { runPackageBench } from "./packages.ts";
+import { runBurst } from "./burst.ts";
 import { statusKb } from "./proc_status.ts";
 import { locatePeer, preparePeer } from "./peer.ts";
 import { type Contender, peerContender, runSideBySide, type Series } from "./side_by_side.ts";
@@ -390,6 +391,25 @@ async function benchPeer(): Promise<void> {
   row("server tree RSS after warm-up", figures.treeRssMb, one("MB", 0));
 }
 
+async function benchBurst(): Promise<void> {
+  const r = await runBurst(200, 10);
+  record(`\n## Bursts in one HTTP session (issue 16): ${r.total} calls, ${r.inFlight} in flight\n`);
+  record(
+    "One Streamable HTTP session of `serve --http` (at most 4 of its calls run at once; the " +
+      "others wait their turn, up to `max_waiting`); each call a fresh sandbox.\n",
+  );
+  const s = stats(r.latenciesMs);
+  record("| measure | figure | target |");
+  record("| --- | --- | --- |");
+  record(`| calls that did not succeed | ${r.failures.length} of ${r.total} | 0 |`);
+  record(`| throughput | ${(r.total / r.seconds).toFixed(2)} calls/s | |`);
+  record(`| call latency, median / p95 (waiting included) | ${fmt(s.median)} / ${fmt(s.p95)} | |`);
+  record(
+    `| sandboxes kept ready: before → right after → ${r.idleSeconds} s idle | ${r.sandboxes.before} → ${r.sandboxes.after} → ${r.sandboxes.idle} | grows, then shrinks |`,
+  );
+  for (const f of r.failures.slice(0, 5)) record(`\n- ${f}`);
+}
+
 function processesMatching(patterns: string[]): number {
   let count = 0;
   for (const entry of Deno.readDirSync("/proc")) {
@@ -535,11 +555,11 @@ if (import.meta.main) {
       soak: { type: "string", default: "1000" },
       churn: { type: "string", default: "10000" },
       "package-rounds": { type: "string", default: "20" },
-      // Run only these parts (repeatable): sandbox, peer, tools, packages, soak, churn.
+      // Run only these parts (repeatable): sandbox, peer, burst, tools, packages, soak, churn.
       only: { type: "string", multiple: true },
     },
   });
-  const parts = ["sandbox", "peer", "tools", "packages", "soak", "churn"];
+  const parts = ["sandbox", "peer", "burst", "tools", "packages", "soak", "churn"];
   const only = values.only?.flatMap((o) => o.split(",")) ?? parts;
   const unknown = only.find((o) => !parts.includes(o));
   if (unknown) {
@@ -549,6 +569,7 @@ if (import.meta.main) {
   const churnRuns = Number(values.churn);
   if (only.includes("sandbox")) await benchSandbox();
   if (only.includes("peer")) await benchPeer();
+  if (only.includes("burst")) await benchBurst();
   if (only.includes("tools")) await benchTools();
   if (only.includes("packages")) await benchPackages(Number(values["package-rounds"]));
   if (only.includes("soak") && soakRuns > 0) await benchSoak(soakRuns);

@@ -79,15 +79,16 @@ export interface RuntimeFiles {
  * idle at zero CPU and every script gets the optimized eval loop.
  *
  * The trade-off, measured side by side with a shared interpreter that has had everything
- * optimized for long (BENCHMARKS.md, "Side by side"): pure-Python loops run on optimized code,
- * but C-heavy work (JSON, string and dict operations) runs on baseline code, about 3x slower than
- * the shared interpreter. V8's default budget does optimize such functions during a script, on a
- * background thread: measured on a 1 MB JSON round trip in a fresh sandbox, that spent 0.2 to
- * 0.4 CPU-s more for no shorter run (the script ends before the optimized code pays off), and
- * every warm-up's hot functions cost idle CPU in the pool. Optimizing everything before the first
- * script (V8's synchronous tier-up) took the boot from about 0.6 to 2.2 CPU-s. Deno keeps no
- * compiled WebAssembly between processes, so a fresh process per execution pays for whatever it
- * optimizes.
+ * optimized for long (BENCHMARKS.md, "Side by side"): compute-bound scripts run about 2x (loops)
+ * to 2.5x (JSON) slower than there, because the C functions they call (integer and string
+ * operations, the JSON codec) stay on baseline code. Measured alternatives, each in fresh
+ * sandboxes: V8's default budget optimizes those during the script, on a background thread: a
+ * 2e6-iteration loop ran about 15 % faster, for 0.12 CPU-s more per boot and 0.15 CPU-s more
+ * per compute-bound script; a 1 MB JSON round trip was no faster (it ends before optimized code
+ * pays off) and spent 0.2 to 0.3 CPU-s more. Optimizing everything hot before the first script
+ * (V8's synchronous tier-up) took the boot from about 0.6 to 2.2 CPU-s. Deno keeps no compiled
+ * WebAssembly between processes, so a fresh process per execution pays for whatever it optimizes;
+ * this budget keeps that to the eval loop.
  */
 export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000";
 
