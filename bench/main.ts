@@ -329,6 +329,15 @@ async function benchPeer(): Promise<void> {
       const { client, rootPid } = await connect([]);
       return { client, pid: rootPid };
     },
+    async startFirstEver() {
+      const cache = await Deno.makeTempDir();
+      const { client, rootPid } = await connect([], { CODEMODE_CACHE_DIR: cache });
+      return {
+        client,
+        pid: rootPid,
+        cleanup: () => Deno.remove(cache, { recursive: true }),
+      };
+    },
     run: async (client, code) => void await execute(client, code),
   };
   const contenders = [ours];
@@ -375,6 +384,13 @@ async function benchPeer(): Promise<void> {
     `${x[0]!.toFixed(digits)} ${unit}`,
     x[0]!,
   ];
+  row("spawn → `initialize` answered (median of 5)", figures.initialize, median);
+  const firstEver = figures.initializeFirstEver.ours!;
+  record(
+    `| the same on a first-ever start (no snapshot yet; ours only) | ${
+      fmt(stats(firstEver).median)
+    }${prepared ? " | | |" : " |"}`,
+  );
   row("spawn → first `print(1)` result (median of 5)", figures.firstResult, median);
   row(
     "warm `print(1)` at an agent's pace (1.5 s apart), median / p95 of 40",

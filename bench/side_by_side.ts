@@ -13,8 +13,10 @@ import { childPids } from "../tests/_helpers.ts";
 /** One server under test: how to start it and how to run a script on it. */
 export interface Contender {
   name: string;
-  /** Starts the server; `pid` is the root of its process tree. */
+  /** Starts the server; `pid` is the root of its process tree. Resolves once initialized. */
   start(): Promise<{ client: Client; pid: number }>;
+  /** Starts it as on a first-ever start (no cache), if that differs; the caller disposes. */
+  startFirstEver?(): Promise<{ client: Client; pid: number; cleanup(): Promise<void> }>;
   /** Runs `code`; throws unless it succeeded. */
   run(client: Client, code: string): Promise<void>;
 }
@@ -34,6 +36,10 @@ export interface Series {
 }
 
 export interface SideBySide {
+  /** Spawn to the answer of `initialize`. */
+  initialize: Series;
+  /** The same on a first-ever start (ours: no snapshot yet); absent for a contender without one. */
+  initializeFirstEver: Series;
   firstResult: Series;
   warm: Series;
   compute: Record<string, Series>;
@@ -120,6 +126,8 @@ export async function runSideBySide(
 ): Promise<SideBySide> {
   const series = (): Series => Object.fromEntries(contenders.map((c) => [c.name, []]));
   const result: SideBySide = {
+    initialize: series(),
+    initializeFirstEver: series(),
     firstResult: series(),
     warm: series(),
     compute: Object.fromEntries(Object.keys(COMPUTE_SCRIPTS).map((k) => [k, series()])),
@@ -127,6 +135,21 @@ export async function runSideBySide(
     idleCpu: series(),
     treeRssMb: series(),
   };
+  for (let i = 0; i < options.starts; i++) {
+    for (const c of contenders) {
+      const t0 = performance.now();
+      const { client } = await c.start();
+      result.initialize[c.name]!.push(performance.now() - t0);
+      await client.close();
+      if (c.startFirstEver) {
+        const t1 = performance.now();
+        const first = await c.startFirstEver();
+        result.initializeFirstEver[c.name]!.push(performance.now() - t1);
+        await first.client.close();
+        await first.cleanup();
+      }
+    }
+  }
   for (let i = 0; i < options.starts; i++) {
     for (const c of contenders) {
       let started: { client: Client } | null = null;

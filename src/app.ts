@@ -121,7 +121,9 @@ export async function openApp(options: AppOptions): Promise<App> {
     version: () => `${tools.version}.${skills.version}`,
     packages: () => ({ ...tools.current.packages(), ...skills.packages(tools.current) }),
   };
-  const sandboxFiles = prepareSandboxFiles(config, runtime, log);
+  // Aborted by close(): a snapshot build still running must not outlive the server.
+  const starting = new AbortController();
+  const sandboxFiles = prepareSandboxFiles(config, runtime, log, starting.signal);
   // Sandboxes are launched only once these are known: the executor waits for them.
   let files: SandboxFiles | null = null;
   const launch = (profile: Profile, persistent: boolean) => {
@@ -216,6 +218,7 @@ export async function openApp(options: AppOptions): Promise<App> {
   const tasks = new TaskStore();
   const close = async () => {
     closed = true;
+    starting.abort();
     tasks.close();
     parked.close();
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);
@@ -282,10 +285,11 @@ async function prepareSandboxFiles(
   config: Config,
   runtime: SandboxRuntime,
   log: Logger,
+  signal: AbortSignal,
 ): Promise<SandboxFiles> {
-  const snapshotPath = await ensureSnapshot(runtime, log);
+  const snapshotPath = await ensureSnapshot(runtime, log, signal);
   const packages = await openPackageSources(config.settings, runtime.pyodideDir, runtime.cacheDir);
-  const preloaded = await preloadSnapshots(config, packages, runtime, log);
+  const preloaded = await preloadSnapshots(config, packages, runtime, log, signal);
   return { snapshotPath, packages, preloaded };
 }
 
@@ -299,6 +303,7 @@ async function preloadSnapshots(
   packages: PackageSources,
   runtime: SandboxRuntime,
   log: Logger,
+  signal: AbortSignal,
 ): Promise<Map<string, PreloadedSnapshot>> {
   const snapshots = new Map<string, PreloadedSnapshot>();
   for (const profile of config.profiles.values()) {
@@ -310,7 +315,10 @@ async function preloadSnapshots(
     if (problem) {
       throw new Error(`Cannot preload packages for profile "${profile.name}": ${problem}`);
     }
-    snapshots.set(profile.name, await ensurePreloadedSnapshot(runtime, found.packages, log));
+    snapshots.set(
+      profile.name,
+      await ensurePreloadedSnapshot(runtime, found.packages, log, signal),
+    );
   }
   await removeStalePreloads(runtime.cacheDir, [...snapshots.values()], log).catch(() => {});
   return snapshots;

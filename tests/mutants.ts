@@ -662,6 +662,14 @@ const MUTATIONS: Mutation[] = [
     filter: "handshake",
   },
   {
+    name: "a snapshot build outlives a closed server",
+    file: "src/app.ts",
+    from: "    starting.abort();\n",
+    to: "",
+    tests: ["tests/startup_test.ts"],
+    filter: "leaves no builder",
+  },
+  {
     name: "a snapshot stamp hides a changed file",
     file: "src/sandbox/snapshot.ts",
     from: "=== fileStamp(info)) return true;",

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startServer } from "./_helpers.ts";
+import { delay, startServer } from "./_helpers.ts";
 import { StartingExecutor } from "../src/execution/starting_executor.ts";
 import type { Executor } from "../src/execution/executor.ts";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
@@ -69,4 +69,26 @@ Deno.test("StartingExecutor: a call waits for the start-up, and one cancelled me
   ready.resolve(inner);
   assert.equal((await waiting).success, true);
   assert.deepEqual(ran, ["first"]);
+});
+
+Deno.test("a server closed while it builds its first snapshot leaves no builder running", async () => {
+  const cacheDir = await Deno.makeTempDir();
+  const builders = () =>
+    [...Deno.readDirSync("/proc")].filter((e) => /^\d+$/.test(e.name)).filter((e) => {
+      try {
+        return Deno.readTextFileSync(`/proc/${e.name}/cmdline`).includes(cacheDir);
+      } catch {
+        return false;
+      }
+    });
+  try {
+    const server = await startServer({ env: { CODEMODE_CACHE_DIR: cacheDir } });
+    for (let i = 0; i < 100 && builders().length === 0; i++) await delay(50);
+    assert.ok(builders().length > 0, "no snapshot builder was started");
+    await server.client.close();
+    for (let i = 0; i < 100 && builders().length > 0; i++) await delay(50);
+    assert.deepEqual(builders().map((e) => e.name), [], "the builder outlived the server");
+  } finally {
+    await Deno.remove(cacheDir, { recursive: true });
+  }
 });

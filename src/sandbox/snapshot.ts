@@ -78,12 +78,17 @@ const STAMP_SUFFIX = ".verified";
  * Returns the path of a verified snapshot for the current code, building it when it is missing,
  * stale or corrupt. Safe to call from several processes at once (atomic rename).
  */
-export async function ensureSnapshot(runtime: SandboxRuntime, log: Logger): Promise<string> {
+export async function ensureSnapshot(
+  runtime: SandboxRuntime,
+  log: Logger,
+  /** Stops a build in progress (the server is shutting down before it finished starting). */
+  signal?: AbortSignal,
+): Promise<string> {
   const path = snapshotPath(runtime.cacheDir, await snapshotKey());
   if (await isSnapshotVerified(path)) return path;
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building the Pyodide memory snapshot (first start; takes a few seconds)", { path });
-  await buildSnapshot(runtime, path, log);
+  await buildSnapshot(runtime, path, log, undefined, signal);
   await removeStaleSnapshots(runtime.cacheDir, path, log);
   return path;
 }
@@ -103,6 +108,7 @@ export async function ensurePreloadedSnapshot(
   runtime: SandboxRuntime,
   packages: PackageFile[],
   log: Logger,
+  signal?: AbortSignal,
 ): Promise<PreloadedSnapshot> {
   const files = packages.map((p) => [p.file, p.install_dir, p.data]).flat();
   const key = (await sha256Hex([await snapshotKey(), ...files].join("\0"))).slice(0, 16);
@@ -125,7 +131,7 @@ export async function ensurePreloadedSnapshot(
   try {
     const spec: PreloadSpec = { site_dir: siteDir, packages };
     await Deno.writeTextFile(specPath, JSON.stringify(spec));
-    await buildSnapshot(runtime, path, log, { specPath, siteDir });
+    await buildSnapshot(runtime, path, log, { specPath, siteDir }, signal);
     // The folder is moved into place after the snapshot that needs it is written; a folder a
     // crashed builder left half-written is replaced.
     await Deno.remove(preloadDir, { recursive: true }).catch(() => {});
@@ -173,6 +179,7 @@ async function buildSnapshot(
   path: string,
   log: Logger,
   preload?: { specPath: string; siteDir: string },
+  signal?: AbortSignal,
 ): Promise<void> {
   const started = performance.now();
   // The builder writes the bare snapshot here; the verified file is then written atomically.
@@ -186,6 +193,7 @@ async function buildSnapshot(
       stdin: "null",
       stdout: "null",
       stderr: "piped",
+      signal,
     }).output();
     if (!built.success) {
       const stderr = new TextDecoder().decode(built.stderr).slice(-2000);
