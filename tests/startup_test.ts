@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { delay, startServer } from "./_helpers.ts";
+import { delay, isAlive, startServer } from "./_helpers.ts";
 import { StartingExecutor } from "../src/execution/starting_executor.ts";
 import type { Executor } from "../src/execution/executor.ts";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
@@ -86,7 +86,9 @@ Deno.test("a server closed while it builds its first snapshot leaves no builder 
     for (let i = 0; i < 100 && builders().length === 0; i++) await delay(50);
     assert.ok(builders().length > 0, "no snapshot builder was started");
     await server.client.close();
-    for (let i = 0; i < 100 && builders().length > 0; i++) await delay(50);
+    // Once the server is gone its builder must be too (a build takes seconds more than this).
+    for (let i = 0; i < 200 && isAlive(server.pid); i++) await delay(50);
+    await delay(300);
     assert.deepEqual(builders().map((e) => e.name), [], "the builder outlived the server");
   } finally {
     await Deno.remove(cacheDir, { recursive: true });
