@@ -372,7 +372,8 @@ async function benchPeer(): Promise<void> {
   record(`| --- | ${names.map(() => "---").join(" | ")}${prepared ? " | ---" : ""} |`);
   const row = (what: string, s: Series, show: (x: number[]) => [string, number]) => {
     const cells = names.map((n) => show(s[n]!));
-    const ratio = prepared ? ` | ${(cells[0]![1] / cells[1]![1]).toFixed(2)}×` : "";
+    const [ours, theirs] = [cells[0]![1], cells[1]?.[1] ?? 0];
+    const ratio = !prepared ? "" : theirs > 0 ? ` | ${(ours / theirs).toFixed(2)}×` : " | —";
     record(`| ${what} | ${cells.map((c) => c[0]).join(" | ")}${ratio} |`);
   };
   const median = (x: number[]): [string, number] => [fmt(stats(x).median), stats(x).median];

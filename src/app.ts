@@ -169,7 +169,10 @@ export async function openApp(options: AppOptions): Promise<App> {
   const started = Promise.all([sandboxesReady, toolsReady]).then(() => {
     log.info("started: sandboxes warming, upstream servers connected or failed");
   });
-  started.catch((error) => log.error("Cannot start", { error: (error as Error).message }));
+  started.catch((error) => {
+    // A start-up cut short by close() (a client that left early) is not a failure to report.
+    if (!closed) log.error("Cannot start", { error: (error as Error).message });
+  });
   const allowed = new Set(config.settings.allowed_profiles);
   const sandboxExecutor = (packages: PackageSources) =>
     new SandboxExecutor({
