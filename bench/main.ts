@@ -12,6 +12,7 @@ import { runSoak } from "./soak.ts";
 import { runChurn } from "./churn.ts";
 import { runPackageBench } from "./packages.ts";
 import { runBurst } from "./burst.ts";
+import { runFloor } from "./floor.ts";
 import { statusKb } from "./proc_status.ts";
 import { locatePeer, preparePeer } from "./peer.ts";
 import { type Contender, peerContender, runSideBySide, type Series } from "./side_by_side.ts";
@@ -408,6 +409,25 @@ async function benchPeer(): Promise<void> {
   row("server tree RSS after warm-up", figures.treeRssMb, one("MB", 0));
 }
 
+async function benchFloor(): Promise<void> {
+  const rounds = 7;
+  const { sandbox, floor } = await runFloor(rounds);
+  const s = stats(sandbox);
+  const f = stats(floor);
+  record(`\n## CPU per fresh sandbox against the floor (issue 16)\n`);
+  record(
+    "The floor: a Deno process that boots Pyodide from the same snapshot and runs `print(1)`, " +
+      "nothing else (bench/floor_boot.ts). A sandbox: as the pool starts it, booted, warmed up, " +
+      "optimized (see SANDBOX_V8_TUNING), then `print(1)`. Whole-process CPU, " +
+      `${rounds} of each, interleaved.\n`,
+  );
+  record("| measure | median | p95 |");
+  record("| --- | --- | --- |");
+  record(`| floor | ${f.median.toFixed(3)} CPU-s | ${f.p95.toFixed(3)} CPU-s |`);
+  record(`| fresh sandbox | ${s.median.toFixed(3)} CPU-s | ${s.p95.toFixed(3)} CPU-s |`);
+  record(`| sandbox / floor | ${(s.median / f.median).toFixed(2)}× | |`);
+}
+
 async function benchBurst(): Promise<void> {
   const r = await runBurst(200, 10);
   record(`\n## Bursts in one HTTP session (issue 16): ${r.total} calls, ${r.inFlight} in flight\n`);
@@ -572,11 +592,12 @@ if (import.meta.main) {
       soak: { type: "string", default: "1000" },
       churn: { type: "string", default: "10000" },
       "package-rounds": { type: "string", default: "20" },
-      // Run only these parts (repeatable): sandbox, peer, burst, tools, packages, soak, churn.
+      // Run only these parts (repeatable): sandbox, peer, floor, burst, tools, packages, soak,
+      // churn.
       only: { type: "string", multiple: true },
     },
   });
-  const parts = ["sandbox", "peer", "burst", "tools", "packages", "soak", "churn"];
+  const parts = ["sandbox", "peer", "floor", "burst", "tools", "packages", "soak", "churn"];
   const only = values.only?.flatMap((o) => o.split(",")) ?? parts;
   const unknown = only.find((o) => !parts.includes(o));
   if (unknown) {
@@ -586,6 +607,7 @@ if (import.meta.main) {
   const churnRuns = Number(values.churn);
   if (only.includes("sandbox")) await benchSandbox();
   if (only.includes("peer")) await benchPeer();
+  if (only.includes("floor")) await benchFloor();
   if (only.includes("burst")) await benchBurst();
   if (only.includes("tools")) await benchTools();
   if (only.includes("packages")) await benchPackages(Number(values["package-rounds"]));
