@@ -264,7 +264,12 @@ const TABLE: {
         await delay(100);
         during = sandboxPids(caller.hostPid());
       }
-      await delay(1500); // the script is running
+      // Cancel once the script runs (its own output says so), not while it waits for a sandbox:
+      // on a loaded machine a boot can take longer than any fixed delay.
+      for (let i = 0; i < 300 && !caller.logs.some((l) => l.includes("started")); i++) {
+        await delay(100);
+      }
+      during = sandboxPids(caller.hostPid());
       abort.abort();
       await assert.rejects(running);
       // The running sandbox is one of `during`; the others are idle in the pool, which may also
