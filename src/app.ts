@@ -2,13 +2,16 @@
  * Assembles a running code-mode service from a config: the snapshot, the sandbox pool, the
  * executor and the MCP host. Used by every CLI command; `close` tears it all down.
  */
+import { join } from "node:path";
 import { readEnv } from "./config/environment.ts";
-import { type Config, loadConfig } from "./config/config.ts";
+import { type Config, loadConfig, type ServerConfig } from "./config/config.ts";
+import { fingerprint } from "./catalog/python_stubs.ts";
 import { describeExecuteCode } from "./host/description.ts";
 import { type Executor, SandboxExecutor } from "./execution/executor.ts";
 import { StartingExecutor } from "./execution/starting_executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
+import { OBSERVED_RESULTS_FILE, ObservedResults } from "./catalog/observed_results.ts";
 import { SessionManager } from "./sandbox/sessions.ts";
 import { openResidentMemory } from "./sandbox/resident_memory.ts";
 import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
@@ -111,10 +114,18 @@ export async function openApp(options: AppOptions): Promise<App> {
     onChange: () => tools.refresh(),
     redact: redact.text,
   });
-  const tools: ToolCatalog = new ToolCatalog(() => upstream.snapshot(), redact);
+  const observed = config.settings.observe_results
+    ? new ObservedResults(
+      join(runtime.cacheDir, OBSERVED_RESULTS_FILE),
+      log,
+      serverIdentity(config.servers),
+    )
+    : undefined;
+  const tools: ToolCatalog = new ToolCatalog(() => upstream.snapshot(), redact, observed);
   const skills = new SkillStore(config.settings.skills_dir, log);
   // Sandboxes boot while the upstream servers connect; they install the tool modules after.
-  const toolsReady = Promise.all([upstream.start(), skills.load()]).then(() => {});
+  const toolsReady = Promise.all([upstream.start(), skills.load(), observed?.load()])
+    .then(() => {});
   // What every sandbox gets installed: the tool modules and the saved skills.
   const modules: ModuleSource = {
     ready: toolsReady,
@@ -184,6 +195,7 @@ export async function openApp(options: AppOptions): Promise<App> {
         catalog: () => tools.current,
         session: (server) => upstream.session(server),
         callTimeoutMs: config.settings.tool_timeout_s * 1000,
+        observe: observed,
       },
       log,
       redact,
@@ -262,6 +274,19 @@ export async function openApp(options: AppOptions): Promise<App> {
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/**
+ * A server's name with a fingerprint of how it is started (command and arguments, or URL; never
+ * its environment or headers, which may hold secrets): the key its observed result types are
+ * kept under.
+ */
+function serverIdentity(servers: readonly ServerConfig[]): (server: string) => string {
+  const identities = new Map(servers.map((s) => {
+    const how = s.kind === "stdio" ? [s.command, ...s.args] : [s.url];
+    return [s.name, `${s.name}@${fingerprint(JSON.stringify(how))}`];
+  }));
+  return (server) => identities.get(server) ?? server;
 }
 
 /**

@@ -73,7 +73,14 @@ Deno.test("pythonType() maps JSON Schema types", () => {
   assert.equal(pythonType({ type: "number" }), "float");
   assert.equal(pythonType({ type: ["string", "null"] }), "str | None");
   assert.equal(pythonType({ anyOf: [{ type: "integer" }, { type: "string" }] }), "int | str");
-  assert.equal(pythonType({ type: "object" }), "dict");
+  assert.equal(pythonType({ type: "object" }), "dict[str, Any]");
+  assert.equal(
+    pythonType({ type: "object", additionalProperties: { type: "integer" } }),
+    "dict[str, int]",
+  );
+  assert.equal(pythonType({ enum: ["a", 1, null] }), 'Literal["a", 1] | None');
+  assert.equal(pythonType({ type: "array", items: { const: "x" } }), 'list[Literal["x"]]');
+  assert.equal(pythonType({ anyOf: [{ type: "string" }, { type: "null" }] }), "str | None");
   assert.equal(pythonType({}), "Any");
 });
 

@@ -10,6 +10,7 @@ import {
   firstSentence,
   type FunctionSpec,
   functionSpecs,
+  type ObservedShape,
   renderModule,
   renderModuleStub,
   renderStub,
@@ -44,11 +45,15 @@ export class Catalog {
   readonly servers: ServerEntry[];
   readonly #byServer: Map<string, ServerEntry>;
 
-  constructor(servers: readonly ServerTools[]) {
+  /** `observed`: the observed result shape of a tool, for tools without an outputSchema. */
+  constructor(
+    servers: readonly ServerTools[],
+    observed: (server: string, tool: string) => ObservedShape | undefined = () => undefined,
+  ) {
     const modules = assignIdentifiers(servers.map((s) => s.server), { reserved: PACKAGE_RESERVED });
     this.servers = servers.map((s) => {
       const moduleName = modules.get(s.server)!;
-      const specs = functionSpecs(s.tools);
+      const specs = functionSpecs(s.tools, (tool) => observed(s.server, tool));
       return {
         server: s.server,
         moduleName,

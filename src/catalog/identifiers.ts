@@ -50,6 +50,14 @@ export function isPythonKeyword(name: string): boolean {
   return PYTHON_KEYWORDS.has(name);
 }
 
+/** Soft keywords (`match`, `case`, `type`, `_`) are valid names where a field is declared. */
+const SOFT_KEYWORDS = new Set(["match", "case", "type", "_"]);
+
+/** A keyword that can never name a field or variable. */
+export function isHardKeyword(name: string): boolean {
+  return PYTHON_KEYWORDS.has(name) && !SOFT_KEYWORDS.has(name);
+}
+
 /** One name as a Python identifier (not yet made unique). */
 export function toIdentifier(name: string): string {
   let id = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/_+/g, "_");

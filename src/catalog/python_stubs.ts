@@ -1,9 +1,21 @@
 /**
- * JSON Schema -> Python. For each upstream tool one `FunctionSpec` is derived, and from that one
- * spec both the stub an agent reads and the module code the sandbox runs are rendered, so what
- * the agent reads is exactly what it can call.
+ * Upstream tools -> Python functions. For each tool one `FunctionSpec` is derived (its parameters
+ * and result typed by `schema_types.ts`), and from that one spec both the stub an agent reads and
+ * the module code the sandbox runs are rendered, so what the agent reads is exactly what it can
+ * call.
  */
 import { assignIdentifiers } from "./identifiers.ts";
+import {
+  type JsonSchema,
+  orNone,
+  pythonLiteral,
+  PythonTypes,
+  renderTypedDicts,
+  toPascal,
+  type TypedDictDef,
+} from "./schema_types.ts";
+
+export { pythonLiteral };
 
 export interface ToolInfo {
   server: string;
@@ -36,55 +48,103 @@ export interface FunctionSpec {
   description: string;
   /** A fingerprint of the tool's input schema (skills use it to notice schema changes). */
   schemaHash: string;
+  /** What the function returns, and where that type comes from. */
+  returns: ReturnSpec;
+  /** The TypedDicts its signature names, each after those it uses. */
+  types: TypedDictDef[];
   doc: string;
 }
 
-const MODULE_RESERVED = ["_cm", "Any", "Literal"];
+export interface ReturnSpec {
+  annotation: string;
+  /** `declared`: the tool's outputSchema; `observed`: the shape of its real results so far. */
+  source: "declared" | "observed" | "unknown";
+  /** How many results the observed type is based on. */
+  observedCalls?: number;
+}
+
+/** The observed result shape of a tool without an outputSchema (see observed_results.ts). */
+export interface ObservedShape {
+  schema: JsonSchema;
+  calls: number;
+}
+
+/** Names every module binds besides its functions and types. */
+const MODULE_RESERVED = ["_cm", "Any", "Literal", "NotRequired", "TypedDict"];
 
 /** The function specs of one server's tools, with collision-free names. */
-export function functionSpecs(tools: readonly ToolInfo[]): FunctionSpec[] {
+export function functionSpecs(
+  tools: readonly ToolInfo[],
+  observed: (tool: string) => ObservedShape | undefined = () => undefined,
+): FunctionSpec[] {
   const names = assignIdentifiers(tools.map((t) => t.name), {
     reserved: MODULE_RESERVED,
     withAsync: true,
   });
+  const functionNames = [...names.values()].flatMap((n) => [n, `${n}_async`]);
+  const types = new PythonTypes([...MODULE_RESERVED, ...functionNames]);
   return [...tools]
     .sort((a, b) => names.get(a.name)!.localeCompare(names.get(b.name)!))
-    .map((tool) => functionSpec(tool, names.get(tool.name)!));
+    .map((tool) => functionSpec(tool, names.get(tool.name)!, types, observed(tool.name)));
 }
 
-function functionSpec(tool: ToolInfo, pyName: string): FunctionSpec {
-  const properties = asRecord(tool.inputSchema.properties) ?? {};
-  const required = new Set(
-    Array.isArray(tool.inputSchema.required) ? tool.inputSchema.required.map(String) : [],
-  );
+function functionSpec(
+  tool: ToolInfo,
+  pyName: string,
+  types: PythonTypes,
+  observed: ObservedShape | undefined,
+): FunctionSpec {
+  const input = tool.inputSchema;
+  const properties = asRecord(input.properties) ?? {};
+  const required = new Set(Array.isArray(input.required) ? input.required.map(String) : []);
   const jsonNames = Object.keys(properties);
   const ids = assignIdentifiers(jsonNames, { reserved: ["arguments", ...MODULE_RESERVED] });
+  const used = new Set<string>();
+  const typeOf = (schema: unknown, document: JsonSchema, hint: string, ownName = false) => {
+    const type = types.type(schema, document, hint, { ownName });
+    for (const name of type.uses) used.add(name);
+    return type.annotation;
+  };
+  const toolName = toPascal(pyName);
   const params: ParamSpec[] = jsonNames.map((jsonName) => {
     const schema = asRecord(properties[jsonName]) ?? {};
     return {
       jsonName,
       pyName: ids.get(jsonName)!,
-      annotation: pythonType(schema),
+      annotation: typeOf(schema, input, toolName + toPascal(jsonName)),
       required: required.has(jsonName),
       defaultLiteral: "default" in schema ? pythonLiteral(schema.default) : null,
       description: oneLine(String(schema.description ?? "")),
     };
   });
   params.sort((a, b) => Number(b.required) - Number(a.required));
+  const returns: ReturnSpec = tool.outputSchema
+    ? {
+      annotation: typeOf(tool.outputSchema, tool.outputSchema, `${toolName}Result`, true),
+      source: "declared",
+    }
+    : observed
+    ? {
+      annotation: typeOf(observed.schema, observed.schema, `${toolName}Result`, true),
+      source: "observed",
+      observedCalls: observed.calls,
+    }
+    : { annotation: "Any", source: "unknown" };
   return {
     server: tool.server,
     tool: tool.name,
     pyName,
     params,
-    freeForm: !("properties" in tool.inputSchema) &&
-      tool.inputSchema.additionalProperties !== false,
+    freeForm: !("properties" in input) && input.additionalProperties !== false,
     description: tool.description ?? "",
-    schemaHash: fingerprint(JSON.stringify(tool.inputSchema)),
-    doc: docstring(tool, params),
+    schemaHash: fingerprint(JSON.stringify(input)),
+    returns,
+    types: types.closure(used),
+    doc: docstring(tool, params, returns),
   };
 }
 
-/** `def name(...) -> Any:` for the blocking (or async) form. */
+/** `def name(...) -> Result:` for the blocking (or async) form. */
 function signature(spec: FunctionSpec, isAsync: boolean): string {
   const parts: string[] = [];
   const required = spec.params.filter((p) => p.required);
@@ -92,14 +152,16 @@ function signature(spec: FunctionSpec, isAsync: boolean): string {
   for (const p of required) parts.push(`${p.pyName}: ${p.annotation}`);
   if (optional.length > 0) {
     parts.push("*");
-    for (const p of optional) parts.push(`${p.pyName}: ${p.annotation} | None = None`);
+    for (const p of optional) parts.push(`${p.pyName}: ${orNone(p.annotation)} = None`);
   }
   if (spec.freeForm) parts.push("**arguments: Any");
   const name = isAsync ? `${spec.pyName}_async` : spec.pyName;
-  return `${isAsync ? "async def" : "def"} ${name}(${parts.join(", ")}) -> Any:`;
+  return `${isAsync ? "async def" : "def"} ${name}(${
+    parts.join(", ")
+  }) -> ${spec.returns.annotation}:`;
 }
 
-function docstring(tool: ToolInfo, params: ParamSpec[]): string {
+function docstring(tool: ToolInfo, params: ParamSpec[], returns: ReturnSpec): string {
   const lines = [`${tool.server}.${tool.name}: ${tool.description?.trim() || "(no description)"}`];
   if (params.length > 0) {
     lines.push("", "Args:");
@@ -110,10 +172,7 @@ function docstring(tool: ToolInfo, params: ParamSpec[]): string {
       lines.push(`    ${p.pyName} (${flags.join(", ")}): ${p.description}`.trimEnd());
     }
   }
-  lines.push(
-    "",
-    `Returns: ${tool.outputSchema ? describeShape(tool.outputSchema) : "the tool's result"}.`,
-  );
+  lines.push("", `Returns: ${returnsLine(returns)}`);
   lines.push("Raises mcp_tools.ToolError when the tool fails.");
   return lines.join("\n");
 }
@@ -127,9 +186,31 @@ function pyDocstring(text: string): string {
   return `"""${escaped}\n"""`;
 }
 
-/** The stub of one function as an agent reads it (signature, docstring, `...`). */
+function returnsLine(returns: ReturnSpec): string {
+  switch (returns.source) {
+    case "declared":
+      return `${returns.annotation} (the tool's declared outputSchema).`;
+    case "observed": {
+      const calls = returns.observedCalls === 1 ? "1 call" : `${returns.observedCalls} calls`;
+      return `${returns.annotation} (observed in ${calls}; the tool declares no outputSchema, ` +
+        "so other results may differ).";
+    }
+    case "unknown":
+      return "the tool's result (no outputSchema, and no call observed yet).";
+  }
+}
+
+/** The stub of one function as an agent reads it: the types it names, signature, docstring. */
 export function renderStub(spec: FunctionSpec): string {
-  return `${signature(spec, false)}\n${indent(pyDocstring(spec.doc), "    ")}\n    ...\n`;
+  const types = spec.types.length ? renderTypedDicts(spec.types) + "\n" : "";
+  return `${types}${signature(spec, false)}\n${indent(pyDocstring(spec.doc), "    ")}\n    ...\n`;
+}
+
+/** The TypedDicts of several functions, each once, each after those it uses. */
+function moduleTypes(specs: readonly FunctionSpec[]): string {
+  const seen = new Set<string>();
+  const defs = specs.flatMap((s) => s.types).filter((d) => !seen.has(d.name) && seen.add(d.name));
+  return defs.length ? renderTypedDicts(defs) : "";
 }
 
 function argumentsExpression(spec: FunctionSpec): string {
@@ -162,12 +243,13 @@ function renderFunction(spec: FunctionSpec): string {
   ].join("\n");
 }
 
-const MODULE_HEADER = "from typing import Any, Literal\nimport _codemode as _cm\n";
+const TYPING_IMPORT = "from typing import Any, Literal, NotRequired, TypedDict";
+const MODULE_HEADER = `${TYPING_IMPORT}\nimport _codemode as _cm\n`;
 
 /** The module `mcp_tools.<server>` as the sandbox runs it. */
 export function renderModule(serverDescription: string, specs: readonly FunctionSpec[]): string {
   const doc = pyDocstring(serverDescription || "MCP tools");
-  return [doc, MODULE_HEADER, ...specs.map(renderFunction)].join("\n");
+  return [doc, MODULE_HEADER, moduleTypes(specs), ...specs.map(renderFunction)].join("\n");
 }
 
 /** The module as an agent reads it (the `.pyi`-style stub file of one server). */
@@ -180,57 +262,18 @@ export function renderModuleStub(
     `# from mcp_tools import ${moduleName}`,
     `# Every function also has an awaitable form named <function>_async.`,
     serverDescription ? `# ${oneLine(serverDescription)}` : "",
-    "from typing import Any, Literal",
+    TYPING_IMPORT,
     "",
   ].filter((l) => l !== "").join("\n");
-  return [header, ...specs.map(renderStub)].join("\n\n");
+  const functions = specs.map((spec) =>
+    `${signature(spec, false)}\n${indent(pyDocstring(spec.doc), "    ")}\n    ...\n`
+  );
+  return [header, moduleTypes(specs), ...functions].filter(Boolean).join("\n\n");
 }
 
-/** An output schema as a short dict shape: `dict {"content": str, "count": int}`. */
-function describeShape(schema: Record<string, unknown>): string {
-  const properties = asRecord(schema.properties);
-  if (!properties) return `structured content (${pythonType(schema)})`;
-  const fields = Object.entries(properties).slice(0, 12)
-    .map(([k, v]) => `${JSON.stringify(k)}: ${pythonType(asRecord(v) ?? {})}`);
-  return `dict {${fields.join(", ")}}`;
-}
-
-/** A Python type annotation for a JSON Schema. */
-export function pythonType(schema: Record<string, unknown>, depth = 0): string {
-  if (depth > 4) return "Any";
-  if (Array.isArray(schema.enum) && schema.enum.length > 0 && schema.enum.length <= 20) {
-    return `Literal[${schema.enum.map(pythonLiteral).join(", ")}]`;
-  }
-  if ("const" in schema) return `Literal[${pythonLiteral(schema.const)}]`;
-  const union = (schema.anyOf ?? schema.oneOf) as unknown;
-  if (Array.isArray(union)) {
-    const types = [...new Set(union.map((s) => pythonType(asRecord(s) ?? {}, depth + 1)))];
-    return types.includes("Any") ? "Any" : types.join(" | ");
-  }
-  const type = schema.type;
-  if (Array.isArray(type)) {
-    return [...new Set(type.map((t) => pythonType({ ...schema, type: t }, depth + 1)))].join(" | ");
-  }
-  switch (type) {
-    case "string":
-      return "str";
-    case "integer":
-      return "int";
-    case "number":
-      return "float";
-    case "boolean":
-      return "bool";
-    case "null":
-      return "None";
-    case "array": {
-      const items = asRecord(schema.items);
-      return items ? `list[${pythonType(items, depth + 1)}]` : "list";
-    }
-    case "object":
-      return "dict";
-    default:
-      return "Any";
-  }
+/** A Python type annotation for a JSON Schema (nested objects as TypedDicts of their own). */
+export function pythonType(schema: Record<string, unknown>): string {
+  return new PythonTypes(MODULE_RESERVED).type(schema, schema, "Shape").annotation;
 }
 
 /** A short, stable fingerprint of a string (FNV-1a, 32 bits, hex). */
@@ -241,23 +284,6 @@ export function fingerprint(text: string): string {
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return hash.toString(16).padStart(8, "0");
-}
-
-/** A JSON value as a Python literal. */
-export function pythonLiteral(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (value === true) return "True";
-  if (value === false) return "False";
-  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "None";
-  if (typeof value === "string") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(pythonLiteral).join(", ")}]`;
-  if (typeof value === "object") {
-    const entries = Object.entries(value).map(([k, v]) =>
-      `${JSON.stringify(k)}: ${pythonLiteral(v)}`
-    );
-    return `{${entries.join(", ")}}`;
-  }
-  return "None";
 }
 
 /** The first sentence (or line) of a description, at most `max` characters. */

@@ -60,6 +60,11 @@ export interface Settings {
   audit_log: string;
   /** Folder of saved skills. */
   skills_dir: string;
+  /**
+   * Record the shape (keys and value types, never values) of results of tools that declare no
+   * outputSchema, so their stubs show an observed return type. Kept in the cache folder.
+   */
+  observe_results: boolean;
   /** Persistent sessions open at once, over all clients. */
   max_sessions: number;
   /** Persistent sessions one connection may hold at once (default: half of max_sessions). */
@@ -328,6 +333,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     task_after_s: 5,
     audit_log: "",
     skills_dir: defaultSkillsDir(),
+    observe_results: true,
     max_sessions: 4,
     max_sessions_per_connection: 0, // set below from max_sessions unless given
     session_idle_s: 600,
@@ -403,6 +409,10 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         settings.audit_log = isAbsolute(file) ? file : resolve(configDir, file);
         break;
       }
+      case "observe_results":
+        if (typeof value !== "boolean") throw new TypeError(where(key) + ": must be true or false");
+        settings.observe_results = value;
+        break;
       case "default_profile":
         settings.default_profile = requireString(value, where(key));
         break;

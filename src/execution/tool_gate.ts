@@ -29,6 +29,15 @@ export interface ToolGateDeps {
   approve?: Approver;
   /** How long a person has to answer, for the denial message. */
   approvalTimeoutMs?: number;
+  /** Learns the shape of successful results (observed return types); absent: not observed. */
+  observe?: ResultObserver;
+}
+
+/** Where successful results are shown (scrubbed), for the observed return types of stubs. */
+export interface ResultObserver {
+  record(server: string, tool: string, result: Record<string, unknown>): void;
+  /** Called once the execution's calls are done. */
+  settle(): Promise<void>;
 }
 
 /** What the run lends the gate: its time limit stops while a person decides. */
@@ -113,6 +122,7 @@ export class ToolGate {
     record.duration_ms = Math.round((performance.now() - started) * 10) / 10;
     record.outcome = "error" in reply ? "error" : "ok";
     if ("error" in reply) record.error = reply.error.message.slice(0, 500);
+    else this.#deps.observe?.record(record.server, record.tool, reply.result);
     return reply;
   }
 
@@ -123,13 +133,15 @@ export class ToolGate {
    */
   async close(graceMs = PENDING_CALLS_GRACE_MS): Promise<void> {
     this.#closed = true;
-    if (this.#inFlight.size === 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#inFlight]),
-      new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
-    ]);
-    clearTimeout(timer);
+    if (this.#inFlight.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#inFlight]),
+        new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
+      ]);
+      clearTimeout(timer);
+    }
+    if (this.calls.length > 0) await this.#deps.observe?.settle();
   }
 
   /** To the upstream session that has the tool, or an error saying why there is none. */

@@ -5,13 +5,23 @@
  */
 import { Catalog } from "../catalog/catalog.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
+import type { ObservedShape } from "../catalog/python_stubs.ts";
 import type { Redactor } from "../policy/redaction.ts";
+
+/** The observed result shapes the catalog shows (see ObservedResults). */
+export interface ObservedShapes {
+  /** Changes whenever `get` would answer differently. */
+  readonly version: number;
+  get(server: string, tool: string): ObservedShape | undefined;
+}
 
 export class ToolCatalog {
   #catalog: Catalog;
   #version = 0;
   readonly #snapshot: () => ServerTools[];
   readonly #redact: Redactor;
+  readonly #observed: ObservedShapes | undefined;
+  #observedVersion = 0;
   readonly #listeners = new Set<(catalog: Catalog) => void>();
 
   /**
@@ -20,23 +30,38 @@ export class ToolCatalog {
    * (docstrings), clients (the index, search, docs, stub resources) and the agent's prompt only
    * through the catalog.
    */
-  constructor(snapshot: () => ServerTools[], redact: Redactor) {
+  constructor(snapshot: () => ServerTools[], redact: Redactor, observed?: ObservedShapes) {
     this.#snapshot = snapshot;
     this.#redact = redact;
+    this.#observed = observed;
     this.#catalog = this.#build();
   }
 
+  /**
+   * The catalog now. A newly observed result type rebuilds it here (no change event: the tools
+   * are the same, only their stubs' return types and counts differ).
+   */
   get current(): Catalog {
+    if (this.#observed && this.#observed.version !== this.#observedVersion) {
+      this.#catalog = this.#build();
+      this.#version++;
+    }
     return this.#catalog;
   }
 
   /** Changes whenever `current` does. */
   get version(): number {
+    void this.current; // brings a newly observed type in first
     return this.#version;
   }
 
   #build(): Catalog {
-    return new Catalog(this.#redact.json(this.#snapshot()));
+    const observed = this.#observed;
+    this.#observedVersion = observed?.version ?? 0;
+    return new Catalog(
+      this.#redact.json(this.#snapshot()),
+      observed ? (server, tool) => observed.get(server, tool) : undefined,
+    );
   }
 
   /** Rebuilds the catalog from the upstream sessions and tells the listeners. */

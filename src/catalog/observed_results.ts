@@ -1,0 +1,151 @@
+/**
+ * Observed result types: for each upstream tool, the merged shape of the results scripts got
+ * (keys and value types, never values; see result_shapes.ts) and how many results it is based
+ * on. The tool gate records every successful result, after secrets are scrubbed; the catalog
+ * shows the shape as the return type of tools that declare no outputSchema. Kept in one JSON
+ * file in the cache folder, so stubs stay typed across restarts. Shapes are kept by the server's
+ * identity (its name and how it is started), not its name alone: another server under the same
+ * name, or another version of it, starts afresh.
+ */
+import { writeFileAtomically } from "../_util/atomic_write.ts";
+import type { Logger } from "../_util/log.ts";
+import { mergeShapes, scriptValue, shapeOf } from "./result_shapes.ts";
+import type { ObservedShape } from "./python_stubs.ts";
+
+/** Tools remembered at most (a server that keeps renaming its tools cannot grow the file). */
+const MAX_TOOLS = 2000;
+const FILE_VERSION = 1;
+/** The file's name in the cache folder. */
+export const OBSERVED_RESULTS_FILE = "observed_results.json";
+
+export class ObservedResults {
+  readonly #path: string | null;
+  readonly #log: Logger;
+  readonly #identify: (server: string) => string;
+  readonly #shapes = new Map<string, Map<string, ObservedShape>>();
+  #size = 0;
+  #version = 0;
+  /** Counts changed since the last `settle()`. */
+  #countsChanged = false;
+  /** Anything changed since the last save. */
+  #unsaved = false;
+
+  /**
+   * `path`: the file the shapes are kept in (null: kept in memory only). `identify` gives the
+   * key a server's shapes are kept under (by default its name).
+   */
+  constructor(path: string | null, log: Logger, identify: (server: string) => string = (s) => s) {
+    this.#path = path;
+    this.#log = log;
+    this.#identify = identify;
+  }
+
+  /** Reads the kept shapes (a missing or unreadable file starts empty, with a warning). */
+  async load(): Promise<void> {
+    if (this.#path === null) return;
+    let text: string;
+    try {
+      text = await Deno.readTextFile(this.#path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) {
+        this.#log.warn("Cannot read observed result types; starting afresh", {
+          path: this.#path,
+          error: (error as Error).message,
+        });
+      }
+      return;
+    }
+    this.#load(text, this.#path);
+    this.#version++;
+  }
+
+  /** Changes whenever a recorded shape or count does (after `settle()` for counts). */
+  get version(): number {
+    return this.#version;
+  }
+
+  get(server: string, tool: string): ObservedShape | undefined {
+    return this.#shapes.get(this.#identify(server))?.get(tool);
+  }
+
+  /**
+   * Records one successful result of `server`'s `tool`. Never throws. Past MAX_TOOLS, the
+   * servers recorded least recently are forgotten first.
+   */
+  record(serverName: string, tool: string, result: Record<string, unknown>): void {
+    const got = scriptValue(result);
+    if (got === undefined) return;
+    const server = this.#identify(serverName);
+    const shape = shapeOf(got.value);
+    const tools = this.#shapes.get(server) ?? new Map<string, ObservedShape>();
+    const known = tools.get(tool);
+    const schema = known ? mergeShapes(known.schema, shape) : shape;
+    const changed = known === undefined || JSON.stringify(schema) !== JSON.stringify(known.schema);
+    tools.set(tool, { schema, calls: (known?.calls ?? 0) + 1 });
+    // Most recent last: a Map keeps insertion order.
+    this.#shapes.delete(server);
+    this.#shapes.set(server, tools);
+    if (known === undefined) this.#size++;
+    this.#forgetOldest(server);
+    this.#unsaved = true;
+    // A new shape shows at once; a new count with the next settle (once per execution).
+    if (changed) this.#version++;
+    else this.#countsChanged = true;
+  }
+
+  #forgetOldest(keep: string): void {
+    for (const [server, tools] of this.#shapes) {
+      if (this.#size <= MAX_TOOLS || server === keep) return;
+      this.#shapes.delete(server);
+      this.#size -= tools.size;
+    }
+  }
+
+  /** Publishes new counts and saves what changed (called when an execution ends). */
+  async settle(): Promise<void> {
+    if (this.#countsChanged) {
+      this.#countsChanged = false;
+      this.#version++;
+    }
+    if (!this.#unsaved || this.#path === null) return;
+    this.#unsaved = false;
+    const tools: Record<string, Record<string, ObservedShape>> = {};
+    for (const [server, shapes] of this.#shapes) tools[server] = Object.fromEntries(shapes);
+    try {
+      await writeFileAtomically(this.#path, JSON.stringify({ version: FILE_VERSION, tools }));
+    } catch (error) {
+      this.#log.warn("Cannot save observed result types", {
+        path: this.#path,
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  #load(text: string, path: string): void {
+    try {
+      const data = JSON.parse(text) as { version?: unknown; tools?: unknown };
+      if (data.version !== FILE_VERSION || !isRecord(data.tools)) throw new Error("unknown format");
+      for (const [server, tools] of Object.entries(data.tools)) {
+        if (!isRecord(tools)) continue;
+        const shapes = new Map<string, ObservedShape>();
+        for (const [tool, entry] of Object.entries(tools)) {
+          if (!isRecord(entry) || !isRecord(entry.schema)) continue;
+          if (!Number.isSafeInteger(entry.calls) || (entry.calls as number) < 1) continue;
+          shapes.set(tool, { schema: entry.schema, calls: entry.calls as number });
+          this.#size++;
+        }
+        this.#shapes.set(server, shapes);
+      }
+      this.#forgetOldest("");
+    } catch (error) {
+      this.#log.warn("Cannot read observed result types; starting afresh", {
+        path,
+        error: (error as Error).message,
+      });
+    }
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,141 @@
+/**
+ * The shape of a tool's results, as a JSON Schema inferred from what the script received: keys
+ * and value types only, never values. Shapes of several results merge into one (a key missing
+ * from some results becomes optional; differing types become a union). Objects whose keys look
+ * like data rather than field names (many keys, or keys that are not names) become
+ * `dict[str, ...]`, so ids, emails or paths used as keys are not kept. Pure.
+ */
+import type { JsonSchema } from "./schema_types.ts";
+
+/** Deeper than this, a value's shape is left open. */
+const MAX_DEPTH = 6;
+/** An object with more keys than this is a mapping, not a record. */
+const MAX_FIELDS = 40;
+/** Items of an array looked at. */
+const MAX_ITEMS = 50;
+/** Alternatives of a union kept before the shape is left open. */
+const MAX_VARIANTS = 4;
+/** A key that can be a field name: short, a word with `_`, `-`, `.`, `@`, `$` at most. */
+const FIELD_NAME = /^[A-Za-z_$@][A-Za-z0-9_.$-]{0,39}$/;
+
+/**
+ * The value a script gets from a tool result (the rule of `to_python_value` in prelude.py):
+ * the structured content, or the one text item (parsed when it is JSON). Undefined when the
+ * result is something else (images, several items), whose shape is not recorded.
+ */
+export function scriptValue(result: Record<string, unknown>): { value: unknown } | undefined {
+  if (result.structuredContent !== undefined && result.structuredContent !== null) {
+    return { value: result.structuredContent };
+  }
+  const content = Array.isArray(result.content) ? result.content : [];
+  if (content.length !== 1) return undefined;
+  const item = content[0] as Record<string, unknown> | null;
+  if (item?.type !== "text" || typeof item.text !== "string") return undefined;
+  const text = item.text.trim();
+  if (text.startsWith("{") || text.startsWith("[")) {
+    try {
+      return { value: JSON.parse(text) };
+    } catch {
+      // Not JSON after all: the script gets the text.
+    }
+  }
+  return { value: item.text };
+}
+
+/** The shape of one value. */
+export function shapeOf(value: unknown, depth = 0): JsonSchema {
+  if (value === null) return { type: "null" };
+  switch (typeof value) {
+    case "boolean":
+      return { type: "boolean" };
+    case "number":
+      return { type: Number.isInteger(value) ? "integer" : "number" };
+    case "string":
+      return { type: "string" };
+  }
+  if (depth >= MAX_DEPTH) return {};
+  if (Array.isArray(value)) {
+    const items = value.slice(0, MAX_ITEMS).map((v) => shapeOf(v, depth + 1));
+    return items.length === 0
+      ? { type: "array" }
+      : { type: "array", items: items.reduce(mergeShapes) };
+  }
+  if (typeof value !== "object") return {};
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_FIELDS || !entries.every(([k]) => FIELD_NAME.test(k))) {
+    const values = entries.slice(0, MAX_ITEMS).map(([, v]) => shapeOf(v, depth + 1));
+    return values.length === 0
+      ? { type: "object" }
+      : { type: "object", additionalProperties: values.reduce(mergeShapes) };
+  }
+  return {
+    type: "object",
+    properties: Object.fromEntries(entries.map(([k, v]) => [k, shapeOf(v, depth + 1)])),
+    required: entries.map(([k]) => k),
+  };
+}
+
+/** One shape that both results fit. */
+export function mergeShapes(a: JsonSchema, b: JsonSchema): JsonSchema {
+  if (isOpen(a) || isOpen(b)) return {};
+  const variants = [...alternatives(a)];
+  for (const next of alternatives(b)) {
+    const i = variants.findIndex((v) => sameKind(v, next));
+    if (i === -1) variants.push(next);
+    else variants[i] = mergeSameKind(variants[i]!, next);
+  }
+  if (variants.length > MAX_VARIANTS) return {};
+  return variants.length === 1 ? variants[0]! : { anyOf: variants };
+}
+
+function mergeSameKind(a: JsonSchema, b: JsonSchema): JsonSchema {
+  if (a.type === "number" || b.type === "number") return { type: "number" };
+  if (a.type === "array") {
+    if (!a.items) return b;
+    if (!b.items) return a;
+    return { type: "array", items: mergeShapes(a.items as JsonSchema, b.items as JsonSchema) };
+  }
+  if (a.type !== "object") return a;
+  const ap = a.properties as Record<string, JsonSchema> | undefined;
+  const bp = b.properties as Record<string, JsonSchema> | undefined;
+  if (ap && bp) {
+    const keys = [...new Set([...Object.keys(ap), ...Object.keys(bp)])];
+    if (keys.length > MAX_FIELDS) return mapping(a, b);
+    const required = new Set(a.required as string[]);
+    return {
+      type: "object",
+      properties: Object.fromEntries(
+        keys.map((k) => [k, ap[k] && bp[k] ? mergeShapes(ap[k], bp[k]) : (ap[k] ?? bp[k])!]),
+      ),
+      required: (b.required as string[]).filter((k) => required.has(k)),
+    };
+  }
+  return mapping(a, b);
+}
+
+/** Two objects as one mapping of their values' shapes. */
+function mapping(a: JsonSchema, b: JsonSchema): JsonSchema {
+  const values = [a, b].flatMap((s) =>
+    s.properties
+      ? Object.values(s.properties as Record<string, JsonSchema>)
+      : s.additionalProperties
+      ? [s.additionalProperties as JsonSchema]
+      : []
+  );
+  return values.length === 0
+    ? { type: "object" }
+    : { type: "object", additionalProperties: values.reduce(mergeShapes) };
+}
+
+function alternatives(shape: JsonSchema): JsonSchema[] {
+  return Array.isArray(shape.anyOf) ? shape.anyOf as JsonSchema[] : [shape];
+}
+
+function sameKind(a: JsonSchema, b: JsonSchema): boolean {
+  const kind = (s: JsonSchema) => (s.type === "integer" ? "number" : s.type);
+  return kind(a) === kind(b);
+}
+
+function isOpen(shape: JsonSchema): boolean {
+  return shape.type === undefined && shape.anyOf === undefined;
+}

@@ -1,0 +1,430 @@
+/**
+ * JSON Schema -> Python types. Objects with named properties become `TypedDict`s (required and
+ * `NotRequired` keys, the fields' descriptions as attribute docstrings), enums and consts become
+ * `Literal[...]`, `anyOf`/`oneOf` and type lists become unions, `allOf` parts are merged, and
+ * `$ref`s are followed inside the schema's own document (`#/$defs/...`, `#/definitions/...`,
+ * `#`), so a recursive schema becomes a `TypedDict` that names itself. Pure: one `PythonTypes`
+ * collects the definitions of one module; the same definitions serve the module the sandbox runs
+ * and the stub an agent reads.
+ */
+import { isHardKeyword } from "./identifiers.ts";
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface TypedDictField {
+  key: string;
+  annotation: string;
+  required: boolean;
+  description: string;
+}
+
+export interface TypedDictDef {
+  name: string;
+  description: string;
+  fields: TypedDictField[];
+  /** Definitions this one names in its fields. */
+  uses: string[];
+}
+
+/** Deeper than this, a schema is `Any` (pathological or adversarial nesting). */
+const MAX_DEPTH = 8;
+/** Enums longer than this are shown as their base type. */
+const MAX_LITERALS = 30;
+/** Unions wider than this are `Any`. */
+const MAX_UNION = 6;
+
+/** A type expression and the definitions it names. */
+export interface PythonType {
+  annotation: string;
+  uses: string[];
+}
+
+export class PythonTypes {
+  readonly #defs = new Map<string, TypedDictDef>();
+  /** Structural key -> name, so the same shape is defined once. */
+  readonly #byShape = new Map<string, string>();
+  /** `$ref` target (by document and pointer) -> name, set before the target is rendered. */
+  readonly #byRef = new Map<JsonSchema, Map<string, PythonType>>();
+  readonly #taken: Set<string>;
+  /** The outermost object of the current `type()` call gets its hint as its own name. */
+  #ownName = false;
+
+  /** `reserved`: names the module already uses (functions, imports). */
+  constructor(reserved: Iterable<string>) {
+    this.#taken = new Set(reserved);
+  }
+
+  /**
+   * The Python type of `schema`, whose `$ref`s resolve against `document`. `nameHint` names the
+   * TypedDict a nested object gets (PascalCase, made unique in the module).
+   */
+  type(
+    schema: unknown,
+    document: JsonSchema,
+    nameHint: string,
+    options: { ownName?: boolean } = {},
+  ): PythonType {
+    const uses = new Set<string>();
+    this.#ownName = options.ownName ?? false;
+    const annotation = this.#type(asSchema(schema), document, toPascal(nameHint), 0, uses);
+    return { annotation, uses: [...uses] };
+  }
+
+  /** Every definition named so far, with the ones each uses, in the order they were made. */
+  definitions(): ReadonlyMap<string, TypedDictDef> {
+    return this.#defs;
+  }
+
+  /** `names` and every definition they use, each before its users where no cycle prevents it. */
+  closure(names: Iterable<string>): TypedDictDef[] {
+    const out: TypedDictDef[] = [];
+    const seen = new Set<string>();
+    const visit = (name: string) => {
+      const def = this.#defs.get(name);
+      if (!def || seen.has(name)) return;
+      seen.add(name);
+      for (const used of def.uses) visit(used);
+      out.push(def);
+    };
+    for (const name of names) visit(name);
+    return out;
+  }
+
+  #type(
+    schema: JsonSchema,
+    document: JsonSchema,
+    hint: string,
+    depth: number,
+    uses: Set<string>,
+  ): string {
+    if (depth > MAX_DEPTH) return "Any";
+    if (typeof schema.$ref === "string") return this.#ref(schema.$ref, document, depth, uses);
+    const literals = Array.isArray(schema.enum)
+      ? schema.enum
+      : "const" in schema
+      ? [schema.const]
+      : null;
+    if (literals && literals.length > 0 && literals.length <= MAX_LITERALS) {
+      const values = literals.filter(isLiteralValue);
+      if (values.length === literals.length) {
+        const nulls = values.some((v) => v === null) ? " | None" : "";
+        const rest = values.filter((v) => v !== null);
+        return rest.length ? `Literal[${rest.map(pythonLiteral).join(", ")}]${nulls}` : "None";
+      }
+    }
+    const alternatives = (schema.anyOf ?? schema.oneOf) as unknown;
+    if (Array.isArray(alternatives) && alternatives.length > 0) {
+      // Keywords beside anyOf (a shared `type`, `properties`) apply to every alternative.
+      const { anyOf: _a, oneOf: _o, ...shared } = schema;
+      return this.#union(
+        alternatives.map((alt, i) =>
+          this.#type(
+            mergeSchemas(shared, asSchema(alt)),
+            document,
+            `${hint}${i + 1}`,
+            depth + 1,
+            uses,
+          )
+        ),
+      );
+    }
+    if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
+      const { allOf, ...rest } = schema;
+      const merged = allOf.reduce<JsonSchema>(
+        (acc, part) => mergeSchemas(acc, this.#resolve(asSchema(part), document)),
+        rest,
+      );
+      return this.#type(merged, document, hint, depth + 1, uses);
+    }
+    const type = schema.type;
+    if (Array.isArray(type)) {
+      return this.#union(
+        type.map((t) => this.#type({ ...schema, type: t }, document, hint, depth + 1, uses)),
+      );
+    }
+    switch (type) {
+      case "string":
+        return "str";
+      case "integer":
+        return "int";
+      case "number":
+        return "float";
+      case "boolean":
+        return "bool";
+      case "null":
+        return "None";
+      case "array":
+        return this.#array(schema, document, hint, depth, uses);
+      case "object":
+        return this.#object(schema, document, hint, depth, uses);
+      default:
+        // No type: a schema with properties is still an object.
+        if (asRecord(schema.properties)) return this.#object(schema, document, hint, depth, uses);
+        if (schema.items || schema.prefixItems) {
+          return this.#array(schema, document, hint, depth, uses);
+        }
+        return "Any";
+    }
+  }
+
+  #array(
+    schema: JsonSchema,
+    document: JsonSchema,
+    hint: string,
+    depth: number,
+    uses: Set<string>,
+  ): string {
+    const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : null;
+    if (tuple) {
+      const types = tuple.map((s, i) =>
+        this.#type(asSchema(s), document, `${hint}${i + 1}`, depth + 1, uses)
+      );
+      return `list[${this.#union(types)}]`;
+    }
+    const items = asRecord(schema.items);
+    if (!items) return "list[Any]";
+    return `list[${this.#type(items, document, `${singular(hint)}Item`, depth + 1, uses)}]`;
+  }
+
+  #object(
+    schema: JsonSchema,
+    document: JsonSchema,
+    hint: string,
+    depth: number,
+    uses: Set<string>,
+  ): string {
+    const properties = asRecord(schema.properties);
+    if (!properties || Object.keys(properties).length === 0) {
+      const extra = asRecord(schema.additionalProperties);
+      return extra
+        ? `dict[str, ${this.#type(extra, document, `${hint}Value`, depth + 1, uses)}]`
+        : "dict[str, Any]";
+    }
+    // Rendered under a provisional name; the same shape met again reuses the first name, except
+    // for a shape that asked for its own name (a tool's result: `read_file -> ReadFileResult`).
+    const own = this.#ownName && depth === 0;
+    const draft = this.#typedDict(hint, schema, document, depth);
+    const shape = JSON.stringify([draft.description, draft.fields]);
+    let name = own ? undefined : this.#byShape.get(shape);
+    if (name === undefined) {
+      name = this.#claim(hint);
+      if (!own) this.#byShape.set(shape, name);
+      this.#defs.set(name, { ...draft, name });
+    }
+    uses.add(name);
+    return name;
+  }
+
+  /** A `$ref` inside `document`: its name is claimed before it is rendered (cycles end there). */
+  #ref(ref: string, document: JsonSchema, depth: number, uses: Set<string>): string {
+    const refs = this.#byRef.get(document) ?? new Map<string, PythonType>();
+    this.#byRef.set(document, refs);
+    const known = refs.get(ref);
+    if (known === undefined) {
+      const target = resolvePointer(document, ref);
+      if (target === undefined) return "Any";
+      if (asRecord(target.properties) === null) {
+        refs.set(ref, { annotation: "Any", uses: [] }); // a cycle through a non-object is Any
+        const own = new Set<string>();
+        const annotation = this.#type(target, document, toPascal(refHint(ref)), depth + 1, own);
+        refs.set(ref, { annotation, uses: [...own] });
+      } else {
+        // The name is claimed first, so a reference to itself inside resolves to it.
+        const name = this.#claim(toPascal(refHint(ref)));
+        refs.set(ref, { annotation: name, uses: [name] });
+        this.#defs.set(name, this.#typedDict(name, target, document, depth));
+      }
+    }
+    const { annotation, uses: named } = refs.get(ref)!;
+    for (const name of named) uses.add(name);
+    return annotation;
+  }
+
+  #typedDict(name: string, schema: JsonSchema, document: JsonSchema, depth: number): TypedDictDef {
+    const required = new Set(Array.isArray(schema.required) ? schema.required.map(String) : []);
+    const uses = new Set<string>();
+    const fields = Object.entries(asRecord(schema.properties) ?? {}).map(([key, value]) => {
+      const field = asSchema(value);
+      return {
+        key,
+        annotation: this.#type(field, document, name + toPascal(key), depth + 1, uses),
+        required: required.has(key),
+        description: oneLine(String(field.description ?? field.title ?? "")),
+      };
+    });
+    const description = oneLine(String(schema.description ?? schema.title ?? ""));
+    return { name, description, fields, uses: [...uses] };
+  }
+
+  #resolve(schema: JsonSchema, document: JsonSchema): JsonSchema {
+    return typeof schema.$ref === "string" ? resolvePointer(document, schema.$ref) ?? {} : schema;
+  }
+
+  #union(types: string[]): string {
+    const parts = [...new Set(types.flatMap((t) => splitUnion(t)))];
+    if (parts.includes("Any") || parts.length > MAX_UNION) return "Any";
+    // None last reads best: `str | None`.
+    return [...parts.filter((p) => p !== "None"), ...parts.filter((p) => p === "None")].join(" | ");
+  }
+
+  #claim(base: string): string {
+    const root = base || "Shape";
+    let name = root;
+    for (let n = 2; this.#taken.has(name); n++) name = `${root}${n}`;
+    this.#taken.add(name);
+    return name;
+  }
+}
+
+/** The Python source of TypedDict definitions, in the given order. */
+export function renderTypedDicts(defs: readonly TypedDictDef[]): string {
+  return defs.map(renderTypedDict).join("\n");
+}
+
+function renderTypedDict(def: TypedDictDef): string {
+  const classSyntax = def.fields.every((f) => isFieldName(f.key));
+  const typed = (f: TypedDictField) => (f.required ? f.annotation : `NotRequired[${f.annotation}]`);
+  if (classSyntax) {
+    const lines = [`class ${def.name}(TypedDict):`];
+    if (def.description) lines.push(`    ${docstring(def.description)}`);
+    for (const f of def.fields) {
+      lines.push(`    ${f.key}: ${typed(f)}`);
+      if (f.description) lines.push(`    ${docstring(f.description)}`);
+    }
+    return lines.join("\n") + "\n";
+  }
+  // Keys that are not identifiers (`$schema`, `from`, `a-b`) need the functional form; its
+  // annotations are evaluated at once, so they are strings (forward references).
+  const comments = [
+    def.description,
+    ...def.fields.filter((f) => f.description)
+      .map((f) => `${JSON.stringify(f.key)}: ${f.description}`),
+  ].filter(Boolean).map((l) => `# ${l}`);
+  const entries = def.fields.map((f) =>
+    `    ${JSON.stringify(f.key)}: ${JSON.stringify(typed(f))},`
+  );
+  return [
+    ...comments,
+    `${def.name} = TypedDict(${JSON.stringify(def.name)}, {`,
+    ...entries,
+    "})",
+    "",
+  ]
+    .join("\n");
+}
+
+function isFieldName(key: string): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) && !isHardKeyword(key);
+}
+
+function docstring(text: string): string {
+  return `"""${text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"').replace(/"$/, '\\"')}"""`;
+}
+
+/** `annotation | None`, unless it already admits None. */
+export function orNone(annotation: string): string {
+  const parts = splitUnion(annotation);
+  return parts.includes("None") || parts.includes("Any") ? annotation : `${annotation} | None`;
+}
+
+/** `A | B | None` -> its parts (top level only: brackets are kept whole). */
+function splitUnion(type: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < type.length; i++) {
+    const c = type[i];
+    if (c === "[") depth++;
+    else if (c === "]") depth--;
+    else if (c === "|" && depth === 0) {
+      parts.push(type.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  parts.push(type.slice(start).trim());
+  return parts;
+}
+
+/** Merges two object schemas' keywords (allOf): properties and required lists are united. */
+function mergeSchemas(a: JsonSchema, b: JsonSchema): JsonSchema {
+  const merged: JsonSchema = { ...a, ...b };
+  const pa = asRecord(a.properties);
+  const pb = asRecord(b.properties);
+  if (pa || pb) merged.properties = { ...pa, ...pb };
+  const ra = Array.isArray(a.required) ? a.required : [];
+  const rb = Array.isArray(b.required) ? b.required : [];
+  if (ra.length || rb.length) merged.required = [...new Set([...ra, ...rb])];
+  return merged;
+}
+
+/** A JSON Pointer (`#/$defs/Node`, `#`) inside `document`; undefined when it names nothing. */
+export function resolvePointer(document: JsonSchema, ref: string): JsonSchema | undefined {
+  if (!ref.startsWith("#")) return undefined;
+  const path = ref.slice(1);
+  if (path === "") return document;
+  if (!path.startsWith("/")) return undefined;
+  let node: unknown = document;
+  for (const raw of path.slice(1).split("/")) {
+    const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+    const record = asRecord(node) ??
+      (Array.isArray(node) ? node as unknown as Record<string, unknown> : null);
+    if (record === null || !Object.hasOwn(record, key)) return undefined;
+    node = record[key];
+  }
+  return asRecord(node) ?? undefined;
+}
+
+function refHint(ref: string): string {
+  const last = ref.split("/").pop() ?? "";
+  return last === "" || last === "#" ? "Root" : decodeURIComponent(last);
+}
+
+/** `edit_file`, `old-text`, `oldText` -> `EditFile`, `OldText`, `OldText`. */
+export function toPascal(name: string): string {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").split(/[^A-Za-z0-9]+/).filter(Boolean);
+  const pascal = words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join("");
+  return /^[0-9]/.test(pascal) ? `T${pascal}` : pascal;
+}
+
+/** `Edits` -> `Edit`, `Entries` -> `Entry`, for the name of an item's type. */
+function singular(name: string): string {
+  if (/ies$/.test(name)) return name.slice(0, -3) + "y";
+  if (/[^s]s$/.test(name)) return name.slice(0, -1);
+  return name;
+}
+
+function isLiteralValue(value: unknown): boolean {
+  return value === null || typeof value === "string" || typeof value === "boolean" ||
+    (typeof value === "number" && Number.isInteger(value));
+}
+
+/** A JSON value as a Python literal. */
+export function pythonLiteral(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (value === true) return "True";
+  if (value === false) return "False";
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "None";
+  if (typeof value === "string") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(pythonLiteral).join(", ")}]`;
+  if (typeof value === "object") {
+    const entries = Object.entries(value).map(([k, v]) =>
+      `${JSON.stringify(k)}: ${pythonLiteral(v)}`
+    );
+    return `{${entries.join(", ")}}`;
+  }
+  return "None";
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+function asSchema(value: unknown): JsonSchema {
+  return asRecord(value) ?? (value === true ? {} : {});
+}
+
+function asRecord(value: unknown): Record<string, unknown> | null {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : null;
+}

@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import { PythonTypes, renderTypedDicts } from "../src/catalog/schema_types.ts";
+import { functionSpecs, renderModule, renderStub } from "../src/catalog/python_stubs.ts";
+import { mergeShapes, scriptValue, shapeOf } from "../src/catalog/result_shapes.ts";
+import { ObservedResults } from "../src/catalog/observed_results.ts";
+import { createLogger } from "../src/_util/log.ts";
+
+/** The annotation of `schema` and the source of the TypedDicts it names. */
+function typed(schema: Record<string, unknown>, hint = "Shape"): [string, string] {
+  const types = new PythonTypes(["Any"]);
+  const type = types.type(schema, schema, hint);
+  return [type.annotation, renderTypedDicts(types.closure(type.uses))];
+}
+
+Deno.test("PythonTypes.type() turns JSON Schema into Python types", async (t) => {
+  const table: [string, Record<string, unknown>, string][] = [
+    ["string", { type: "string" }, "str"],
+    ["nullable", { type: ["integer", "null"] }, "int | None"],
+    ["enum with null", { enum: ["a", "b", null] }, 'Literal["a", "b"] | None'],
+    ["const", { const: 3 }, "Literal[3]"],
+    ["long enum", { type: "string", enum: Array.from({ length: 40 }, (_, i) => `v${i}`) }, "str"],
+    [
+      "anyOf",
+      { anyOf: [{ type: "string" }, { type: "array", items: { type: "number" } }] },
+      "str | list[float]",
+    ],
+    ["open object", { type: "object" }, "dict[str, Any]"],
+    ["map", { type: "object", additionalProperties: { type: "boolean" } }, "dict[str, bool]"],
+    [
+      "tuple",
+      { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }] },
+      "list[str | int]",
+    ],
+    ["unresolvable ref", { $ref: "#/$defs/missing" }, "Any"],
+    ["remote ref", { $ref: "https://example.com/schema.json" }, "Any"],
+    ["nothing", {}, "Any"],
+  ];
+  for (const [name, schema, expected] of table) {
+    await t.step(name, () => assert.equal(typed(schema)[0], expected));
+  }
+});
+
+Deno.test("nested objects become TypedDicts with required and NotRequired keys and field docs", () => {
+  const [annotation, source] = typed({
+    type: "array",
+    items: {
+      type: "object",
+      properties: {
+        oldText: { type: "string", description: "Text to search for" },
+        newText: { type: "string" },
+        count: { type: "integer" },
+      },
+      required: ["oldText", "newText"],
+    },
+  }, "EditFileEdits");
+  assert.equal(annotation, "list[EditFileEditItem]");
+  assert.equal(
+    source,
+    [
+      "class EditFileEditItem(TypedDict):",
+      "    oldText: str",
+      '    """Text to search for"""',
+      "    newText: str",
+      "    count: NotRequired[int]",
+      "",
+    ].join("\n"),
+  );
+});
+
+Deno.test("$ref and $defs are followed, and a recursive schema names itself", () => {
+  const schema = {
+    type: "object",
+    properties: { root: { $ref: "#/$defs/Node" } },
+    $defs: {
+      Node: {
+        type: "object",
+        properties: {
+          name: { type: "string" },
+          children: { type: "array", items: { $ref: "#/$defs/Node" } },
+          parent: { $ref: "#/$defs/Node" },
+        },
+        required: ["name"],
+      },
+    },
+  };
+  const [annotation, source] = typed(schema, "Tree");
+  assert.equal(annotation, "Tree");
+  assert.match(
+    source,
+    /class Node\(TypedDict\):\n {4}name: str\n {4}children: NotRequired\[list\[Node\]\]\n {4}parent: NotRequired\[Node\]/,
+  );
+  assert.ok(source.indexOf("class Node") < source.indexOf("class Tree"), source);
+  // A reference to the whole document is a cycle too.
+  const [self] = typed({ type: "object", properties: { next: { $ref: "#" } } }, "Chain");
+  assert.match(self, /^\w+$/);
+});
+
+Deno.test("allOf parts are merged into one TypedDict", () => {
+  const [, source] = typed({
+    allOf: [
+      { type: "object", properties: { a: { type: "string" } }, required: ["a"] },
+      { $ref: "#/$defs/B" },
+    ],
+    $defs: { B: { type: "object", properties: { b: { type: "integer" } } } },
+  }, "Both");
+  assert.match(source, /class Both\(TypedDict\):\n {4}a: str\n {4}b: NotRequired\[int\]/);
+});
+
+Deno.test("keys that are not names use the functional TypedDict form, and hostile text stays text", () => {
+  const [, source] = typed({
+    type: "object",
+    description: 'Ends with a quote" and """triple""" \\',
+    properties: {
+      from: { type: "string", description: "a keyword" },
+      'x"]: 1})\nimport os #': { type: "string", description: "line\nbreak" },
+      type: { type: "string" },
+    },
+  }, "Odd");
+  assert.match(source, /^# Ends with a quote" and """triple""" \\$/m);
+  assert.match(source, /^Odd = TypedDict\("Odd", \{$/m);
+  assert.match(source, /^ {4}"x\\"\]: 1\}\)\\nimport os #": "NotRequired\[str\]",$/m);
+  assert.ok(!/^import os/m.test(source), source);
+  // `type` is a soft keyword: a valid field name in class syntax.
+  const [, soft] = typed({ type: "object", properties: { type: { type: "string" } } }, "Soft");
+  assert.match(soft, /class Soft\(TypedDict\):\n {4}type: NotRequired\[str\]/);
+});
+
+Deno.test("renderStub() shows the TypedDicts a tool names, and the module defines the same", () => {
+  const [spec] = functionSpecs([{
+    server: "memory",
+    name: "create_entities",
+    inputSchema: {
+      type: "object",
+      properties: {
+        entities: {
+          type: "array",
+          items: {
+            type: "object",
+            properties: {
+              name: { type: "string" },
+              observations: { type: "array", items: { type: "string" } },
+            },
+            required: ["name"],
+          },
+        },
+      },
+      required: ["entities"],
+    },
+    outputSchema: {
+      type: "object",
+      properties: { created: { type: "integer" } },
+      required: ["created"],
+    },
+  }]);
+  const stub = renderStub(spec!);
+  assert.match(stub, /class CreateEntitiesEntityItem\(TypedDict\):/);
+  assert.match(stub, /class CreateEntitiesResult\(TypedDict\):\n {4}created: int/);
+  assert.match(
+    stub,
+    /def create_entities\(entities: list\[CreateEntitiesEntityItem\]\) -> CreateEntitiesResult:/,
+  );
+  assert.match(stub, /Returns: CreateEntitiesResult \(the tool's declared outputSchema\)/);
+  const module = renderModule("Memory", [spec!]);
+  for (const line of stub.split("\n").filter((l) => /^(class|def) /.test(l))) {
+    assert.ok(module.includes(line), `the module defines ${line}`);
+  }
+});
+
+Deno.test("an observed result shape becomes the return type, marked with its call count", () => {
+  const tool = {
+    server: "s",
+    name: "get_user",
+    inputSchema: { type: "object", properties: {} },
+  };
+  const [unknown] = functionSpecs([tool]);
+  assert.match(renderStub(unknown!), /-> Any:/);
+  assert.match(renderStub(unknown!), /no outputSchema, and no call observed yet/);
+  const schema = shapeOf({ id: 1, name: "x", tags: ["a"] });
+  const [observed] = functionSpecs([tool], () => ({ schema, calls: 3 }));
+  const stub = renderStub(observed!);
+  assert.match(
+    stub,
+    /class GetUserResult\(TypedDict\):\n {4}id: int\n {4}name: str\n {4}tags: list\[str\]/,
+  );
+  assert.match(stub, /-> GetUserResult:/);
+  assert.match(stub, /observed in 3 calls; the tool declares no outputSchema/);
+});
+
+Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async (t) => {
+  await t.step("values do not appear", () => {
+    const shape = JSON.stringify(
+      shapeOf({ token: "s3cr3t-value", n: 42, nested: [{ id: "abc" }] }),
+    );
+    assert.ok(!shape.includes("s3cr3t") && !shape.includes("42") && !shape.includes("abc"), shape);
+  });
+  await t.step("keys that look like data become a mapping", () => {
+    const byEmail = shapeOf({ "bob@example.com": 1, "eve@example.com": 2 });
+    assert.deepEqual(byEmail, { type: "object", additionalProperties: { type: "integer" } });
+    const many = shapeOf(Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i])));
+    assert.equal(many.properties, undefined);
+  });
+  await t.step("a key missing from one result becomes optional; types widen", () => {
+    const merged = mergeShapes(shapeOf({ a: 1, b: "x" }), shapeOf({ a: 1.5 }));
+    assert.deepEqual(merged, {
+      type: "object",
+      properties: { a: { type: "number" }, b: { type: "string" } },
+      required: ["a"],
+    });
+    assert.deepEqual(mergeShapes(shapeOf("x"), shapeOf(null)), {
+      anyOf: [{ type: "string" }, { type: "null" }],
+    });
+  });
+  await t.step("the script's value: structured content, else one text item (JSON parsed)", () => {
+    assert.deepEqual(scriptValue({ structuredContent: { a: 1 }, content: [] }), {
+      value: { a: 1 },
+    });
+    assert.deepEqual(scriptValue({ content: [{ type: "text", text: " [1, 2]" }] }), {
+      value: [1, 2],
+    });
+    assert.deepEqual(scriptValue({ content: [{ type: "text", text: "{not json" }] }), {
+      value: "{not json",
+    });
+    assert.equal(
+      scriptValue({ content: [{ type: "image", data: "", mimeType: "image/png" }] }),
+      undefined,
+    );
+  });
+});
+
+Deno.test("ObservedResults keeps shapes across restarts, by server identity", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/observed.json`;
+  const log = createLogger("error");
+  try {
+    const first = new ObservedResults(path, log, (s) => `${s}@v1`);
+    await first.load();
+    const v0 = first.version;
+    first.record("api", "get", { structuredContent: { id: 987654 } });
+    assert.ok(first.version > v0, "a new shape shows at once");
+    const v1 = first.version;
+    first.record("api", "get", { structuredContent: { id: 123456 } });
+    assert.equal(first.version, v1, "a new count waits for settle()");
+    await first.settle();
+    assert.ok(first.version > v1);
+    assert.equal(first.get("api", "get")?.calls, 2);
+    const kept = await Deno.readTextFile(path);
+    assert.ok(kept.includes('"id"') && !/987654|123456/.test(kept), "keys are kept, values not");
+
+    const again = new ObservedResults(path, log, (s) => `${s}@v1`);
+    await again.load();
+    assert.deepEqual(again.get("api", "get"), first.get("api", "get"));
+    const other = new ObservedResults(path, log, (s) => `${s}@v2`);
+    await other.load();
+    assert.equal(other.get("api", "get"), undefined, "another version of the server starts afresh");
+
+    await Deno.writeTextFile(path, "{ not json");
+    const corrupt = new ObservedResults(path, log);
+    await corrupt.load();
+    assert.equal(corrupt.get("api", "get"), undefined);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
