@@ -283,7 +283,10 @@ Deno.test("agents discover tools through search_tools, get_tool_docs and stub re
       "codemode://stubs/memory.pyi",
     ]);
     const read = await server.client.readResource({ uri: "codemode://stubs/memory.pyi" });
-    assert.match((read.contents[0] as { text: string }).text, /def read_graph\(\) -> ReadGraphResult:/);
+    assert.match(
+      (read.contents[0] as { text: string }).text,
+      /def read_graph\(\) -> ReadGraphResult:/,
+    );
   });
 });
 
