@@ -12,6 +12,7 @@ import { StartingExecutor } from "./execution/starting_executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { OBSERVED_RESULTS_FILE, ObservedResults } from "./catalog/observed_results.ts";
+import { TokenCounter } from "./catalog/token_count.ts";
 import { SessionManager } from "./sandbox/sessions.ts";
 import { openResidentMemory } from "./sandbox/resident_memory.ts";
 import { memoryWatcherCommand } from "./sandbox/sandbox_command.ts";
@@ -121,10 +122,14 @@ export async function openApp(options: AppOptions): Promise<App> {
       serverIdentity(config.servers),
     )
     : undefined;
-  const tools: ToolCatalog = new ToolCatalog(() => upstream.snapshot(), redact, observed);
+  const tokens = new TokenCounter();
+  const tools: ToolCatalog = new ToolCatalog(() => upstream.snapshot(), redact, {
+    observed,
+    countTokens: (text) => tokens.count(text),
+  });
   const skills = new SkillStore(config.settings.skills_dir, log);
   // Sandboxes boot while the upstream servers connect; they install the tool modules after.
-  const toolsReady = Promise.all([upstream.start(), skills.load(), observed?.load()])
+  const toolsReady = Promise.all([upstream.start(), skills.load(), observed?.load(), tokens.load()])
     .then(() => {});
   // What every sandbox gets installed: the tool modules and the saved skills.
   const modules: ModuleSource = {
@@ -257,7 +262,7 @@ export async function openApp(options: AppOptions): Promise<App> {
       return createHost({
         started: toolsReady,
         executor: run,
-        describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.current.index()),
+        describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.current.index().text),
         catalog: () => tools.current,
         onCatalogChange: (listener) => tools.onChange(listener),
         profiles: config.settings.allowed_profiles,

@@ -92,7 +92,7 @@ Deno.test("Catalog keeps module names unique and reports unavailable servers", (
   ]);
   const names = catalog.servers.map((s) => s.moduleName);
   assert.equal(new Set(names).size, 3);
-  assert.match(catalog.index(), /broken: unavailable: spawn failed/);
+  assert.match(catalog.index().text, /broken: unavailable: spawn failed/);
   assert.deepEqual(
     Object.keys(catalog.packages().mcp_tools!).sort(),
     ["__init__", ...names].sort(),

@@ -85,7 +85,7 @@ export async function runAgent(
     const messages = buildMessages({
       task: request.task,
       stubs,
-      index: catalog.index(),
+      index: catalog.index().text,
       sandboxRules: deps.sandboxRules(request.profile),
       previous: attempts.filter((a) => a.code).map((a) => ({ code: a.code, error: a.error ?? "" })),
     }).map((message) => ({ ...message, content: deps.redact.text(message.content) }));

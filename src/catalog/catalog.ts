@@ -4,10 +4,10 @@
  * host rebuilds it when a server's tool list changes.
  */
 import { assignIdentifiers } from "./identifiers.ts";
-import { matchScore, queryTerms } from "./search_score.ts";
+import { type SearchDocument, ToolSearch } from "./tool_search.ts";
 import { PYTHON_EXCEPTIONS } from "../execution/outcomes.ts";
+import { type ToolIndex, toolIndex } from "./tool_index.ts";
 import {
-  firstSentence,
   type FunctionSpec,
   functionSpecs,
   type ObservedShape,
@@ -41,15 +41,34 @@ export interface ServerEntry {
 const PACKAGE_RESERVED = [...PYTHON_EXCEPTIONS, "Image", "Resource", "report_progress"];
 const PACKAGE_INIT = `from _codemode import ${PACKAGE_RESERVED.join(", ")}\n`;
 
+export interface CatalogOptions {
+  /** The observed result shape of a tool, for tools without an outputSchema. */
+  observed?: (server: string, tool: string) => ObservedShape | undefined;
+  /** Counts tokens (the index's budget, the costs search and docs state); default: estimated. */
+  countTokens?: (text: string) => number;
+}
+
+/** A search candidate beyond the catalog's tools (a skill). */
+export interface SearchEntry {
+  document: SearchDocument;
+  stub: string;
+}
+
+export interface SearchResult {
+  name: string;
+  stub: string;
+  score: number;
+}
+
 export class Catalog {
   readonly servers: ServerEntry[];
+  #search: ToolSearch | undefined;
   readonly #byServer: Map<string, ServerEntry>;
+  readonly #countTokens: (text: string) => number;
 
-  /** `observed`: the observed result shape of a tool, for tools without an outputSchema. */
-  constructor(
-    servers: readonly ServerTools[],
-    observed: (server: string, tool: string) => ObservedShape | undefined = () => undefined,
-  ) {
+  constructor(servers: readonly ServerTools[], options: CatalogOptions = {}) {
+    const observed = options.observed ?? (() => undefined);
+    this.#countTokens = options.countTokens ?? ((text) => Math.ceil(text.length / 4));
     const modules = assignIdentifiers(servers.map((s) => s.server), { reserved: PACKAGE_RESERVED });
     this.servers = servers.map((s) => {
       const moduleName = modules.get(s.server)!;
@@ -82,39 +101,59 @@ export class Catalog {
     return this.#byServer.get(name) ?? this.servers.find((e) => e.moduleName === name);
   }
 
-  /** One line per server and tool: what an agent needs to know what exists. */
-  index(): string {
-    const lines: string[] = [];
-    for (const entry of this.servers) {
-      const about = entry.description ? ` (${firstSentence(entry.description, 100)})` : "";
-      if (entry.error) {
-        lines.push(`${entry.moduleName}: unavailable: ${entry.error}`);
-        continue;
-      }
-      lines.push(`${entry.moduleName}${about}:`);
-      for (const spec of entry.specs) {
-        lines.push(`  ${spec.pyName}: ${firstSentence(spec.description, 70)}`);
-      }
-    }
-    return lines.join("\n");
+  /** What exists, within the index's token budget (see tool_index.ts). */
+  index(budget?: number): ToolIndex {
+    const servers = this.servers.map((e) => ({
+      moduleName: e.moduleName,
+      description: e.description,
+      error: e.error,
+      tools: e.specs.map((s) => ({ pyName: s.pyName, description: s.description })),
+    }));
+    return toolIndex(servers, this.#countTokens, budget);
   }
 
-  /** Stubs of the tools that best match `query` (words matched in names and descriptions). */
-  search(query: string, limit = 8): { name: string; stub: string; score: number }[] {
-    const terms = queryTerms(query);
-    const hits: { name: string; spec: FunctionSpec; score: number }[] = [];
+  /** Tokens of `text`, as the catalog counts them. */
+  tokens(text: string): number {
+    return this.#countTokens(text);
+  }
+
+  /**
+   * Stubs of the tools (and `extra` entries, such as skills) that best match `query`, ranked
+   * by tool_search.ts. The index of the catalog's own tools is built once, at the first search.
+   */
+  search(query: string, limit = 8, extra: readonly SearchEntry[] = []): SearchResult[] {
+    const stubs = new Map<string, () => string>();
+    const documents: SearchDocument[] = [];
     for (const entry of this.servers) {
       for (const spec of entry.specs) {
-        const score = matchScore(terms, [
-          [`${spec.tool} ${spec.pyName}`.toLowerCase(), 3],
-          [entry.server.toLowerCase(), 2],
-          [spec.doc.toLowerCase(), 1],
-        ]);
-        if (score > 0) hits.push({ name: `${entry.moduleName}.${spec.pyName}`, spec, score });
+        const id = `${entry.moduleName}.${spec.pyName}`;
+        stubs.set(id, () => renderStub(spec));
       }
     }
-    return hits.sort((a, b) => b.score - a.score || a.name.localeCompare(b.name)).slice(0, limit)
-      .map(({ name, spec, score }) => ({ name, stub: renderStub(spec), score }));
+    for (const e of extra) {
+      stubs.set(e.document.id, () => e.stub);
+      documents.push(e.document);
+    }
+    const index = extra.length === 0
+      ? (this.#search ??= new ToolSearch(this.#documents()))
+      : new ToolSearch([...this.#documents(), ...documents]);
+    return index.search(query, limit).map((hit) => ({
+      name: hit.id,
+      stub: stubs.get(hit.id)!(),
+      score: hit.score,
+    }));
+  }
+
+  #documents(): SearchDocument[] {
+    return this.servers.flatMap((entry) =>
+      entry.specs.map((spec) => ({
+        id: `${entry.moduleName}.${spec.pyName}`,
+        name: `${spec.tool} ${spec.pyName}`,
+        description: spec.description,
+        params: spec.params.map((p) => `${p.jsonName} ${p.description}`).join(" "),
+        server: `${entry.server} ${entry.description}`,
+      }))
+    );
   }
 
   /** Full stubs for `module.function` names, or whole modules for bare server names. */

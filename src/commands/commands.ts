@@ -3,6 +3,7 @@
  * re-starts itself with least privilege (restricted_host.ts), and that launcher should not load
  * the whole server to do so.
  */
+import { INDEX_TOKEN_BUDGET } from "../catalog/tool_index.ts";
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
 import { serveStdio as serveMcpStdio } from "@modelcontextprotocol/server/stdio";
@@ -125,7 +126,14 @@ export async function printTools(
   await using app = await startApp({ configPath, log, poolSize: 0 });
   const catalog = app.tools.current;
   if (indexOnly) {
-    out(catalog.index() + "\n");
+    const index = catalog.index();
+    const stubs = catalog.tokens(catalog.servers.map((e) => e.stub).join("\n"));
+    const tools = catalog.servers.reduce((n, e) => n + e.specs.length, 0);
+    out(index.text + "\n");
+    out(
+      `# ${tools} tools: index ${index.tokens} tokens (budget ${INDEX_TOKEN_BUDGET}, ` +
+        `${index.level}); all stubs ${stubs} tokens (o200k)\n`,
+    );
   } else {
     for (const entry of catalog.servers) {
       out(`# ===== mcp_tools.${entry.moduleName} =====\n`);

@@ -21,7 +21,7 @@ import type { SessionManager } from "../sandbox/sessions.ts";
 import type { ParkedRuns } from "./approvals.ts";
 import { serveLongCallsAsTasks, type TaskStore } from "./tasks.ts";
 import { holdUntilStarted } from "./startup_gate.ts";
-import { searchSkills } from "../skills/skill_search.ts";
+import { skillSearchEntries } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
 import type { ChatModel } from "../agent/chat_model.ts";
@@ -125,7 +125,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
     profiles: deps.profiles,
     defaultProfile: deps.defaultProfile,
   });
-  registerToolDiscovery(server, deps.catalog, (query) => searchSkills(deps.skills.store, query));
+  registerToolDiscovery(server, deps.catalog, () => skillSearchEntries(deps.skills.store));
   registerSkillTools(server, deps.skills);
   registerSessionTools(server, deps.sessions, owner);
   registerGenerateAndExecuteTool(server, {

@@ -1,14 +1,19 @@
 /**
- * Skills in `search_tools` results: the words of the query matched against skill names and
- * descriptions, scored like tools.
+ * Skills as `search_tools` candidates: each saved skill is ranked together with the tools, by
+ * its name and description (see tool_search.ts).
  */
-import { matchScore, queryTerms } from "../catalog/search_score.ts";
+import type { SearchEntry } from "../catalog/catalog.ts";
 import type { SkillStore } from "./skill_store.ts";
 
-export function searchSkills(store: SkillStore, query: string) {
-  const terms = queryTerms(query);
-  return store.list().flatMap((skill) => {
-    const score = matchScore(terms, [[skill.name, 3], [skill.description.toLowerCase(), 1]]);
-    return score > 0 ? [{ name: `skills.${skill.name}`, stub: store.stub(skill), score }] : [];
-  });
+export function skillSearchEntries(store: SkillStore): SearchEntry[] {
+  return store.list().map((skill) => ({
+    document: {
+      id: `skills.${skill.name}`,
+      name: skill.name,
+      description: skill.description,
+      params: "",
+      server: "skills saved scripts",
+    },
+    stub: store.stub(skill),
+  }));
 }

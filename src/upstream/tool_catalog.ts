@@ -21,6 +21,7 @@ export class ToolCatalog {
   readonly #snapshot: () => ServerTools[];
   readonly #redact: Redactor;
   readonly #observed: ObservedShapes | undefined;
+  readonly #countTokens: ((text: string) => number) | undefined;
   #observedVersion = 0;
   readonly #listeners = new Set<(catalog: Catalog) => void>();
 
@@ -30,10 +31,15 @@ export class ToolCatalog {
    * (docstrings), clients (the index, search, docs, stub resources) and the agent's prompt only
    * through the catalog.
    */
-  constructor(snapshot: () => ServerTools[], redact: Redactor, observed?: ObservedShapes) {
+  constructor(
+    snapshot: () => ServerTools[],
+    redact: Redactor,
+    options: { observed?: ObservedShapes; countTokens?: (text: string) => number } = {},
+  ) {
     this.#snapshot = snapshot;
     this.#redact = redact;
-    this.#observed = observed;
+    this.#observed = options.observed;
+    this.#countTokens = options.countTokens;
     this.#catalog = this.#build();
   }
 
@@ -58,10 +64,10 @@ export class ToolCatalog {
   #build(): Catalog {
     const observed = this.#observed;
     this.#observedVersion = observed?.version ?? 0;
-    return new Catalog(
-      this.#redact.json(this.#snapshot()),
-      observed ? (server, tool) => observed.get(server, tool) : undefined,
-    );
+    return new Catalog(this.#redact.json(this.#snapshot()), {
+      observed: observed ? (server, tool) => observed.get(server, tool) : undefined,
+      countTokens: this.#countTokens,
+    });
   }
 
   /** Rebuilds the catalog from the upstream sessions and tells the listeners. */

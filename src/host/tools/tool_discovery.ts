@@ -9,22 +9,18 @@ import {
   ResourceTemplate,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { Catalog } from "../../catalog/catalog.ts";
-
-/** A search hit beyond the catalog's own tools (skills). */
-export interface ExtraHit {
-  name: string;
-  stub: string;
-  score: number;
-}
+import type { Catalog, SearchEntry } from "../../catalog/catalog.ts";
 
 export function registerToolDiscovery(
   server: McpServer,
   catalog: () => Catalog,
-  extraSearch: (query: string) => ExtraHit[] = () => [],
+  /** Candidates beyond the catalog's own tools (saved skills). */
+  extraEntries: () => SearchEntry[] = () => [],
 ): void {
   const searchInput = {
-    query: z.string().max(1000).describe("Words to look for in tool names and descriptions."),
+    query: z.string().max(1000).describe(
+      "What you want to do, in words (e.g. 'list open pull requests'); ranked over tool names, descriptions, parameters and servers.",
+    ),
     limit: z.number().int().min(1).max(50).optional().describe("Most results (default 8)."),
   };
   server.registerTool("search_tools", {
@@ -35,15 +31,15 @@ export function registerToolDiscovery(
     annotations: { readOnlyHint: true },
   }, (args) => {
     const limit = args.limit ?? 8;
-    const hits = [...catalog().search(args.query, limit), ...extraSearch(args.query)]
-      .sort((a, b) => b.score - a.score || a.name.localeCompare(b.name))
-      .slice(0, limit);
+    const hits = catalog().search(args.query, limit, extraEntries());
+    const body = hits.map((h) => `# ${h.name}\n${h.stub}`).join("\n");
+    const tokens = catalog().tokens(body);
     const text = hits.length === 0
       ? `No tool matches "${args.query}". The index is in the execute_code description.`
-      : hits.map((h) => `# ${h.name}\n${h.stub}`).join("\n");
+      : `# ${hits.length} matches, ${tokens} tokens\n${body}`;
     return {
       content: [{ type: "text" as const, text }],
-      structuredContent: { matches: hits.map((h) => ({ name: h.name, stub: h.stub })) },
+      structuredContent: { matches: hits.map((h) => ({ name: h.name, stub: h.stub })), tokens },
     };
   });
 
@@ -57,13 +53,17 @@ export function registerToolDiscovery(
   }, (args) => {
     const docs = catalog().docs(args.names);
     const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
-    const text = docs.map((d) =>
+    const body = docs.map((d) =>
       d.stub === null ? `# ${d.name}: not found` : `# ${d.name}\n${d.stub}`
     )
       .join("\n");
+    const tokens = catalog().tokens(body);
+    const text = `# ${
+      docs.length - missing.length
+    } of ${docs.length} found, ${tokens} tokens\n${body}`;
     return {
       content: [{ type: "text" as const, text }],
-      structuredContent: { docs },
+      structuredContent: { docs, tokens },
       isError: missing.length === docs.length,
     };
   });

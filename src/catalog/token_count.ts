@@ -1,0 +1,25 @@
+/**
+ * Tokens as models count them (gpt-tokenizer's o200k encoding), for the token costs that
+ * search_tools, get_tool_docs, the tool index and `tools --index` state. The encoder takes
+ * ~0.1 s to load, so it loads in the background at start; until then counts are estimated
+ * from the length (about four characters a token).
+ */
+export class TokenCounter {
+  #count: ((text: string) => number) | null = null;
+  #loading: Promise<void> | null = null;
+
+  /** Loads the encoder (once); never rejects: a failure leaves the estimate in place. */
+  load(): Promise<void> {
+    this.#loading ??= import("gpt-tokenizer").then(
+      (module) => {
+        this.#count = (text) => module.countTokens(text);
+      },
+      () => {},
+    );
+    return this.#loading;
+  }
+
+  count(text: string): number {
+    return this.#count ? this.#count(text) : Math.ceil(text.length / 4);
+  }
+}
