@@ -13,6 +13,17 @@ import { runChurn } from "./churn.ts";
 import { runPackageBench } from "./packages.ts";
 import { runBurst } from "./burst.ts";
 import { runFloor } from "./floor.ts";
+import {
+  catalogOf,
+  INDEX_TOKEN_BUDGET,
+  indexTokensAt,
+  loadCatalogFixtures,
+  loadQueries,
+  measure,
+  ourRanker,
+  plainBm25Ranker,
+  type Quality,
+} from "./search_quality.ts";
 import { statusKb } from "./proc_status.ts";
 import { locatePeer, preparePeer } from "./peer.ts";
 import { type Contender, peerContender, runSideBySide, type Series } from "./side_by_side.ts";
@@ -322,6 +333,46 @@ async function benchTools(): Promise<void> {
   await Deno.remove(memoryDir, { recursive: true });
 }
 
+function benchSearch(): void {
+  const fixtures = loadCatalogFixtures();
+  const tools = fixtures.reduce((n, f) => n + f.tools.length, 0);
+  const count = (text: string) => encode(text).length;
+  const catalog = catalogOf(fixtures, count);
+  const sets: [string, ReturnType<typeof loadQueries>][] = [["project set", loadQueries()]];
+  const heldOut = Deno.env.get("CODEMODE_SEARCH_HELDOUT");
+  if (heldOut) sets.push(["held-out set", loadQueries(heldOut)]);
+  record(
+    `\n## Tool search (issue 17): ${tools} real tools from ${fixtures.length} servers on npm\n`,
+  );
+  record("| queries | ranking | recall@1 | recall@5 | MRR |");
+  record("| --- | --- | --- | --- | --- |");
+  const row = (set: string, name: string, q: Quality) =>
+    record(
+      `| ${set} (${q.queries}) | ${name} | ${q.recallAt1.toFixed(2)} | ${
+        q.recallAt5.toFixed(2)
+      } | ${q.mrr.toFixed(2)} |`,
+    );
+  for (const [set, queries] of sets) {
+    const ours = measure(ourRanker(catalog), queries);
+    row(set, "search_tools", ours);
+    row(set, "plain BM25, names + descriptions", measure(plainBm25Ranker(fixtures), queries));
+    for (const miss of ours.misses.slice(0, 40)) {
+      log(
+        `  miss (${set}): "${miss.query}" wanted ${miss.expected.join(" / ")}, got ${
+          miss.got.join(", ")
+        }`,
+      );
+    }
+  }
+  record(`\nTargets: recall@5 ≥ 0.9 and MRR ≥ 0.75, above plain BM25.\n`);
+  record(`| tools in the catalog | index tokens (o200k) | index form | budget |`);
+  record(`| --- | --- | --- | --- |`);
+  for (const n of [10, 100, 500]) {
+    const at = indexTokensAt(fixtures, n, count);
+    record(`| ${at.tools} | ${at.tokens} | ${at.level} | ${INDEX_TOKEN_BUDGET} |`);
+  }
+}
+
 async function benchPeer(): Promise<void> {
   record("\n## Side by side with the shared-interpreter peer (issue 16)\n");
   const ours: Contender = {
@@ -592,12 +643,22 @@ if (import.meta.main) {
       soak: { type: "string", default: "1000" },
       churn: { type: "string", default: "10000" },
       "package-rounds": { type: "string", default: "20" },
-      // Run only these parts (repeatable): sandbox, peer, floor, burst, tools, packages, soak,
+      // Run only these parts (repeatable): sandbox, peer, floor, burst, tools, search, packages, soak,
       // churn.
       only: { type: "string", multiple: true },
     },
   });
-  const parts = ["sandbox", "peer", "floor", "burst", "tools", "packages", "soak", "churn"];
+  const parts = [
+    "sandbox",
+    "peer",
+    "floor",
+    "burst",
+    "tools",
+    "search",
+    "packages",
+    "soak",
+    "churn",
+  ];
   const only = values.only?.flatMap((o) => o.split(",")) ?? parts;
   const unknown = only.find((o) => !parts.includes(o));
   if (unknown) {
@@ -606,6 +667,7 @@ if (import.meta.main) {
   const soakRuns = Number(values.soak);
   const churnRuns = Number(values.churn);
   if (only.includes("sandbox")) await benchSandbox();
+  if (only.includes("search")) benchSearch();
   if (only.includes("peer")) await benchPeer();
   if (only.includes("floor")) await benchFloor();
   if (only.includes("burst")) await benchBurst();

@@ -108,7 +108,34 @@ Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
 
   await t.step("skills show up in search_tools", async () => {
     const found = await call(server, "search_tools", { query: "first line shouted" });
-    assert.match(found.text, /# skills\.first_line\ndef first_line\(path\):/);
+    assert.match(found.text, /# skills\.first_line\ndef first_line\(path: str\) -> Any:/);
+  });
+
+  await t.step("a skill's stub carries the types its code and its calls show", async () => {
+    const saved = await call(server, "save_skill", {
+      name: "read_head",
+      code: [
+        "from mcp_tools import filesystem",
+        "",
+        "def read_head(path, lines=5, *, label=None, dry: bool = False):",
+        '    """The head of a text file."""',
+        "    if dry:",
+        "        return f'{label}: {path}'",
+        "    return filesystem.read_text_file(path=path, head=lines)",
+        "",
+      ].join("\n"),
+      description: "The head of a text file.",
+    });
+    assert.equal(saved.isError, false, saved.text);
+    const found = await call(server, "search_tools", { query: "head of a text file" });
+    assert.match(
+      found.text,
+      /def read_head\(path: str, lines: float = 5, \*, label=None, dry: bool = False\) -> mcp_tools\.filesystem\.ReadTextFileResult \| str:/,
+    );
+    const r = await server.execute({ code: `from skills import read_head\nread_head(${poem}, 1)` });
+    assert.equal(r.success, true, r.text);
+    assert.deepEqual(r.result, { content: "roses are red" });
+    assert.equal((await call(server, "delete_skill", { name: "read_head" })).isError, false);
   });
 
   await t.step("bad skills are refused before saving", async () => {

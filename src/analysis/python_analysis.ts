@@ -20,6 +20,21 @@ export interface FunctionInfo {
   signature: string;
   doc: string | null;
   is_async: boolean;
+  params: ParamInfo[];
+  /** The return annotation as written. */
+  returns: string | null;
+  /** Parameters passed as they are to a tool: [parameter, module, function, keyword]. */
+  passes: [string, string, string, string][];
+  /** What each `return` gives: a tool's result, a type its form shows, or unknown (null). */
+  results: (["tool", string, string] | ["type", string] | null)[];
+}
+
+export interface ParamInfo {
+  name: string;
+  kind: "posonly" | "positional" | "vararg" | "kwonly" | "kwarg";
+  annotation: string | null;
+  default: string | null;
+  default_type: string | null;
 }
 
 export type Analysis =

@@ -7,6 +7,7 @@ import { checkAnalysis } from "../agent/validation.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import { isPythonKeyword } from "../catalog/identifiers.ts";
 import { type Skill, SKILL_NAME } from "./skill_store.ts";
+import { typedSignature } from "./skill_types.ts";
 
 export type SkillCheck =
   | { ok: true; skill: Omit<Skill, "version" | "saved_at"> }
@@ -57,6 +58,7 @@ export function checkSkill(
       description: input.description.trim() || fn.doc || "",
       code: input.code,
       signature: fn.signature,
+      typed_signature: typedSignature(fn, catalog),
       is_async: fn.is_async,
       tools: [...tools.values()],
     },

@@ -14,6 +14,11 @@ export interface Skill {
   code: string;
   /** `(path, limit=10)`, as written in the code. */
   signature: string;
+  /**
+   * `(path: str, limit: int = 10) -> str`: the signature with the types inferred from the code
+   * and the tools it calls when it was saved (see skill_types.ts); absent in older files.
+   */
+  typed_signature?: string;
   is_async: boolean;
   /** Upstream tools the code calls, as `server.tool`, with their schema fingerprints. */
   tools: { server: string; tool: string; schema: string }[];
@@ -135,9 +140,9 @@ export class SkillStore {
   /** The stub of a skill as agents read it. */
   stub(skill: Skill): string {
     const doc = skill.description.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"');
-    return `${
-      skill.is_async ? "async def" : "def"
-    } ${skill.name}${skill.signature}:\n    """${doc}\n    (skill v${skill.version}: from skills import ${skill.name})\n    """\n    ...\n`;
+    return `${skill.is_async ? "async def" : "def"} ${skill.name}${
+      skill.typed_signature ?? skill.signature
+    }:\n    """${doc}\n    (skill v${skill.version}: from skills import ${skill.name}; types inferred from its code and the tools it calls)\n    """\n    ...\n`;
   }
 }
 
@@ -168,6 +173,10 @@ function parseSkill(raw: unknown): Skill {
     description: r.description as string,
     code: r.code as string,
     signature: r.signature as string,
+    ...(typeof r.typed_signature === "string" && r.typed_signature.length <= 2000 &&
+        !/[\r\n]/.test(r.typed_signature)
+      ? { typed_signature: r.typed_signature }
+      : {}),
     is_async: r.is_async === true,
     tools: (r.tools as { server: string; tool: string; schema: string }[]).map((t) => ({
       server: String(t.server),
