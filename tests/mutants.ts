@@ -697,6 +697,46 @@ const MUTATIONS: Mutation[] = [
     to: "const max = 64;",
     tests: ["tests/sandbox_pool_test.ts"],
   },
+  // Typed stubs and observed results (issue 17)
+  {
+    name: "an observed shape keeps the values",
+    file: "src/catalog/result_shapes.ts",
+    from: '    case "string":\n      return { type: "string" };',
+    to: '    case "string":\n      return { type: "string", const: value };',
+    tests: ["tests/schema_types_test.ts"],
+    filter: "never values",
+  },
+  {
+    name: "keys that look like data are kept as field names",
+    file: "src/catalog/result_shapes.ts",
+    from: "!entries.every(([k]) => FIELD_NAME.test(k))",
+    to: "false",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "never values",
+  },
+  {
+    name: "a key that is not a name is written into a comment as it is",
+    file: "src/catalog/schema_types.ts",
+    from: ".map((f) => `${JSON.stringify(f.key)}: ${f.description}`),",
+    to: ".map((f) => `${f.key}: ${f.description}`),",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "hostile text",
+  },
+  {
+    name: "observe_results false still records",
+    file: "src/app.ts",
+    from: "const observed = config.settings.observe_results\n",
+    to: "const observed = true\n",
+    tests: ["tests/typed_stubs_test.ts"],
+  },
+  {
+    name: "the tool index ignores its budget",
+    file: "src/catalog/tool_index.ts",
+    from: "if (tokens <= budget) return { text, tokens, level };",
+    to: "return { text, tokens, level };",
+    tests: ["tests/tool_search_test.ts"],
+    filter: "budget",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

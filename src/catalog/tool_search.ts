@@ -157,7 +157,7 @@ const SYNONYM_GROUPS: string[][] = [
   ["weather", "forecast"],
   ["map", "location", "place", "geocode", "address"],
   ["direction", "route", "navigation"],
-  ["knowledge", "graph", "memory"],
+  ["knowledge", "graph", "memory", "remember", "memorize", "recall"],
   ["entity", "node"],
   ["relation", "edge", "relationship"],
   ["think", "reason", "thought", "reflect"],

@@ -1,0 +1,148 @@
+/**
+ * Tool search and the token budget, over the catalog of real tools captured from servers on npm
+ * (tests/fixtures/tool_catalog/): ranking in process, then through the real server with the
+ * captured tool lists served by the fixture server.
+ */
+import assert from "node:assert/strict";
+import { normalizeTerm, splitWords, ToolSearch } from "../src/catalog/tool_search.ts";
+import { TokenCounter } from "../src/catalog/token_count.ts";
+import {
+  catalogOf,
+  indexTokensAt,
+  loadCatalogFixtures,
+  loadQueries,
+  measure,
+  ourRanker,
+  plainBm25Ranker,
+} from "../bench/search_quality.ts";
+import { INDEX_TOKEN_BUDGET } from "../src/catalog/tool_index.ts";
+import { ROOT, runCli, startServer, writeConfig } from "./_helpers.ts";
+
+const fixtures = loadCatalogFixtures();
+
+Deno.test("splitWords() splits camelCase, snake_case, kebab-case and dotted names", () => {
+  assert.deepEqual(splitWords("listPullRequests"), ["list", "Pull", "Requests"]);
+  assert.deepEqual(splitWords("git_stash-pop.v2"), ["git", "stash", "pop", "v2"]);
+  assert.deepEqual(splitWords("getHTTPResponse"), ["get", "HTTP", "Response"]);
+});
+
+Deno.test("search matches whole words, not letters inside other words", () => {
+  const search = new ToolSearch([
+    {
+      id: "a.thinking",
+      name: "sequentialthinking",
+      description: "Thinking step by step",
+      params: "",
+      server: "",
+    },
+    {
+      id: "b.circleci",
+      name: "circleci_status",
+      description: "circleci pipelines",
+      params: "",
+      server: "",
+    },
+    {
+      id: "c.in_stock",
+      name: "in_stock",
+      description: "Is an item in stock",
+      params: "",
+      server: "",
+    },
+  ]);
+  assert.deepEqual(search.search("in", 5), [], "'in' is a stop word and matches nothing");
+  assert.deepEqual(search.search("ci", 5).map((h) => h.id), [], "'ci' is not inside 'circleci'");
+  assert.equal(normalizeTerm("the"), null);
+  assert.equal(normalizeTerm("Removing"), normalizeTerm("delete"), "synonyms fold together");
+});
+
+Deno.test("search_tools' ranking finds the right real tool for task queries", async (t) => {
+  const catalog = catalogOf(fixtures);
+  const rank = ourRanker(catalog);
+  const cases: [string, string][] = [
+    ["take a screenshot of the current page", "playwright.browser_take_screenshot"],
+    ["list open pull requests in a repo", "github.list_pull_requests"],
+    ["shelve my uncommitted work", "git.git_stash"],
+    ["post a message to a slack channel", "slack.slack_post_message"],
+    ["get driving directions between two addresses", "google_maps.maps_directions"],
+  ];
+  for (const [query, wanted] of cases) {
+    await t.step(`"${query}" -> ${wanted} in the top 5`, () => {
+      const got = rank(query).slice(0, 5);
+      assert.ok(got.includes(wanted), `${wanted} not in ${got.join(", ")}`);
+    });
+  }
+  await t.step("over the labelled queries it beats plain BM25 on names and descriptions", () => {
+    const queries = loadQueries();
+    assert.ok(queries.length >= 100, `${queries.length} queries`);
+    const ours = measure(rank, queries);
+    const plain = measure(plainBm25Ranker(fixtures), queries);
+    assert.ok(ours.recallAt5 > plain.recallAt5, `recall@5 ${ours.recallAt5} vs ${plain.recallAt5}`);
+    assert.ok(ours.mrr > plain.mrr, `MRR ${ours.mrr} vs ${plain.mrr}`);
+  });
+});
+
+Deno.test("the tool index keeps within its token budget at 500 tools", async () => {
+  const tokens = new TokenCounter();
+  await tokens.load();
+  const count = (text: string) => tokens.count(text);
+  const small = indexTokensAt(fixtures, 10, count);
+  assert.equal(small.level, "full", "a small catalog gets one line per tool");
+  const large = indexTokensAt(fixtures, 500, count);
+  assert.equal(large.tools, 500);
+  assert.ok(large.tokens <= INDEX_TOKEN_BUDGET, `${large.tokens} tokens`);
+  assert.notEqual(large.level, "full");
+});
+
+Deno.test("search_tools and tools --index over captured real servers served by the fixture server", async (t) => {
+  const dir = Deno.realPathSync(await Deno.makeTempDir());
+  const servers: Record<string, unknown> = {};
+  for (const name of ["github", "git", "playwright", "kubernetes"]) {
+    const fixture = fixtures.find((f) => f.server === name)!;
+    servers[name] = {
+      description: fixture.description,
+      command: "deno",
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-read",
+        "catalog_server.ts",
+        `tool_catalog/${name}.json`,
+      ],
+      cwd: `${ROOT}tests/fixtures`,
+    };
+  }
+  const config = await writeConfig(dir, {
+    servers,
+    settings: { pool_size: 0, permissions_dir: `${ROOT}tests/fixtures/permissions` },
+  });
+  try {
+    await t.step("search_tools ranks the captured tools and states the token cost", async () => {
+      await using server = await startServer({ args: ["--config", config] });
+      const reply = await server.client.callTool({
+        name: "search_tools",
+        arguments: { query: "list the pods in a namespace", limit: 3 },
+      });
+      const data = reply.structuredContent as { matches: { name: string }[]; tokens: number };
+      assert.equal(data.matches.length, 3);
+      assert.ok(
+        data.matches.some((m) => m.name === "kubernetes.kubectl_get"),
+        JSON.stringify(data.matches),
+      );
+      const text = (reply.content as { text: string }[])[0]!.text;
+      assert.match(text, new RegExp(`^# 3 matches, ${data.tokens} tokens\\n`));
+      assert.ok(data.tokens > 50);
+    });
+    await t.step("tools --index prints the index with its token counts", async () => {
+      const out = await runCli(["tools", "--index", "--config", config]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.match(out.stdout, /^github \(GitHub: /m);
+      assert.match(
+        out.stdout,
+        /^# 102 tools: index \d+ tokens \(budget 2500, full\); all stubs \d+ tokens/m,
+      );
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
