@@ -256,7 +256,7 @@ const TABLE: {
       const before = sandboxPids(caller.hostPid());
       const abort = new AbortController();
       const running = caller.callTool("execute_code", {
-        code: "import time\nprint('started', flush=True)\ntime.sleep(60)",
+        code: "import time\nprint('cancel-row-running', flush=True)\ntime.sleep(60)",
         timeout_s: 90,
       }, { signal: abort.signal });
       let during = sandboxPids(caller.hostPid());
@@ -266,7 +266,8 @@ const TABLE: {
       }
       // Cancel once the script runs (its own output says so), not while it waits for a sandbox:
       // on a loaded machine a boot can take longer than any fixed delay.
-      for (let i = 0; i < 300 && !caller.logs.some((l) => l.includes("started")); i++) {
+      // A marker of its own: the host's "started: ..." log line would match a plain "started".
+      for (let i = 0; i < 300 && !caller.logs.some((l) => l.includes("cancel-row-running")); i++) {
         await delay(100);
       }
       during = sandboxPids(caller.hostPid());
