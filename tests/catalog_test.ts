@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
 import { Catalog } from "../src/catalog/catalog.ts";
+import { PythonTypes } from "../src/catalog/schema_types.ts";
 import { assignIdentifiers, toIdentifier } from "../src/catalog/identifiers.ts";
-import {
-  functionSpecs,
-  pythonType,
-  renderModule,
-  renderStub,
-} from "../src/catalog/python_stubs.ts";
+import { functionSpecs, renderModule, renderStub } from "../src/catalog/python_stubs.ts";
 
 Deno.test("toIdentifier() turns MCP names into valid Python identifiers", async (t) => {
   const table: [string, string][] = [
@@ -69,7 +65,12 @@ Deno.test("functionSpecs() renders signatures from JSON Schema", () => {
   assert.ok(!/[^\\]"""quoted/.test(module), "triple quotes in descriptions are escaped");
 });
 
-Deno.test("pythonType() maps JSON Schema types", () => {
+/** The annotation of a schema (nested objects as TypedDicts of their own). */
+function pythonType(schema: Record<string, unknown>): string {
+  return new PythonTypes(["Any"]).type(schema, schema, "Shape").annotation;
+}
+
+Deno.test("PythonTypes.type() maps JSON Schema types", () => {
   assert.equal(pythonType({ type: "number" }), "float");
   assert.equal(pythonType({ type: ["string", "null"] }), "str | None");
   assert.equal(pythonType({ anyOf: [{ type: "integer" }, { type: "string" }] }), "int | str");

@@ -5,6 +5,7 @@
  */
 import { assignIdentifiers } from "./identifiers.ts";
 import { type SearchDocument, ToolSearch } from "./tool_search.ts";
+import { estimateTokens } from "./token_count.ts";
 import { PYTHON_EXCEPTIONS } from "../execution/outcomes.ts";
 import { type ToolIndex, toolIndex } from "./tool_index.ts";
 import {
@@ -62,13 +63,14 @@ export interface SearchResult {
 
 export class Catalog {
   readonly servers: ServerEntry[];
-  #search: ToolSearch | undefined;
+  /** The search index, and the extra entries it was built with. */
+  #search: { key: string; index: ToolSearch; specs: Map<string, FunctionSpec> } | undefined;
   readonly #byServer: Map<string, ServerEntry>;
   readonly #countTokens: (text: string) => number;
 
   constructor(servers: readonly ServerTools[], options: CatalogOptions = {}) {
     const observed = options.observed ?? (() => undefined);
-    this.#countTokens = options.countTokens ?? ((text) => Math.ceil(text.length / 4));
+    this.#countTokens = options.countTokens ?? estimateTokens;
     const modules = assignIdentifiers(servers.map((s) => s.server), { reserved: PACKAGE_RESERVED });
     this.servers = servers.map((s) => {
       const moduleName = modules.get(s.server)!;
@@ -119,41 +121,39 @@ export class Catalog {
 
   /**
    * Stubs of the tools (and `extra` entries, such as skills) that best match `query`, ranked
-   * by tool_search.ts. The index of the catalog's own tools is built once, at the first search.
+   * by tool_search.ts. The index is built at the first search and again only when the extra
+   * entries change.
    */
   search(query: string, limit = 8, extra: readonly SearchEntry[] = []): SearchResult[] {
-    const stubs = new Map<string, () => string>();
-    const documents: SearchDocument[] = [];
-    for (const entry of this.servers) {
-      for (const spec of entry.specs) {
-        const id = `${entry.moduleName}.${spec.pyName}`;
-        stubs.set(id, () => renderStub(spec));
-      }
+    const key = JSON.stringify(extra.map((e) => e.document));
+    if (this.#search?.key !== key) {
+      const specs = new Map<string, FunctionSpec>();
+      const tools = this.servers.flatMap((entry) =>
+        entry.specs.map((spec) => {
+          const id = `${entry.moduleName}.${spec.pyName}`;
+          specs.set(id, spec);
+          return {
+            id,
+            name: `${spec.tool} ${spec.pyName}`,
+            description: spec.description,
+            params: spec.params.map((p) => `${p.jsonName} ${p.description}`).join(" "),
+            server: `${entry.server} ${entry.description}`,
+          };
+        })
+      );
+      const index = new ToolSearch([...tools, ...extra.map((e) => e.document)]);
+      this.#search = { key, index, specs };
     }
-    for (const e of extra) {
-      stubs.set(e.document.id, () => e.stub);
-      documents.push(e.document);
-    }
-    const index = extra.length === 0
-      ? (this.#search ??= new ToolSearch(this.#documents()))
-      : new ToolSearch([...this.#documents(), ...documents]);
-    return index.search(query, limit).map((hit) => ({
-      name: hit.id,
-      stub: stubs.get(hit.id)!(),
-      score: hit.score,
-    }));
-  }
-
-  #documents(): SearchDocument[] {
-    return this.servers.flatMap((entry) =>
-      entry.specs.map((spec) => ({
-        id: `${entry.moduleName}.${spec.pyName}`,
-        name: `${spec.tool} ${spec.pyName}`,
-        description: spec.description,
-        params: spec.params.map((p) => `${p.jsonName} ${p.description}`).join(" "),
-        server: `${entry.server} ${entry.description}`,
-      }))
-    );
+    const { index, specs } = this.#search;
+    const extraStubs = new Map(extra.map((e) => [e.document.id, e.stub]));
+    return index.search(query, limit).map((hit) => {
+      const spec = specs.get(hit.id);
+      return {
+        name: hit.id,
+        stub: spec ? renderStub(spec) : extraStubs.get(hit.id)!,
+        score: hit.score,
+      };
+    });
   }
 
   /** Full stubs for `module.function` names, or whole modules for bare server names. */

@@ -271,11 +271,6 @@ export function renderModuleStub(
   return [header, moduleTypes(specs), ...functions].filter(Boolean).join("\n\n");
 }
 
-/** A Python type annotation for a JSON Schema (nested objects as TypedDicts of their own). */
-export function pythonType(schema: Record<string, unknown>): string {
-  return new PythonTypes(MODULE_RESERVED).type(schema, schema, "Shape").annotation;
-}
-
 /** A short, stable fingerprint of a string (FNV-1a, 32 bits, hex). */
 export function fingerprint(text: string): string {
   let hash = 0x811c9dc5;

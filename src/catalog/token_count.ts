@@ -20,6 +20,11 @@ export class TokenCounter {
   }
 
   count(text: string): number {
-    return this.#count ? this.#count(text) : Math.ceil(text.length / 4);
+    return this.#count ? this.#count(text) : estimateTokens(text);
   }
+}
+
+/** About four characters a token: the count before the encoder is loaded. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
 }
