@@ -41,6 +41,7 @@ import {
 import type { PackageSources } from "./packages/package_sources.ts";
 import { preloadRefusal } from "./packages/preload_check.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
+import { proxySecrets } from "./upstream/network_env.ts";
 import { defaultTransportFactory, type TransportFactory } from "./upstream/transport.ts";
 
 export interface AppOptions {
@@ -104,8 +105,13 @@ export async function openApp(options: AppOptions): Promise<App> {
     runtimePaths: runtimeTrustedPaths(runtime),
   });
   const openAI = openAIConfigFromEnv(readEnv);
-  const redact = createRedactor([...config.secrets, ...(openAI ? [openAI.apiKey] : [])]);
+  const redact = createRedactor([
+    ...config.secrets,
+    ...(openAI ? [openAI.apiKey] : []),
+    ...proxySecrets(readEnv),
+  ]);
   const log = scrubbedLogger(options.log, redact.text);
+  for (const note of config.notes) log[note.level](`${config.path}: ${note.message}`);
   const audit = config.settings.audit_log ? openAuditLog(config.settings.audit_log) : null;
   const memory = openResidentMemory(memoryWatcherCommand(runtime), log);
   const upstream = new UpstreamPool({

@@ -163,3 +163,40 @@ export function sandboxPids(ppid: number): number[] {
     }
   });
 }
+
+/**
+ * Starts tests/fixtures/dynamic_server.ts over HTTP (`http`: Streamable HTTP at /mcp, `sse`: the
+ * older HTTP+SSE transport at /sse) on loopback; with `token`, every request must carry it.
+ */
+export async function startHttpFixture(mode: "http" | "sse" = "http", token?: string) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-prompt",
+      "-A",
+      `${ROOT}tests/fixtures/dynamic_server.ts`,
+      mode,
+      ...(token ? [token] : []),
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the HTTP fixture exited");
+    text += value;
+  }
+  reader.releaseLock();
+  void child.stdout.cancel().catch(() => {});
+  const port = Number(text.trim());
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/${mode === "sse" ? "sse" : "mcp"}`,
+    async [Symbol.asyncDispose]() {
+      child.kill("SIGKILL");
+      await child.status;
+    },
+  };
+}

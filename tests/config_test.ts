@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { expandVars, loadConfig, parseConfigFile } from "../src/config/config.ts";
+import { loadConfig, parseConfigFile } from "../src/config/config.ts";
+import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
 import { ROOT } from "./_helpers.ts";
 
 const ctx = {
@@ -35,6 +36,7 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
       kind: "http",
       name: "api",
       protocol: "2026-07-28",
+      transport: "streamable-http",
       url: "https://api.example/mcp",
       headers: { Authorization: "Bearer s3cret" },
       description: "",
@@ -46,7 +48,27 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
 Deno.test("parseConfigFile() names the file, the server and the field in every error", async (t) => {
   const cases: [string, unknown, RegExp][] = [
     ["not an object", [], /must hold a JSON object/],
-    ["unknown top-level field", { serverz: {} }, /unknown top-level field "serverz"/],
+    ["servers not an object", { mcpServers: [] }, /"mcpServers" must be an object/],
+    [
+      "one name in both lists",
+      { servers: { a: { command: "x" } }, mcpServers: { a: { command: "y" } } },
+      /server "a" is in both "servers" and "mcpServers"/,
+    ],
+    [
+      "an unknown transport type",
+      { mcpServers: { a: { type: "websocket", url: "ws://h" } } },
+      /server "a", field "type": must be one of "stdio", "http"/,
+    ],
+    [
+      "a type that contradicts the entry",
+      { mcpServers: { a: { type: "http", command: "x" } } },
+      /server "a", field "type": "http" needs "url"/,
+    ],
+    [
+      "a stdio type with a url",
+      { mcpServers: { a: { transportType: "stdio", url: "http://h" } } },
+      /server "a", field "transportType": "stdio" needs "command"/,
+    ],
     [
       "neither command nor url",
       { servers: { a: {} } },
@@ -83,11 +105,6 @@ Deno.test("parseConfigFile() names the file, the server and the field in every e
       /server "9lives": the name must start with a letter/,
     ],
     [
-      "an unknown server field",
-      { servers: { a: { command: "x", cmd: "y" } } },
-      /server "a", field "cmd": unknown field/,
-    ],
-    [
       "a bad setting",
       { settings: { pool_size: -1 } },
       /settings\.pool_size: must be a whole number/,
@@ -106,9 +123,111 @@ Deno.test("parseConfigFile() names the file, the server and the field in every e
   }
 });
 
-Deno.test("expandVars() leaves text without variables alone", () => {
-  assert.equal(expandVars("plain $HOME {x}", () => undefined, "here"), "plain $HOME {x}");
-  assert.equal(expandVars("${HOME}/a", ctx.env, "here"), "/home/u/a");
+Deno.test("expandPlaceholders() reads the placeholder forms of the common MCP clients", async (t) => {
+  const sources = { configDir: "/etc/code-mode", env: ctx.env };
+  const cases: [string, string, string][] = [
+    ["text without placeholders", "plain $HOME {x} ${} ${1X}", "plain $HOME {x} ${} ${1X}"],
+    ["ours and Claude Code's ${NAME}", "${HOME}/a", "/home/u/a"],
+    ["VS Code's ${env:NAME}", "${env:HOME}/a", "/home/u/a"],
+    ["Claude Code's default, unused", "${HOME:-/tmp}", "/home/u"],
+    ["Claude Code's default, used", "${NOPE:-/tmp/x}", "/tmp/x"],
+    ["an empty default", "[${NOPE:-}]", "[]"],
+    ["the config's folder", "${CONFIG_DIR}/x", "/etc/code-mode/x"],
+    ["VS Code's workspace folder", "${workspaceFolder}/x", "/etc/code-mode/x"],
+  ];
+  for (const [name, value, expected] of cases) {
+    await t.step(name, () => assert.equal(expandPlaceholders(value, sources, "here"), expected));
+  }
+  await t.step("a missing variable", () => {
+    assert.throws(
+      () => expandPlaceholders("${env:NOPE}", sources, "here"),
+      /^TypeError: here: environment variable NOPE is not set$/,
+    );
+  });
+  await t.step("a VS Code input", () => {
+    assert.throws(
+      () => expandPlaceholders("${input:api-key}", sources, "here"),
+      /\$\{input:api-key\} asks the user for a value/,
+    );
+  });
+  await t.step("names for the relaunch's env grant", () => {
+    assert.deepEqual(
+      placeholderNames('"${A}${env:B}${C:-x}${CONFIG_DIR}${workspaceFolder}${input:D}${A}"'),
+      ["A", "B", "C"],
+    );
+  });
+});
+
+Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type, client fields", () => {
+  // A Claude Desktop / Claude Code / Cursor file, with fields only those clients act on.
+  const parsed = parseConfigFile({
+    globalShortcut: "Ctrl+Space",
+    mcpServers: {
+      files: {
+        type: "stdio",
+        command: "npx",
+        args: ["-y", "server-filesystem", "${workspaceFolder}"],
+        env: { KEY: "${TOKEN:-none}" },
+        alwaysAllow: ["read_file"],
+        autoApprove: [],
+        timeout: 60,
+      },
+      remote: { type: "http", url: "https://api.example/mcp", headers: { "X-Key": "${TOKEN}" } },
+      legacy: { type: "sse", url: "https://old.example/sse" },
+      asks: { command: "x", env: { KEY: "${input:key}" } },
+      typo: { command: "y", argz: ["1"], envFile: "${workspaceFolder}/.env" },
+    },
+    servers: { ours: { command: "z" } },
+  }, ctx);
+  assert.deepEqual(parsed.servers.map((s) => [s.name, s.kind]), [
+    ["ours", "stdio"],
+    ["files", "stdio"],
+    ["remote", "http"],
+    ["legacy", "http"],
+    ["typo", "stdio"],
+  ]);
+  const files = parsed.servers[1]!;
+  assert.ok(files.kind === "stdio");
+  assert.deepEqual(files.args, ["-y", "server-filesystem", "/etc/code-mode"]);
+  assert.deepEqual(files.env, { KEY: "s3cret" });
+  const transports = parsed.servers.flatMap((s) => s.kind === "http" ? [s.transport] : []);
+  assert.deepEqual(transports, ["streamable-http", "sse"]);
+  assert.deepEqual(parsed.secrets, ["s3cret"]);
+  assert.deepEqual(parsed.notes, [
+    { level: "debug", message: 'ignored top-level field "globalShortcut" (used by MCP clients)' },
+    {
+      level: "debug",
+      message: 'server "files": ignored field "alwaysAllow" (used by some MCP clients)',
+    },
+    {
+      level: "debug",
+      message: 'server "files": ignored field "autoApprove" (used by some MCP clients)',
+    },
+    {
+      level: "debug",
+      message: 'server "files": ignored field "timeout" (used by some MCP clients)',
+    },
+    {
+      level: "warn",
+      message: 'server "asks": not started: it uses a VS Code ${input:...} value, which only ' +
+        "VS Code can ask for (put the value in an environment variable and write ${NAME} instead)",
+    },
+    { level: "warn", message: 'server "typo": ignored unknown field "argz"' },
+    {
+      level: "warn",
+      message:
+        'server "typo": ignored field "envFile": put the variables the server needs in "env"',
+    },
+  ]);
+});
+
+Deno.test("parseConfigFile() warns about an unknown top-level field instead of refusing it", () => {
+  const { notes, servers } = parseConfigFile({ serverz: { a: { command: "x" } } }, ctx);
+  assert.deepEqual(servers, []);
+  assert.deepEqual(notes, [{
+    level: "warn",
+    message: 'ignored unknown top-level field "serverz"',
+  }]);
 });
 
 Deno.test("loadConfig() reports a missing or malformed file clearly", async () => {

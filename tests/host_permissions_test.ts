@@ -4,7 +4,6 @@ import { HOST_ENV } from "../src/config/environment.ts";
 import { parseConfigFile } from "../src/config/config.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import {
-  configEnvNames,
   hostFlags,
   hostGrants,
   type HostNeeds,
@@ -51,6 +50,7 @@ function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
     settings: parsed.settings,
     profiles: new Map([["workspace", workspace]]),
     secrets: parsed.secrets,
+    notes: parsed.notes,
   };
   return {
     config,
@@ -163,13 +163,6 @@ Deno.test("runGrantFor() makes relative command paths absolute from the server's
   assert.equal(runGrantFor("bin/server", "/srv/mcp"), "/srv/mcp/bin/server");
   assert.equal(runGrantFor("/usr/bin/node", "/srv/mcp"), "/usr/bin/node");
   assert.equal(runGrantFor("npx", "/srv/mcp"), "npx"); // found on PATH by Deno
-});
-
-Deno.test("configEnvNames() lists ${VAR} names once, without CONFIG_DIR", () => {
-  assert.deepEqual(configEnvNames('{"a": "${X}/${CONFIG_DIR}", "b": "${Y_2}${X}", "c": "$Z"}'), [
-    "X",
-    "Y_2",
-  ]);
 });
 
 function cmdline(pid: number): string[] {

@@ -3,31 +3,7 @@
  * reached over Streamable HTTP, and a server that cannot start.
  */
 import assert from "node:assert/strict";
-import { delay, ROOT, startServer } from "./_helpers.ts";
-
-async function startHttpFixture() {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "http"],
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("the HTTP fixture exited");
-    text += value;
-  }
-  reader.releaseLock();
-  void child.stdout.cancel().catch(() => {});
-  return {
-    url: `http://127.0.0.1:${text.trim()}/mcp`,
-    async [Symbol.asyncDispose]() {
-      child.kill("SIGKILL");
-      await child.status;
-    },
-  };
-}
+import { delay, ROOT, startHttpFixture, startServer } from "./_helpers.ts";
 
 Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server", async (t) => {
   await using http = await startHttpFixture();

@@ -90,9 +90,10 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
   let config: Config | null = null;
   await check("config", async () => {
     config = await loadConfig({ path: configPath });
+    const warnings = config.notes.filter((n) => n.level === "warn").map((n) => n.message);
     return `${config.path}: ${config.servers.length} servers, profiles ${
       [...config.profiles.keys()].join(", ")
-    }`;
+    }${warnings.length ? `; ${warnings.join("; ")}` : ""}`;
   });
   await check("sandbox", async () => {
     if (!runtime || !snapshot || !config) throw new Error("needs the runtime, snapshot and config");

@@ -10,6 +10,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
+import { expandPlaceholders } from "./placeholders.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 
 /**
@@ -34,6 +35,8 @@ export interface HttpServerConfig {
   kind: "http";
   name: string;
   protocol: UpstreamProtocol;
+  /** MCP's Streamable HTTP, or the older HTTP+SSE transport (a client config's `"type": "sse"`). */
+  transport: "streamable-http" | "sse";
   url: string;
   headers: Record<string, string>;
   description: string;
@@ -96,6 +99,17 @@ export interface Config {
    * in server entries, and every HTTP header value.
    */
   secrets: string[];
+  /** What was ignored or skipped while reading the file (logged when the server starts). */
+  notes: ConfigNote[];
+}
+
+/**
+ * Something in the file that was not used: a field only some MCP client understands (`debug`),
+ * or one nobody does, or a server that cannot start here (`warn`).
+ */
+export interface ConfigNote {
+  level: "debug" | "warn";
+  message: string;
 }
 
 /** The project's root folder (where the default mcp_servers.json and permissions/ live). */
@@ -155,7 +169,14 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     const problem = secretProblem(value);
     if (problem) throw new TypeError(`Cannot load config ${path}: ${origin}: ${problem}`);
   }
-  return { path, servers: parsed.servers, settings, profiles, secrets: parsed.secrets };
+  return {
+    path,
+    servers: parsed.servers,
+    settings,
+    profiles,
+    secrets: parsed.secrets,
+    notes: parsed.notes,
+  };
 }
 
 /** A secret and where it came from (`server "x", env "API_TOKEN"`), for errors naming it. */
@@ -163,6 +184,42 @@ export interface SecretSource {
   value: string;
   origin: string;
 }
+
+/**
+ * Top-level keys that hold server entries: `servers` (ours and VS Code's) and `mcpServers`
+ * (Claude Desktop, Claude Code, Cursor), so a client's config file works here as it is.
+ */
+const SERVER_LISTS = ["servers", "mcpServers"] as const;
+
+/** Top-level keys MCP clients keep beside their servers: ignored, with a debug note. */
+const CLIENT_TOP_LEVEL_FIELDS = new Set(["$schema", "inputs", "globalShortcut", "preferences"]);
+
+/** Fields of a server entry that only some MCP client acts on: ignored, with a debug note. */
+const CLIENT_SERVER_FIELDS = new Set([
+  "alwaysAllow",
+  "autoApprove",
+  "dev",
+  "excludeTools",
+  "gallery",
+  "includeTools",
+  "networkTimeout",
+  "oauth",
+  "timeout",
+  "trust",
+  "version",
+]);
+
+/**
+ * What a client's `type` (or Cline's `transportType`) names, as our transport: stdio, MCP's
+ * Streamable HTTP, or the older HTTP+SSE transport.
+ */
+const TRANSPORT_TYPES: Record<string, "stdio" | "streamable-http" | "sse"> = {
+  "stdio": "stdio",
+  "http": "streamable-http",
+  "streamable-http": "streamable-http",
+  "streamableHttp": "streamable-http",
+  "sse": "sse",
+};
 
 /** Validates the parsed mcp_servers.json (pure apart from `env`). */
 export function parseConfigFile(
@@ -174,13 +231,19 @@ export function parseConfigFile(
   secrets: string[];
   /** Each secret with where it first came from (checked by `loadConfig`). */
   secretSources: SecretSource[];
+  notes: ConfigNote[];
 } {
   const at = (where: string) => `Cannot load config ${ctx.path}: ${where}`;
   if (!isRecord(raw)) throw new TypeError(at("the file must hold a JSON object"));
+  const notes: ConfigNote[] = [];
   for (const key of Object.keys(raw)) {
-    if (!["servers", "settings", "$comment"].includes(key)) {
-      throw new TypeError(at(`unknown top-level field "${key}"`));
-    }
+    if ((SERVER_LISTS as readonly string[]).includes(key)) continue;
+    if (key === "settings" || key === "$comment") continue;
+    notes.push(
+      CLIENT_TOP_LEVEL_FIELDS.has(key)
+        ? { level: "debug", message: `ignored top-level field "${key}" (used by MCP clients)` }
+        : { level: "warn", message: `ignored unknown top-level field "${key}"` },
+    );
   }
   const configDir = dirname(ctx.path);
   // Secrets by value, each with where it first came from. An empty value hides nothing.
@@ -188,22 +251,31 @@ export function parseConfigFile(
   const addSecret = (value: string, origin: string) => {
     if (value !== "" && !secrets.has(value)) secrets.set(value, origin);
   };
-  // ${CONFIG_DIR} is the folder of the config file, so entries can name absolute paths portably.
   const envFor = (server: string) => (name: string) => {
-    if (name === "CONFIG_DIR") return configDir;
     const value = ctx.env(name);
     if (value !== undefined) addSecret(value, `server "${server}", env "${name}"`);
     return value;
   };
+  const entries = new Map<string, unknown>();
+  for (const list of SERVER_LISTS) {
+    const rawServers = raw[list] ?? {};
+    if (!isRecord(rawServers)) throw new TypeError(at(`"${list}" must be an object`));
+    for (const [name, entry] of Object.entries(rawServers)) {
+      if (entries.has(name)) {
+        throw new TypeError(at(`server "${name}" is in both "servers" and "mcpServers"`));
+      }
+      entries.set(name, entry);
+    }
+  }
   const servers: ServerConfig[] = [];
-  const rawServers = raw.servers ?? {};
-  if (!isRecord(rawServers)) throw new TypeError(at(`"servers" must be an object`));
-  for (const [name, entry] of Object.entries(rawServers)) {
-    const env = envFor(name);
+  for (const [name, entry] of entries) {
+    const sources = { configDir, env: envFor(name) };
     const server = parseServer(name, entry, {
       where: (field) => at(`server "${name}", field "${field}"`),
-      expand: (value, field) => expandVars(value, env, at(`server "${name}", field "${field}"`)),
+      expand: (value, field) =>
+        expandPlaceholders(value, sources, at(`server "${name}", field "${field}"`)),
       configDir,
+      note: (level, message) => notes.push({ level, message: `server "${name}": ${message}` }),
     });
     if (server) servers.push(server);
     if (server?.kind === "http") {
@@ -217,10 +289,25 @@ export function parseConfigFile(
     settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)),
     secrets: [...secrets.keys()],
     secretSources: [...secrets].map(([value, origin]) => ({ value, origin })),
+    notes,
   };
 }
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+const SERVER_FIELDS = [
+  "command",
+  "args",
+  "env",
+  "cwd",
+  "description",
+  "disabled",
+  "url",
+  "headers",
+  "protocol",
+  "type",
+  "transportType",
+];
 
 function parseServer(
   name: string,
@@ -229,6 +316,7 @@ function parseServer(
     where: (field: string) => string;
     expand: (value: string, field: string) => string;
     configDir: string;
+    note: (level: ConfigNote["level"], message: string) => void;
   },
 ): ServerConfig | null {
   if (!SERVER_NAME.test(name)) {
@@ -238,24 +326,29 @@ function parseServer(
     );
   }
   if (!isRecord(entry)) throw new TypeError(ctx.where("(entry)") + ": must be an object");
-  const known = [
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "description",
-    "disabled",
-    "url",
-    "headers",
-    "protocol",
-  ];
   for (const key of Object.keys(entry)) {
-    if (!known.includes(key)) throw new TypeError(ctx.where(key) + ": unknown field");
+    if (SERVER_FIELDS.includes(key)) continue;
+    if (CLIENT_SERVER_FIELDS.has(key)) {
+      ctx.note("debug", `ignored field "${key}" (used by some MCP clients)`);
+    } else if (key === "envFile") {
+      ctx.note("warn", `ignored field "envFile": put the variables the server needs in "env"`);
+    } else {
+      ctx.note("warn", `ignored unknown field "${key}"`);
+    }
   }
   if (entry.disabled !== undefined && typeof entry.disabled !== "boolean") {
     throw new TypeError(ctx.where("disabled") + ": must be true or false");
   }
   if (entry.disabled === true) return null;
+  // VS Code asks the user for an `${input:...}` when it starts the server; nobody can here.
+  if (JSON.stringify(entry).includes("${input:")) {
+    ctx.note(
+      "warn",
+      "not started: it uses a VS Code ${input:...} value, which only VS Code can ask for " +
+        "(put the value in an environment variable and write ${NAME} instead)",
+    );
+    return null;
+  }
   const description = optionalString(entry.description, ctx.where("description")) ?? "";
   const protocol = optionalString(entry.protocol, ctx.where("protocol")) ?? "auto";
   if (!(UPSTREAM_PROTOCOLS as readonly string[]).includes(protocol)) {
@@ -264,11 +357,26 @@ function parseServer(
         `: must be one of ${UPSTREAM_PROTOCOLS.map((p) => `"${p}"`).join(", ")}`,
     );
   }
+  const typeField = entry.type !== undefined ? "type" : "transportType";
+  const type = optionalString(entry[typeField], ctx.where(typeField));
+  const transport = type === undefined ? undefined : TRANSPORT_TYPES[type];
+  if (type !== undefined && transport === undefined) {
+    throw new TypeError(
+      ctx.where(typeField) +
+        `: must be one of ${Object.keys(TRANSPORT_TYPES).map((t) => `"${t}"`).join(", ")}`,
+    );
+  }
   const hasCommand = entry.command !== undefined;
   const hasUrl = entry.url !== undefined;
   if (hasCommand === hasUrl) {
     throw new TypeError(
       ctx.where("command") + ': give exactly one of "command" (stdio) or "url" (HTTP)',
+    );
+  }
+  if (transport !== undefined && (transport === "stdio") !== hasCommand) {
+    throw new TypeError(
+      ctx.where(typeField) +
+        `: "${type}" ${transport === "stdio" ? 'needs "command"' : 'needs "url"'}`,
     );
   }
   if (hasUrl) {
@@ -289,6 +397,7 @@ function parseServer(
       kind: "http",
       name,
       protocol: protocol as UpstreamProtocol,
+      transport: transport === "sse" ? "sse" : "streamable-http",
       url,
       headers: stringMap(
         entry.headers,
@@ -583,21 +692,6 @@ export function findEscapingLink(folder: string): string | null {
 
 const linkOut = (path: string) =>
   `${path}, a link that may lead outside the folder (a symlink pointing out, or a file with several hard links)`;
-
-/** Replaces `${NAME}` with the host environment's value; a missing variable is an error. */
-export function expandVars(
-  value: string,
-  env: (name: string) => string | undefined,
-  where: string,
-): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
-    const found = env(name);
-    if (found === undefined) {
-      throw new TypeError(`${where}: environment variable ${name} is not set`);
-    }
-    return found;
-  });
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -33,6 +33,23 @@ export const ENVIRONMENT = {
   LOGNAME: "passed on to stdio servers",
   SHELL: "passed on to stdio servers",
   TERM: "passed on to stdio servers",
+  // Proxies and private CAs, passed on to stdio servers (src/upstream/network_env.ts); Deno's
+  // own fetch (HTTP upstream servers) reads the proxy variables and DENO_CERT itself.
+  HTTPS_PROXY: "the proxy for https URLs",
+  https_proxy: "the proxy for https URLs",
+  HTTP_PROXY: "the proxy for http URLs",
+  http_proxy: "the proxy for http URLs",
+  NO_PROXY: "hosts reached without the proxy",
+  no_proxy: "hosts reached without the proxy",
+  ALL_PROXY: "the proxy for any URL",
+  all_proxy: "the proxy for any URL",
+  SSL_CERT_FILE: "a CA bundle (OpenSSL-based tools)",
+  SSL_CERT_DIR: "a folder of CA certificates (OpenSSL-based tools)",
+  DENO_CERT: "a CA certificate file for Deno",
+  DENO_TLS_CA_STORE: "which CA stores Deno trusts",
+  REQUESTS_CA_BUNDLE: "a CA bundle (Python's requests, for uvx and pip servers)",
+  NODE_EXTRA_CA_CERTS: "extra CA certificates for Node and Deno",
+  NODE_USE_ENV_PROXY: "makes Node use the proxy variables",
   // Read at import time by Deno's Node-compatibility code.
   OSTYPE: "Node compatibility (command lookup)",
   PATHEXT: "Node compatibility (command lookup on Windows)",

@@ -6,6 +6,7 @@
 import { HOST_ENV } from "../config/environment.ts";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { Config } from "../config/config.ts";
+import { placeholderNames } from "../config/placeholders.ts";
 import type { OpenAIModelConfig } from "../agent/model_config.ts";
 import { pyodidePackageSource } from "../packages/open_package_sources.ts";
 import { hostAllowed, isHttpUrl } from "../packages/hosts.ts";
@@ -80,7 +81,7 @@ export function hostGrants(needs: HostNeeds): HostGrants {
     read: unique(read),
     write: unique(write),
     run: unique([needs.denoPath, ...needs.serverCommands]),
-    env: unique([...HOST_ENV, ...configEnvNames(needs.configText)]),
+    env: unique([...HOST_ENV, ...placeholderNames(needs.configText)]),
     net: unique(net),
   };
 }
@@ -114,12 +115,6 @@ export function hostFlags(grants: HostGrants): string[] {
  */
 export function runGrantFor(command: string, cwd: string): string {
   return command.includes("/") && !isAbsolute(command) ? resolve(cwd, command) : command;
-}
-
-/** The names a config file reads as `${NAME}` (CONFIG_DIR is ours, not the environment's). */
-export function configEnvNames(text: string): string[] {
-  const names = [...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!);
-  return unique(names.filter((name) => name !== "CONFIG_DIR"));
 }
 
 /** The host (with port, when given) the agent's model API is at. */

@@ -3,9 +3,14 @@
  */
 import { readEnv } from "../config/environment.ts";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { StreamableHTTPClientTransport, type Transport } from "@modelcontextprotocol/client";
+import {
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config/config.ts";
 import { denoCommand } from "./deno_command.ts";
+import { serverEnvironment } from "./network_env.ts";
 
 export type TransportFactory = (server: ServerConfig) => {
   transport: Transport;
@@ -15,20 +20,24 @@ export type TransportFactory = (server: ServerConfig) => {
 
 /**
  * The real transports. `deno` as a command means the Deno running this server. A stdio child
- * gets the SDK's minimal default environment, `DENO_DIR` when set, and its configured `env`.
+ * gets the SDK's minimal default environment, `DENO_DIR` when set, the proxy and CA variables
+ * (network_env.ts), and its configured `env`. HTTP servers are reached with Deno's fetch, which
+ * honours the proxy variables and `DENO_CERT` itself.
  */
 export const defaultTransportFactory: TransportFactory = (server) => {
   if (server.kind === "http") {
+    const url = new URL(server.url);
+    const requestInit = { headers: server.headers };
     return {
-      transport: new StreamableHTTPClientTransport(new URL(server.url), {
-        requestInit: { headers: server.headers },
-      }),
+      transport: server.transport === "sse"
+        ? new SSEClientTransport(url, { requestInit })
+        : new StreamableHTTPClientTransport(url, { requestInit }),
     };
   }
-  const env: Record<string, string> = { ...getDefaultEnvironment() };
+  const base: Record<string, string> = { ...getDefaultEnvironment() };
   const denoDir = readEnv("DENO_DIR");
-  if (denoDir) env.DENO_DIR = denoDir;
-  Object.assign(env, server.env);
+  if (denoDir) base.DENO_DIR = denoDir;
+  const env = serverEnvironment(base, readEnv, server.env);
   const transport = new StdioClientTransport({
     command: denoCommand(server.command),
     args: server.args,

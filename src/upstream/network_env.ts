@@ -1,0 +1,65 @@
+/**
+ * The network settings a stdio upstream server inherits: proxy and CA variables. A server
+ * started through Deno, Node, npx or uvx downloads its packages on first start, and behind a
+ * company proxy or a TLS-inspecting gateway it can do so only with these. The SDK passes a child
+ * just HOME, PATH and a few others, so they are added here, from the host's own environment.
+ */
+import type { EnvName } from "../config/environment.ts";
+
+/** The variables passed on, in both spellings where tools read both. */
+export const NETWORK_VARIABLES = [
+  "HTTPS_PROXY",
+  "https_proxy",
+  "HTTP_PROXY",
+  "http_proxy",
+  "NO_PROXY",
+  "no_proxy",
+  "ALL_PROXY",
+  "all_proxy",
+  "NODE_EXTRA_CA_CERTS",
+  "NODE_USE_ENV_PROXY",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "DENO_CERT",
+  "DENO_TLS_CA_STORE",
+  "REQUESTS_CA_BUNDLE",
+] as const satisfies readonly EnvName[];
+
+const PROXY_VARIABLES = NETWORK_VARIABLES.filter((name) => /^(https?|all)_proxy$/i.test(name));
+
+/**
+ * The secrets in the host's proxy variables: a proxy URL that holds a password, and the
+ * password itself. Servers get them (they need the proxy); scripts, results and logs must not.
+ */
+export function proxySecrets(read: (name: EnvName) => string | undefined): string[] {
+  const secrets: string[] = [];
+  for (const name of PROXY_VARIABLES) {
+    const value = read(name);
+    if (!value || !URL.canParse(value)) continue;
+    const { password } = new URL(value);
+    if (password) secrets.push(value, decodeURIComponent(password));
+  }
+  return secrets;
+}
+
+/**
+ * The environment of a stdio server: `base` (the SDK's defaults), the network variables the
+ * host has, then the entry's own `env`, which wins. An entry that sets a network variable to ""
+ * leaves it out (`"HTTPS_PROXY": ""` for a server that must not use the proxy).
+ */
+export function serverEnvironment(
+  base: Record<string, string>,
+  read: (name: EnvName) => string | undefined,
+  entryEnv: Record<string, string>,
+): Record<string, string> {
+  const env = { ...base };
+  for (const name of NETWORK_VARIABLES) {
+    const value = read(name);
+    if (value !== undefined && value !== "") env[name] = value;
+  }
+  Object.assign(env, entryEnv);
+  for (const name of NETWORK_VARIABLES) {
+    if (entryEnv[name] === "") delete env[name];
+  }
+  return env;
+}
