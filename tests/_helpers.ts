@@ -200,3 +200,9 @@ export async function startHttpFixture(mode: "http" | "sse" = "http", token?: st
     },
   };
 }
+
+/** The Deno cache folder this Deno uses (a child given another HOME needs it as DENO_DIR). */
+export async function denoDir(): Promise<string> {
+  const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  return JSON.parse(new TextDecoder().decode(out.stdout)).denoDir;
+}

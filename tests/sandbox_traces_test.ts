@@ -5,12 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, startServer } from "./_helpers.ts";
+import { denoDir, ROOT, startServer } from "./_helpers.ts";
 
-/** The Deno cache folder the server (and so, formerly, its sandboxes) uses. */
-async function denoDir(): Promise<string> {
-  const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
-  return JSON.parse(new TextDecoder().decode(out.stdout)).denoDir;
+/** Pyodide's package.json in Deno's npm cache (under the folder of whichever registry it came from). */
+async function pyodidePackageJson(): Promise<string> {
+  const npm = join(await denoDir(), "npm");
+  for await (const registry of Deno.readDir(npm)) {
+    const path = join(npm, registry.name, "pyodide", "314.0.7", "package.json");
+    if (await Deno.stat(path).then(() => true, () => false)) return path;
+  }
+  throw new Error(`no pyodide 314.0.7 under ${npm}`);
 }
 
 /** Files under `folder` changed since `since` (ms), with their sizes. */
@@ -113,7 +117,7 @@ learn("python", lambda: [sys.executable, sys._base_executable, sys.orig_argv, sy
 learn("process", lambda: run_sync(run_js(
     "import('node:process').then(p => JSON.stringify([p.default.execPath, p.default.argv, p.default.argv0, p.default.cwd()]))")))
 learn("npm cache", lambda: run_sync(run_js(
-    "import('file://${await denoDir()}/npm/registry.npmjs.org/pyodide/314.0.7/package.json', {with: {type: 'json'}}).then(m => m.default.name)")))
+    "import('file://${await pyodidePackageJson()}', {with: {type: 'json'}}).then(m => m.default.name)")))
 json.dumps(facts)
 `;
   for (const profile of ["default", "data"]) {
