@@ -737,6 +737,43 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/tool_search_test.ts"],
     filter: "budget",
   },
+  // Client configs, proxies, the launcher on PATH
+  {
+    name: "a proxy password is not scrubbed",
+    file: "src/app.ts",
+    from: "    ...proxySecrets(readEnv),\n",
+    to: "",
+    tests: ["tests/proxy_test.ts"],
+  },
+  {
+    name: "stdio servers do not get the proxy variables",
+    file: "src/upstream/network_env.ts",
+    from: 'if (value !== undefined && value !== "") env[name] = value;',
+    to: 'if (value === "never") env[name] = value;',
+    tests: ["tests/proxy_test.ts"],
+  },
+  {
+    name: "an entry cannot turn a proxy variable off",
+    file: "src/upstream/network_env.ts",
+    from: 'if (entryEnv[name] === "") delete env[name];',
+    to: 'if (entryEnv[name] === "off") delete env[name];',
+    tests: ["tests/network_env_test.ts"],
+  },
+  {
+    name: "the installed command runs with every permission",
+    file: "src/commands/install_launcher.ts",
+    from:
+      'export const LAUNCHER_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-run"];',
+    to: 'export const LAUNCHER_FLAGS = ["--no-prompt", "-A"];',
+    tests: ["tests/install_launcher_test.ts"],
+  },
+  {
+    name: "an SSE entry is spoken to over Streamable HTTP",
+    file: "src/upstream/transport.ts",
+    from: 'transport: server.transport === "sse"',
+    to: 'transport: server.transport === "ssh"',
+    tests: ["tests/pasted_config_test.ts"],
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
