@@ -76,6 +76,23 @@ Deno.test("a query word finds its synonyms, below the word itself", () => {
   assert.deepEqual(search.search("delete", 3).map((h) => h.id), ["a.delete_file", "b.remove_tag"]);
 });
 
+Deno.test("a query that names a server finds that server's tools first", () => {
+  const doc = (id: string, server: string) => ({
+    id,
+    name: id.split(".")[1]!,
+    description: "Create a page",
+    params: "",
+    server,
+    serverDescription: "Pages and blocks",
+  });
+  const search = new ToolSearch([doc("a.create_page", "wiki"), doc("b.create_page", "notion")]);
+  assert.deepEqual(search.search("create a page in Notion", 2).map((h) => h.id), [
+    "b.create_page",
+    "a.create_page",
+  ]);
+  assert.equal(search.search("create a page", 2).length, 2);
+});
+
 Deno.test("search_tools' ranking finds the right real tool for task queries", async (t) => {
   const catalog = catalogOf(fixtures);
   const rank = ourRanker(catalog);
