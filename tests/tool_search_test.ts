@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { normalizeTerm, splitWords, ToolSearch } from "../src/catalog/tool_search.ts";
+import { synonymsOf } from "../src/catalog/search_terms.ts";
 import { TokenCounter } from "../src/catalog/token_count.ts";
 import {
   catalogOf,
@@ -53,7 +54,43 @@ Deno.test("search matches whole words, not letters inside other words", () => {
   assert.deepEqual(search.search("in", 5), [], "'in' is a stop word and matches nothing");
   assert.deepEqual(search.search("ci", 5).map((h) => h.id), [], "'ci' is not inside 'circleci'");
   assert.equal(normalizeTerm("the"), null);
-  assert.equal(normalizeTerm("Removing"), normalizeTerm("delete"), "synonyms fold together");
+  assert.ok(synonymsOf(normalizeTerm("Removing")!).includes(normalizeTerm("delete")!));
+});
+
+Deno.test("a query word finds its synonyms, below the word itself", () => {
+  const search = new ToolSearch([
+    {
+      id: "a.delete_file",
+      name: "delete_file",
+      description: "Delete a file",
+      params: "",
+      server: "",
+    },
+    { id: "b.remove_tag", name: "remove_tag", description: "Remove a tag", params: "", server: "" },
+    { id: "c.read_file", name: "read_file", description: "Read a file", params: "", server: "" },
+  ]);
+  assert.deepEqual(search.search("remove the file", 3).map((h) => h.id).slice(0, 2), [
+    "a.delete_file",
+    "b.remove_tag",
+  ], "'remove' finds delete_file, and the file matters more than the exact verb");
+  assert.deepEqual(search.search("delete", 3).map((h) => h.id), ["a.delete_file", "b.remove_tag"]);
+});
+
+Deno.test("a query that names a server finds that server's tools first", () => {
+  const doc = (id: string, server: string) => ({
+    id,
+    name: id.split(".")[1]!,
+    description: "Create a page",
+    params: "",
+    server,
+    serverDescription: "Pages and blocks",
+  });
+  const search = new ToolSearch([doc("a.create_page", "wiki"), doc("b.create_page", "notion")]);
+  assert.deepEqual(search.search("create a page in Notion", 2).map((h) => h.id), [
+    "b.create_page",
+    "a.create_page",
+  ]);
+  assert.equal(search.search("create a page", 2).length, 2);
 });
 
 Deno.test("search_tools' ranking finds the right real tool for task queries", async (t) => {

@@ -137,7 +137,8 @@ export class Catalog {
             name: `${spec.tool} ${spec.pyName}`,
             description: spec.description,
             params: spec.params.map((p) => `${p.jsonName} ${p.description}`).join(" "),
-            server: `${entry.server} ${entry.description}`,
+            server: entry.server,
+            serverDescription: entry.description,
           };
         })
       );

@@ -12,7 +12,8 @@ export function skillSearchEntries(store: SkillStore): SearchEntry[] {
       name: skill.name,
       description: skill.description,
       params: "",
-      server: "skills saved scripts",
+      server: "skills",
+      serverDescription: "saved scripts",
     },
     stub: store.stub(skill),
   }));
