@@ -267,20 +267,25 @@ const TABLE: {
       // Cancel once the script runs (its own output says so), not while it waits for a sandbox:
       // on a loaded machine a boot can take longer than any fixed delay.
       // A marker of its own: the host's "started: ..." log line would match a plain "started".
-      for (let i = 0; i < 300 && !caller.logs.some((l) => l.includes("cancel-row-running")); i++) {
-        await delay(100);
-      }
+      const marked = () => caller.logs.some((l) => l.includes("cancel-row-running"));
+      for (let i = 0; i < 1200 && !marked(); i++) await delay(100);
+      assert.ok(marked(), "the script never printed its marker (it did not start in 120 s)");
       during = sandboxPids(caller.hostPid());
       abort.abort();
       await assert.rejects(running);
       // The running sandbox is one of `during`; the others are idle in the pool, which may also
       // boot more meanwhile (it grows after a caller waited), so count the ones gone, not all.
       let after = sandboxPids(caller.hostPid());
-      for (let i = 0; i < 100 && during.every((pid) => after.includes(pid)); i++) {
+      for (let i = 0; i < 300 && during.every((pid) => after.includes(pid)); i++) {
         await delay(100);
         after = sandboxPids(caller.hostPid());
       }
-      assert.ok(during.some((pid) => !after.includes(pid)), `sandboxes ${during} -> ${after}`);
+      assert.ok(
+        during.some((pid) => !after.includes(pid)),
+        `no sandbox gone within 30 s of the abort: ${during} -> ${after}; logs: ${
+          caller.logs.slice(-5).join(" | ")
+        }`,
+      );
       const next = await caller.callTool("execute_code", { code: "'still serving'" });
       assert.equal(result(next).result, "still serving");
     },

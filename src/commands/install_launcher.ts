@@ -14,6 +14,7 @@
 import { parseArgs } from "node:util";
 import { delimiter, join } from "node:path";
 import { PROJECT_ROOT } from "../config/config.ts";
+import { type Env, readEnv } from "../config/environment.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 
 /** The flags `deno task serve` gives the launcher (the server then re-starts with its own). */
@@ -44,9 +45,7 @@ export function launcherScript(
 }
 
 /** The folder the command goes into. */
-export function launcherFolder(
-  options: { bin?: string; env: (name: string) => string | undefined },
-): string {
+export function launcherFolder(options: { bin?: string; env: Env }): string {
   if (options.bin) return options.bin;
   const root = options.env("DENO_INSTALL_ROOT");
   if (root) return join(root, "bin");
@@ -62,7 +61,7 @@ export function onPath(folder: string, path: string): boolean {
 
 async function main(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { bin: { type: "string" } } });
-  const folder = launcherFolder({ bin: values.bin, env: (name) => Deno.env.get(name) });
+  const folder = launcherFolder({ bin: values.bin, env: readEnv });
   const { file, text } = launcherScript({
     deno: Deno.execPath(),
     root: PROJECT_ROOT,
@@ -71,7 +70,7 @@ async function main(args: string[]): Promise<number> {
   await Deno.mkdir(folder, { recursive: true });
   const path = join(folder, file);
   await Deno.writeTextFile(path, text, { mode: 0o755 });
-  const hint = onPath(folder, Deno.env.get("PATH") ?? "")
+  const hint = onPath(folder, readEnv("PATH") ?? "")
     ? ""
     : `\n${folder} is not on PATH; add it, e.g. in ~/.profile:\n  export PATH="${folder}:$PATH"\n`;
   writeAllSync(

@@ -21,6 +21,7 @@ export const ENVIRONMENT = {
   CODEMODE_MAX_TOKENS_PARAM: "which token-limit parameter the API takes",
   CODEMODE_MODEL_TIMEOUT_S: "how long one model request may take",
   // Locating caches and data: Deno's, ours, and the platform defaults.
+  DENO_INSTALL_ROOT: "where deno task install puts the mcp-code-mode command (in its bin/)",
   DENO_DIR: "Deno's cache (passed on to stdio servers started with deno)",
   HOME: "the default place of caches and saved skills",
   XDG_CACHE_HOME: "the default cache folder",
