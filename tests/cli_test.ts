@@ -63,6 +63,7 @@ Deno.test("doctor checks everything and exits 1 when something is broken", async
     /^ok {4}memory limit +enforced \(through the memory watcher process\)/m,
   );
   assert.match(good.stdout, /^ok {4}server filesystem +\d+ tools/m);
+  assert.match(good.stdout, /^ok {4}network +no proxy or CA variables set$/m);
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(
     `${dir}/c.json`,

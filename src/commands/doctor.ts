@@ -24,6 +24,8 @@ import {
 import { UpstreamPool } from "../upstream/pool.ts";
 import { createRedactor } from "../policy/redaction.ts";
 import { defaultTransportFactory } from "../upstream/transport.ts";
+import { NETWORK_VARIABLES, proxySecrets } from "../upstream/network_env.ts";
+import { readEnv } from "../config/environment.ts";
 import { PYODIDE_VERSION } from "../_util/version.ts";
 
 export interface Check {
@@ -112,10 +114,19 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
       Math.round(performance.now() - started)
     } ms)`;
   });
+  await check("network", () => {
+    const set = NETWORK_VARIABLES.filter((name) => readEnv(name));
+    return Promise.resolve(
+      set.length === 0
+        ? "no proxy or CA variables set"
+        : `${set.join(", ")} passed on to stdio servers`,
+    );
+  });
   if (config) {
     const c = config as Config;
-    // A failed server's stderr may quote a secret; doctor's table is a log too.
-    const redact = createRedactor(c.secrets);
+    // A failed server's stderr may quote a secret (a proxy's password too); doctor's table is a
+    // log as well.
+    const redact = createRedactor([...c.secrets, ...proxySecrets(readEnv)]);
     const upstream = new UpstreamPool({
       servers: c.servers,
       transports: defaultTransportFactory,
