@@ -26,6 +26,7 @@ import { createHost, type Host, type HostContext } from "./host/server.ts";
 import { ParkedRuns } from "./host/approvals.ts";
 import { TaskStore } from "./host/tasks.ts";
 import { type Logger, scrubbedLogger } from "./_util/log.ts";
+import { runtimeTracing } from "./_util/tracing.ts";
 import { createRedactor } from "./policy/redaction.ts";
 import { openAuditLog } from "./execution/audit_log.ts";
 import { type ModuleSource, Sandbox } from "./sandbox/launcher.ts";
@@ -196,6 +197,8 @@ export async function openApp(options: AppOptions): Promise<App> {
     if (!closed) log.error("Cannot start", { error: (error as Error).message });
   });
   const allowed = new Set(config.settings.allowed_profiles);
+  // Spans of each execution when Deno exports OpenTelemetry (OTEL_DENO=true), else none.
+  const tracing = runtimeTracing();
   const sandboxExecutor = (packages: PackageSources) =>
     new SandboxExecutor({
       pool,
@@ -213,6 +216,7 @@ export async function openApp(options: AppOptions): Promise<App> {
       audit: audit ? (record) => audit.write(record) : undefined,
       sessions,
       packages,
+      tracing,
     });
   const executor = new StartingExecutor(
     started.then(() => sandboxesReady).then((ready) => sandboxExecutor(ready.packages)),

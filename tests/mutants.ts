@@ -774,6 +774,39 @@ const MUTATIONS: Mutation[] = [
     to: 'transport: server.transport === "ssh"',
     tests: ["tests/pasted_config_test.ts"],
   },
+  // Tracing (issue 18)
+  {
+    name: "tool calls are not traced",
+    file: "src/execution/tool_gate.ts",
+    from: 'return tracing.span("tool_call", async (span) => {',
+    to: 'return NO_TRACING.span("tool_call", async (span) => {',
+    tests: ["tests/tracing_test.ts"],
+    filter: "OTLP receiver",
+  },
+  {
+    name: "a tool call's span carries its arguments",
+    file: "src/execution/tool_gate.ts",
+    from: "span.set(attributes);",
+    to: 'span.set({ ...attributes, "mcp.arguments": JSON.stringify(params.arguments) });',
+    tests: ["tests/tracing_test.ts"],
+    filter: "OTLP receiver",
+  },
+  {
+    name: "the upstream call runs outside its span (no traceparent for HTTP upstreams)",
+    file: "src/_util/tracing.ts",
+    from: "return context.with(open.context, async () => {",
+    to: "return context.with(within, async () => {",
+    tests: ["tests/tracing_test.ts"],
+    filter: "OTLP receiver",
+  },
+  {
+    name: "sandboxes inherit the host's environment (and its OpenTelemetry settings)",
+    file: "src/sandbox/launcher.ts",
+    from: "clearEnv: true,",
+    to: "clearEnv: false,",
+    tests: ["tests/tracing_test.ts"],
+    filter: "OTLP receiver",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -3,6 +3,10 @@
  * only through `readEnv`, whose argument must be a name in this table (reading another does not
  * compile), and the restricted relaunch grants `--allow-env` for exactly these (`HOST_ENV`),
  * plus the names a config's `${VAR}` placeholders use.
+ *
+ * Not here: `OTEL_DENO` and the `OTEL_*` exporter settings. Deno's runtime reads those itself at
+ * start, whatever `--allow-env` says, and its exporter needs no `--allow-net` (tracing.ts); our
+ * code never reads them. Sandboxes are started with a cleared environment, so they never export.
  */
 
 export const ENVIRONMENT = {

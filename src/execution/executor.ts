@@ -10,16 +10,21 @@
  *
  * then scrubs the result of secrets and writes the audit record. Every decision about a
  * sandbox's requests is made on the host, never inside the sandbox.
+ *
+ * With tracing on, an execution is a span "execute_code" with children "sandbox.acquire",
+ * "sandbox.run" and one "tool_call" per call the script makes (see ToolGate); they carry names
+ * and outcomes, never the code, arguments, results or output.
  */
 import { z } from "zod";
 import { type Logger, withFields } from "../_util/log.ts";
+import { NO_TRACING, type TraceSpan, type Tracing } from "../_util/tracing.ts";
 import type { PackageSources } from "../packages/package_sources.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import type { ProgressParams } from "../rpc/sandbox_protocol.ts";
 import type { RawOutcome } from "../sandbox/launcher.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 import type { Profile } from "../sandbox/profile.ts";
-import { SESSION_ID, type SessionManager } from "../sandbox/sessions.ts";
+import { NEW_SESSION, SESSION_ID, type SessionManager } from "../sandbox/sessions.ts";
 import type { ToolGateDeps } from "./tool_gate.ts";
 import type { Approver } from "./approval.ts";
 import { ToolGate } from "./tool_gate.ts";
@@ -85,12 +90,14 @@ export interface SandboxExecutorDeps {
   /** Where requested Python packages come from. */
   packages?: PackageSources;
   /** What the tool gate of each run needs, but the profile. */
-  tools: Omit<ToolGateDeps, "profile" | "redact" | "approve">;
+  tools: Omit<ToolGateDeps, "profile" | "redact" | "approve" | "tracing" | "traceParent">;
   /** Removes secrets from everything a result carries. */
   redact: Redactor;
   log: Logger;
   /** Receives one record per execution (the audit log). */
   audit?: (record: AuditRecord) => void;
+  /** Where spans go (absent: nowhere). */
+  tracing?: Tracing;
 }
 
 export class SandboxExecutor implements Executor {
@@ -100,12 +107,30 @@ export class SandboxExecutor implements Executor {
     this.#deps = deps;
   }
 
-  async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
+  execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
+    const tracing = this.#deps.tracing ?? NO_TRACING;
+    return tracing.span("execute_code", async (span) => {
+      const result = await this.#execute(request, options, span);
+      span.set({
+        "codemode.profile": result.profile,
+        "codemode.outcome": executionOutcome(result),
+        "codemode.tool_calls": result.tool_calls.count,
+      });
+      if (!result.success) span.fail();
+      return result;
+    });
+  }
+
+  async #execute(
+    request: ExecuteRequest,
+    options: ExecuteOptions,
+    span: TraceSpan,
+  ): Promise<ExecutionResult> {
     const id = crypto.randomUUID();
     const log = withFields(this.#deps.log, { execution: id });
     let result: ExecutionResult;
     try {
-      result = await this.#run(request, options, log);
+      result = await this.#run(request, options, log, span);
     } catch (error) {
       // Not expected: every known failure is mapped in #run. Still an answer, never a throw.
       log.error("execution failed on the host", { error: String(error) });
@@ -130,8 +155,10 @@ export class SandboxExecutor implements Executor {
     request: ExecuteRequest,
     options: ExecuteOptions,
     log: Logger,
+    execution: TraceSpan,
   ): Promise<ExecutionResult> {
     const deps = this.#deps;
+    const tracing = deps.tracing ?? NO_TRACING;
     const started = performance.now();
     const elapsed = () => performance.now() - started;
 
@@ -141,12 +168,24 @@ export class SandboxExecutor implements Executor {
     const { profile } = checked;
 
     // 2. Acquire a sandbox.
-    const lease = await acquireSandbox({
-      profile,
-      sessionId: checked.sessionId,
-      owner: options.owner ?? "local",
-      signal: options.signal,
-    }, deps);
+    const lease = await tracing.span("sandbox.acquire", async (span) => {
+      const lease = await acquireSandbox({
+        profile,
+        sessionId: checked.sessionId,
+        owner: options.owner ?? "local",
+        signal: options.signal,
+      }, deps);
+      span.set({
+        "codemode.session": checked.sessionId === undefined
+          ? "none"
+          : checked.sessionId === NEW_SESSION
+          ? "new"
+          : "resumed",
+        "codemode.outcome": "sandbox" in lease ? "ok" : lease.outcome,
+      });
+      if (!("sandbox" in lease)) span.fail();
+      return lease;
+    }, execution);
     if (!("sandbox" in lease)) return refusedResult({ profile: profile.name, ...lease }, elapsed());
 
     // 3. Run, with 4. the tool gate answering the script's tool calls.
@@ -155,35 +194,42 @@ export class SandboxExecutor implements Executor {
       profile,
       redact: deps.redact,
       approve: options.approve,
+      tracing,
+      traceParent: execution,
     });
     // Live output reaches the client as it comes, scrubbed like the result (line by line).
     const live = options.onOutput ? scrubbedLines(deps.redact, options.onOutput) : undefined;
     const onProgress = options.onProgress;
     let outcome: RawOutcome | undefined;
     let released: ReturnType<typeof lease.release> = null;
+    const sandbox = lease.sandbox;
     try {
-      outcome = await lease.sandbox.execute({
-        code: checked.code,
-        files: checked.files,
-        pythonPackages: checked.pythonPackages,
-        timeoutMs: checked.timeoutMs,
-        memoryBytes: profile.limits.memory_mb * 1024 * 1024,
-        outputBytes: profile.limits.output_bytes,
-        outputFilesBytes: profile.limits.output_files_bytes,
-        toolCalls: profile.limits.tool_calls,
-      }, {
-        callTool: (params, clock) => gate.call(params, clock),
-        signal: options.signal,
-        onOutput: live?.write,
-        onProgress: onProgress &&
-          ((report) =>
-            onProgress(
-              report.message === undefined
-                ? report
-                : { ...report, message: deps.redact.text(report.message) },
-            )),
-        log,
-      });
+      outcome = await tracing.span("sandbox.run", async (span) => {
+        const ran = await sandbox.execute({
+          code: checked.code,
+          files: checked.files,
+          pythonPackages: checked.pythonPackages,
+          timeoutMs: checked.timeoutMs,
+          memoryBytes: profile.limits.memory_mb * 1024 * 1024,
+          outputBytes: profile.limits.output_bytes,
+          outputFilesBytes: profile.limits.output_files_bytes,
+          toolCalls: profile.limits.tool_calls,
+        }, {
+          callTool: (params, clock) => gate.call(params, clock),
+          signal: options.signal,
+          onOutput: live?.write,
+          onProgress: onProgress &&
+            ((report) =>
+              onProgress(
+                report.message === undefined
+                  ? report
+                  : { ...report, message: deps.redact.text(report.message) },
+              )),
+          log,
+        });
+        span.set({ "codemode.outcome": runOutcome(ran) });
+        return ran;
+      }, execution);
     } finally {
       live?.flush();
       await gate.close();
@@ -202,6 +248,21 @@ export class SandboxExecutor implements Executor {
       lostSession: released?.lostSession,
     });
   }
+}
+
+/** An execution's outcome for its span: "ok", the host's outcome, or "script_error". */
+function executionOutcome(result: ExecutionResult): string {
+  if (result.success) return "ok";
+  // A script's exception names are the script's own words (it may define any class): not kept.
+  return result.diagnostics?.reported_by === "host"
+    ? result.diagnostics.error_type
+    : "script_error";
+}
+
+/** How the run ended, for its span: "ok", "script_error", or why the host stopped it. */
+function runOutcome(outcome: RawOutcome): string {
+  if (outcome.stop !== null) return outcome.stop.reason;
+  return outcome.reply?.ok === true ? "ok" : "script_error";
 }
 
 /**

@@ -12,6 +12,7 @@ import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
+import { NO_TRACING, type TraceSpan, type Tracing } from "../_util/tracing.ts";
 import { type Approver, denialReason, nobodyToAsk, unshowableReason } from "./approval.ts";
 
 export interface ToolGateDeps {
@@ -31,6 +32,13 @@ export interface ToolGateDeps {
   approvalTimeoutMs?: number;
   /** Learns the shape of successful results (observed return types); absent: not observed. */
   observe?: ResultObserver;
+  /** Where each call's span goes (absent: nowhere). */
+  tracing?: Tracing;
+  /**
+   * The execution's span, parent of each call's: calls arrive over the sandbox's channel, whose
+   * reader was started outside the execution, so the active span there is not the execution's.
+   */
+  traceParent?: TraceSpan;
 }
 
 /** Where successful results are shown (scrubbed), for the observed return types of stubs. */
@@ -68,14 +76,31 @@ export class ToolGate {
   /**
    * Decides, routes and records one call. Never throws: failures come back as `{ error }`.
    * A call that needs approval waits for a person's answer with the run's clock stopped.
+   * Traced as a span "tool_call" (active while the upstream call runs, so an HTTP upstream gets
+   * its `traceparent`) with the server, tool, decision and outcome; never arguments or results.
    */
-  async call(params: CallToolParams, clock?: RunClock): Promise<ToolReply> {
-    const record: ToolCallRecord = {
-      server: params.server.slice(0, 200),
-      tool: params.tool.slice(0, 200),
-      outcome: "denied",
-      duration_ms: 0,
-    };
+  call(params: CallToolParams, clock?: RunClock): Promise<ToolReply> {
+    const tracing = this.#deps.tracing ?? NO_TRACING;
+    return tracing.span("tool_call", async (span) => {
+      const record: ToolCallRecord = {
+        server: params.server.slice(0, 200),
+        tool: params.tool.slice(0, 200),
+        outcome: "denied",
+        duration_ms: 0,
+      };
+      const reply = await this.#call(params, record, clock);
+      const attributes = toolCallAttributes(record, reply);
+      span.set(attributes);
+      if (attributes["codemode.outcome"] !== "ok") span.fail();
+      return reply;
+    }, this.#deps.traceParent);
+  }
+
+  async #call(
+    params: CallToolParams,
+    record: ToolCallRecord,
+    clock?: RunClock,
+  ): Promise<ToolReply> {
     const { profile } = this.#deps;
     const decision = this.#closed
       ? { allowed: false as const, reason: "the script has already ended" }
@@ -201,6 +226,31 @@ export class ToolGate {
     }
     return { result: result as unknown as Record<string, unknown> };
   }
+}
+
+/**
+ * A call's span attributes: who was called, what the host decided ("allow", "deny", or
+ * "approve" when a person was to be asked; `codemode.approval` says how it went) and how it
+ * ended ("ok", "error", "timeout", "denied", "unfinished").
+ */
+export function toolCallAttributes(
+  record: ToolCallRecord,
+  reply: ToolReply,
+): Record<string, string> {
+  const decision = record.approval !== undefined
+    ? "approve"
+    : record.outcome === "denied"
+    ? "deny"
+    : "allow";
+  const kind = "error" in reply ? reply.error.kind : undefined;
+  return {
+    "mcp.server": record.server,
+    "mcp.tool": record.tool,
+    "codemode.decision": decision,
+    "codemode.outcome": kind === "timeout" ? "timeout" : record.outcome,
+    ...(record.approval ? { "codemode.approval": record.approval } : {}),
+    ...(kind ? { "codemode.error_kind": kind } : {}),
+  };
 }
 
 function denied(record: ToolCallRecord, reason: string): ToolReply {
