@@ -77,6 +77,9 @@ export class WatchedResidentMemory implements ResidentMemory {
     try {
       process = new Deno.Command(this.#command.command, {
         args: this.#command.args,
+        // Nothing of the host's environment: its secrets, and OTEL_DENO, which would make the
+        // watcher export telemetry of its own.
+        clearEnv: true,
         env: this.#command.env,
         stdin: "piped",
         stdout: "piped",

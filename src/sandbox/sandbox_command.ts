@@ -147,7 +147,7 @@ export function snapshotBuildCommand(
  */
 export function memoryWatcherCommand(runtime: SandboxRuntime): ProcessCommand {
   if (runtime.standalone) {
-    return { command: runtime.denoPath, args: [MEMORY_WATCHER_ENTRY], env: {} };
+    return { command: runtime.denoPath, args: [MEMORY_WATCHER_ENTRY], env: { ...SANDBOX_ENV } };
   }
   return {
     command: runtime.denoPath,
@@ -161,7 +161,7 @@ export function memoryWatcherCommand(runtime: SandboxRuntime): ProcessCommand {
       "--no-npm",
       runtime.memoryWatcherPath,
     ],
-    env: {},
+    env: { ...SANDBOX_ENV },
   };
 }
 
