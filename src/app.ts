@@ -136,8 +136,14 @@ export async function openApp(options: AppOptions): Promise<App> {
   });
   const skills = new SkillStore(config.settings.skills_dir, log);
   // Sandboxes boot while the upstream servers connect; they install the tool modules after.
-  const toolsReady = Promise.all([upstream.start(), skills.load(), observed?.load(), tokens.load()])
-    .then(() => {});
+  // The token encoder loads once the servers are connected, not beside them: evaluating it holds
+  // the event loop for ~0.14 s, which at start delayed the answer to the client's `initialize`
+  // (433 -> 289-338 ms from spawn, measured).
+  const toolsReady = Promise.all([
+    upstream.start().then(() => tokens.load()),
+    skills.load(),
+    observed?.load(),
+  ]).then(() => {});
   // What every sandbox gets installed: the tool modules and the saved skills.
   const modules: ModuleSource = {
     ready: toolsReady,
