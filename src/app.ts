@@ -42,7 +42,6 @@ import {
 import type { PackageSources } from "./packages/package_sources.ts";
 import { preloadRefusal } from "./packages/preload_check.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
-import { proxySecrets } from "./upstream/network_env.ts";
 import { defaultTransportFactory, type TransportFactory } from "./upstream/transport.ts";
 
 export interface AppOptions {
@@ -109,7 +108,6 @@ export async function openApp(options: AppOptions): Promise<App> {
   const redact = createRedactor([
     ...config.secrets,
     ...(openAI ? [openAI.apiKey] : []),
-    ...proxySecrets(readEnv),
   ]);
   const log = scrubbedLogger(options.log, redact.text);
   for (const note of config.notes) log[note.level](`${config.path}: ${note.message}`);

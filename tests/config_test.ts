@@ -176,6 +176,8 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
       legacy: { type: "sse", url: "https://old.example/sse" },
       asks: { command: "x", env: { KEY: "${input:key}" } },
       typo: { command: "y", argz: ["1"], envFile: "${workspaceFolder}/.env" },
+      off: { command: "z", enabled: false },
+      narrowed: { command: "w", excludeTools: ["delete_everything"] },
     },
     servers: { ours: { command: "z" } },
   }, ctx);
@@ -185,6 +187,7 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
     ["remote", "http"],
     ["legacy", "http"],
     ["typo", "stdio"],
+    ["narrowed", "stdio"],
   ]);
   const files = parsed.servers[1]!;
   assert.ok(files.kind === "stdio");
@@ -217,6 +220,12 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
       level: "warn",
       message:
         'server "typo": ignored field "envFile": put the variables the server needs in "env"',
+    },
+    {
+      level: "warn",
+      message:
+        'server "narrowed": ignored field "excludeTools": every tool of this server may be ' +
+        "called unless a permission profile's allowed_tools says otherwise (see permissions/)",
     },
   ]);
 });
@@ -282,6 +291,11 @@ Deno.test("loadConfig() refuses a secret too short to scrub, naming the server a
       /: server "api", header "X-Key": the secret is 3 characters;/,
     ],
     [
+      "a literal under a name that says it is a secret (as client configs write tokens)",
+      { files: { command: "deno", env: { GITHUB_PERSONAL_ACCESS_TOKEN: "ghp_1" } } },
+      /: server "files", env "GITHUB_PERSONAL_ACCESS_TOKEN": the secret is 5 characters;/,
+    ],
+    [
       "a variable inside a longer header value",
       { api: { url, headers: { Authorization: "Bearer ${API_TOKEN}" } } },
       /: server "api", env "API_TOKEN": the secret is 4 characters;/,
@@ -301,12 +315,38 @@ Deno.test("loadConfig() refuses a secret too short to scrub, naming the server a
     }
     await t.step("long enough secrets load", async () => {
       await write({
-        files: { command: "deno", env: { KEY: "${LONG_TOKEN}", DIR: "${CONFIG_DIR}" } },
+        files: {
+          command: "deno",
+          env: {
+            KEY: "${LONG_TOKEN}",
+            DIR: "${CONFIG_DIR}",
+            API_KEY: "literal-api-key-1",
+            MODE: "${NOPE:-fallback-not-secret}",
+          },
+        },
         api: { url, headers: { Authorization: "Bearer ${LONG_TOKEN}" } },
       });
       const config = await loadConfig({ path, env });
-      assert.deepEqual(config.secrets.sort(), ["Bearer long-enough-token", "long-enough-token"]);
+      assert.deepEqual(config.secrets.sort(), [
+        "Bearer long-enough-token",
+        "literal-api-key-1",
+        "long-enough-token",
+      ]);
     });
+    await t.step(
+      "a proxy password: scrubbed when long enough, refused when too short",
+      async () => {
+        await write({});
+        const proxyEnv = (proxy: string) => (name: string) =>
+          ({ HTTPS_PROXY: proxy } as Record<string, string>)[name];
+        const config = await loadConfig({ path, env: proxyEnv("u:LongPassw0rd@proxy:3128") });
+        assert.deepEqual(config.secrets, ["u:LongPassw0rd@proxy:3128", "LongPassw0rd"]);
+        await assert.rejects(
+          loadConfig({ path, env: proxyEnv("http://bob:Sh0rt@proxy:3128") }),
+          /: environment variable HTTPS_PROXY, the proxy's password: the secret is 5 characters;/,
+        );
+      },
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

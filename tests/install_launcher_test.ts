@@ -25,6 +25,24 @@ Deno.test("launcherScript() runs main.ts as deno task serve does, quoted, never 
     assert.ok(text.includes(`'--config=/src/it'"'"'s/deno.json'`), text);
     assert.ok(!/-A\b|--allow-all|--allow-net|--allow-write/.test(text), text);
   });
+  await t.step(
+    "a newline in the folder's name cannot end the comment and run a command",
+    async () => {
+      const dir = await Deno.makeTempDir();
+      const marker = `${dir}/ran`;
+      const root = `${dir}/co\ntouch ${marker} #`;
+      const { text } = launcherScript({ deno: "/bin/true", root, os: "linux" });
+      await Deno.writeTextFile(`${dir}/launcher`, text);
+      const ran = await new Deno.Command("/bin/sh", { args: [`${dir}/launcher`] }).output();
+      assert.equal(ran.code, 0);
+      assert.equal(await Deno.stat(marker).then(() => true, () => false), false, text);
+      await Deno.remove(dir, { recursive: true });
+    },
+  );
+  await t.step("cmd.exe cannot expand a %VAR% in a path", () => {
+    const { text } = launcherScript({ deno: "C:/deno.exe", root: "C:/%TEMP%/cm", os: "windows" });
+    assert.ok(text.includes('"C:/%%TEMP%%/cm/main.ts"'), text);
+  });
   await t.step("a Windows command file", () => {
     const { file, text } = launcherScript({ deno: "C:/deno.exe", root: "C:/cm", os: "windows" });
     assert.equal(file, "mcp-code-mode.cmd");

@@ -740,9 +740,9 @@ const MUTATIONS: Mutation[] = [
   // Client configs, proxies, the launcher on PATH
   {
     name: "a proxy password is not scrubbed",
-    file: "src/app.ts",
-    from: "    ...proxySecrets(readEnv),\n",
-    to: "",
+    file: "src/config/config.ts",
+    from: "secrets: [...new Set([...parsed.secrets, ...proxy.map((p) => p.value)])],",
+    to: "secrets: parsed.secrets,",
     tests: ["tests/proxy_test.ts"],
   },
   {
@@ -766,6 +766,13 @@ const MUTATIONS: Mutation[] = [
       'export const LAUNCHER_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-run"];',
     to: 'export const LAUNCHER_FLAGS = ["--no-prompt", "-A"];',
     tests: ["tests/install_launcher_test.ts"],
+  },
+  {
+    name: "a literal token under a secret name is not a secret",
+    file: "src/config/config.ts",
+    from: "if (SECRET_NAME.test(key)) addSecret(",
+    to: 'if (SECRET_NAME.test(key + "!")) addSecret(',
+    tests: ["tests/config_test.ts"],
   },
   {
     name: "an SSE entry is spoken to over Streamable HTTP",

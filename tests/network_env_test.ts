@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { NETWORK_VARIABLES, serverEnvironment } from "../src/upstream/network_env.ts";
+import { NETWORK_VARIABLES, proxySecrets, serverEnvironment } from "../src/upstream/network_env.ts";
 
 const host: Record<string, string> = {
   HTTPS_PROXY: "http://proxy.corp:3128",
@@ -35,5 +35,38 @@ Deno.test("serverEnvironment() passes the proxy and CA variables on, and the ent
       assert.ok((NETWORK_VARIABLES as readonly string[]).includes(name));
       assert.ok((NETWORK_VARIABLES as readonly string[]).includes(name.toLowerCase()));
     }
+  });
+});
+
+Deno.test("proxySecrets() finds the credentials in every form a proxy variable takes", async (t) => {
+  const secrets = (vars: Record<string, string>) =>
+    proxySecrets((name) => vars[name]).map((s) => s.value);
+  await t.step("a URL with a password", () => {
+    assert.deepEqual(secrets({ HTTPS_PROXY: "http://alice:LongPassw0rd@proxy:3128" }), [
+      "http://alice:LongPassw0rd@proxy:3128",
+      "LongPassw0rd",
+    ]);
+  });
+  await t.step("no scheme (Deno and curl read it as http)", () => {
+    assert.deepEqual(secrets({ HTTPS_PROXY: "carol:NoSchemePw_99@proxy:9" }), [
+      "carol:NoSchemePw_99@proxy:9",
+      "NoSchemePw_99",
+    ]);
+  });
+  await t.step("a user name alone (a token)", () => {
+    assert.deepEqual(secrets({ http_proxy: "http://tok_UserOnly123@proxy:9" }), [
+      "http://tok_UserOnly123@proxy:9",
+      "tok_UserOnly123",
+    ]);
+  });
+  await t.step("%-escapes decoded, and kept as written when they do not decode", () => {
+    assert.deepEqual(
+      secrets({ ALL_PROXY: "socks5h://u:p%40ss-word-1@proxy:1080" })[1],
+      "p@ss-word-1",
+    );
+    assert.deepEqual(secrets({ HTTP_PROXY: "http://u:100%pure_pw@proxy:9" })[1], "100%pure_pw");
+  });
+  await t.step("no credentials, no secret", () => {
+    assert.deepEqual(secrets({ HTTPS_PROXY: "http://proxy:3128", NO_PROXY: "a@b" }), []);
   });
 });

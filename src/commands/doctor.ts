@@ -24,7 +24,7 @@ import {
 import { UpstreamPool } from "../upstream/pool.ts";
 import { createRedactor } from "../policy/redaction.ts";
 import { defaultTransportFactory } from "../upstream/transport.ts";
-import { NETWORK_VARIABLES, proxySecrets } from "../upstream/network_env.ts";
+import { NETWORK_VARIABLES } from "../upstream/network_env.ts";
 import { readEnv } from "../config/environment.ts";
 import { PYODIDE_VERSION } from "../_util/version.ts";
 
@@ -126,7 +126,7 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     const c = config as Config;
     // A failed server's stderr may quote a secret (a proxy's password too); doctor's table is a
     // log as well.
-    const redact = createRedactor([...c.secrets, ...proxySecrets(readEnv)]);
+    const redact = createRedactor(c.secrets);
     const upstream = new UpstreamPool({
       servers: c.servers,
       transports: defaultTransportFactory,

@@ -27,19 +27,22 @@ export function launcherScript(
   options: { deno: string; root: string; os: typeof Deno.build.os },
 ): { file: string; text: string } {
   const { deno, root, os } = options;
+  // The folder is named in a comment line: as JSON, so a newline in it cannot end the comment.
+  const where = JSON.stringify(root);
   const args = [...LAUNCHER_FLAGS, `--config=${join(root, "deno.json")}`, join(root, "main.ts")];
   if (os === "windows") {
-    const quoted = [deno, "run", ...args].map((a) => `"${a}"`).join(" ");
+    // cmd.exe expands %NAME% even inside quotes; %% is a literal %.
+    const quoted = [deno, "run", ...args].map((a) => `"${a.replaceAll("%", "%%")}"`).join(" ");
     return {
       file: `${COMMAND_NAME}.cmd`,
-      text: `@echo off\r\nrem written by deno task install in ${root}\r\n${quoted} %*\r\n`,
+      text: `@echo off\r\nrem written by deno task install in ${where}\r\n${quoted} %*\r\n`,
     };
   }
   const quote = (a: string) => `'${a.replaceAll("'", `'"'"'`)}'`;
   return {
     file: COMMAND_NAME,
     text:
-      `#!/bin/sh\n# written by \`deno task install\` in ${root}; delete this file to uninstall\n` +
+      `#!/bin/sh\n# written by \`deno task install\` in ${where}; delete this file to uninstall\n` +
       `exec ${[deno, "run", ...args].map(quote).join(" ")} "$@"\n`,
   };
 }

@@ -11,6 +11,7 @@ import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { expandPlaceholders } from "./placeholders.ts";
+import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 
 /**
@@ -96,7 +97,9 @@ export interface Config {
   profiles: Map<string, Profile>;
   /**
    * Values that must never reach a sandbox, a result or a log: everything `${VAR}` expanded to
-   * in server entries, and every HTTP header value.
+   * in server entries, every HTTP header value, every `env` value under a name that says it is a
+   * secret (`GITHUB_TOKEN`, `API_KEY`, ...: client configs often hold them literally), and the
+   * credentials in the proxy variables.
    */
   secrets: string[];
   /** What was ignored or skipped while reading the file (logged when the server starts). */
@@ -165,7 +168,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     }
   }
   // A secret too short to scrub would leak quietly through every scrubbed surface: refuse it.
-  for (const { value, origin } of parsed.secretSources) {
+  const proxy = proxySecrets(env);
+  for (const { value, origin } of [...parsed.secretSources, ...proxy]) {
     const problem = secretProblem(value);
     if (problem) throw new TypeError(`Cannot load config ${path}: ${origin}: ${problem}`);
   }
@@ -174,7 +178,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     servers: parsed.servers,
     settings,
     profiles,
-    secrets: parsed.secrets,
+    secrets: [...new Set([...parsed.secrets, ...proxy.map((p) => p.value)])],
     notes: parsed.notes,
   };
 }
@@ -199,9 +203,7 @@ const CLIENT_SERVER_FIELDS = new Set([
   "alwaysAllow",
   "autoApprove",
   "dev",
-  "excludeTools",
   "gallery",
-  "includeTools",
   "networkTimeout",
   "oauth",
   "timeout",
@@ -283,6 +285,11 @@ export function parseConfigFile(
         addSecret(value, `server "${name}", header "${header}"`);
       }
     }
+    if (server?.kind === "stdio") {
+      for (const [key, value] of Object.entries(server.env)) {
+        if (SECRET_NAME.test(key)) addSecret(value, `server "${name}", env "${key}"`);
+      }
+    }
   }
   return {
     servers,
@@ -294,6 +301,9 @@ export function parseConfigFile(
 }
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/** An environment variable's name that says its value is a secret, however it is written. */
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
 
 const SERVER_FIELDS = [
   "command",
@@ -307,6 +317,7 @@ const SERVER_FIELDS = [
   "protocol",
   "type",
   "transportType",
+  "enabled",
 ];
 
 function parseServer(
@@ -328,7 +339,13 @@ function parseServer(
   if (!isRecord(entry)) throw new TypeError(ctx.where("(entry)") + ": must be an object");
   for (const key of Object.keys(entry)) {
     if (SERVER_FIELDS.includes(key)) continue;
-    if (CLIENT_SERVER_FIELDS.has(key)) {
+    if (key === "includeTools" || key === "excludeTools") {
+      ctx.note(
+        "warn",
+        `ignored field "${key}": every tool of this server may be called unless a permission ` +
+          "profile's allowed_tools says otherwise (see permissions/)",
+      );
+    } else if (CLIENT_SERVER_FIELDS.has(key)) {
       ctx.note("debug", `ignored field "${key}" (used by some MCP clients)`);
     } else if (key === "envFile") {
       ctx.note("warn", `ignored field "envFile": put the variables the server needs in "env"`);
@@ -339,7 +356,10 @@ function parseServer(
   if (entry.disabled !== undefined && typeof entry.disabled !== "boolean") {
     throw new TypeError(ctx.where("disabled") + ": must be true or false");
   }
-  if (entry.disabled === true) return null;
+  if (entry.enabled !== undefined && typeof entry.enabled !== "boolean") {
+    throw new TypeError(ctx.where("enabled") + ": must be true or false");
+  }
+  if (entry.disabled === true || entry.enabled === false) return null;
   // VS Code asks the user for an `${input:...}` when it starts the server; nobody can here.
   if (JSON.stringify(entry).includes("${input:")) {
     ctx.note(

@@ -28,18 +28,37 @@ export const NETWORK_VARIABLES = [
 const PROXY_VARIABLES = NETWORK_VARIABLES.filter((name) => /^(https?|all)_proxy$/i.test(name));
 
 /**
- * The secrets in the host's proxy variables: a proxy URL that holds a password, and the
- * password itself. Servers get them (they need the proxy); scripts, results and logs must not.
+ * The secrets in the host's proxy variables, each with the variable it came from: a proxy URL
+ * that holds credentials, and the credentials themselves (the password, or a user name alone,
+ * which some proxies take as a token). Without a scheme (`user:pw@proxy:3128`, which Deno and
+ * curl accept) it is read as http. Servers get them (they need the proxy); scripts, results and
+ * logs must not. Checked like every secret by loadConfig (too short to scrub: refused).
  */
-export function proxySecrets(read: (name: EnvName) => string | undefined): string[] {
-  const secrets: string[] = [];
+export function proxySecrets(
+  read: (name: string) => string | undefined,
+): { value: string; origin: string }[] {
+  const secrets: { value: string; origin: string }[] = [];
   for (const name of PROXY_VARIABLES) {
     const value = read(name);
-    if (!value || !URL.canParse(value)) continue;
-    const { password } = new URL(value);
-    if (password) secrets.push(value, decodeURIComponent(password));
+    if (!value || !value.includes("@")) continue;
+    const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+    if (!URL.canParse(withScheme)) continue;
+    const { username, password } = new URL(withScheme);
+    const credential = password || username;
+    if (!credential) continue;
+    const origin = `environment variable ${name}, the proxy's ${password ? "password" : "user"}`;
+    secrets.push({ value, origin }, { value: decoded(credential), origin });
   }
   return secrets;
+}
+
+/** A URL part with its %-escapes decoded, or as written when they do not decode. */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 /**
