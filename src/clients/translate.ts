@@ -40,6 +40,24 @@ const COMMON_FIELDS = ["type", "description", "disabled"];
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** VS Code's predefined variables (other than the ones rewritten): no meaning outside it. */
+const EDITOR_VARIABLES = new Set([
+  "workspaceFolderBasename",
+  "pathSeparator",
+  "cwd",
+  "execPath",
+  "file",
+  "fileBasename",
+  "fileBasenameNoExtension",
+  "fileDirname",
+  "fileExtname",
+  "fileWorkspaceFolder",
+  "relativeFile",
+  "relativeFileDirname",
+  "lineNumber",
+  "selectedText",
+  "defaultBuildTask",
+]);
 /** Env names whose literal values are probably secrets. */
 const SECRET_NAME = /key|token|secret|passw|credential|auth/i;
 
@@ -225,13 +243,13 @@ function rewriteVariables(
       );
       return `\${${name}}`;
     }
-    if (inner === "workspaceFolder") {
+    if (inner === "workspaceFolder" || inner === "workspaceRoot") {
       if (ctx.projectDir !== undefined) return ctx.projectDir;
-      problems.push("uses ${workspaceFolder}, which has no value outside an open workspace");
+      problems.push(`uses ${whole}, which has no value outside an open workspace`);
       return whole;
     }
     if (inner === "userHome") return ctx.home;
-    if (VAR_NAME.test(inner)) {
+    if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) {
       used.add(inner);
       return whole;
     }
