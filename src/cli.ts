@@ -13,6 +13,8 @@ import { writeAllSync } from "./_util/write_all.ts";
 
 /** The commands' code (the whole server), loaded when a command runs in this process. */
 const commands = () => import("./commands/commands.ts");
+/** `import` and `install`, which edit client configs and need none of the server. */
+const clientCommands = () => import("./commands/clients.ts");
 
 /** What `serve --http` uses unless told otherwise (written here only; the usage text says them). */
 const HTTP_DEFAULTS = {
@@ -45,7 +47,16 @@ Usage:
                                                     and every configured server
   main.ts tools [--index] [--config PATH]           print the Python stubs of the configured
                                                     servers' tools (or just the compact index)
+  main.ts import [--from CLIENT]... [--replace] [--dry-run] [--config PATH]
+                                                    copy the MCP servers listed in your
+                                                    clients' configs into mcp_servers.json
+                                                    (all clients unless --from names some)
+  main.ts install --client CLIENT [--scope user|project] [--dry-run]
+                                                    add this server to a client's config
+                                                    (a backup of the file is kept)
   main.ts --help | --version
+
+Clients: claude-desktop, claude-code, cursor, vscode (project scope: files in the current folder)
 
 Options:
   --config PATH      mcp_servers.json to use (default: $CODEMODE_CONFIG, then the project's)
@@ -83,6 +94,11 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         "max-http-sessions": { type: "string" },
         "http-idle-s": { type: "string" },
         "no-restrict": { type: "boolean" },
+        from: { type: "string", multiple: true },
+        client: { type: "string" },
+        scope: { type: "string" },
+        "dry-run": { type: "boolean" },
+        replace: { type: "boolean" },
       },
     });
   } catch (error) {
@@ -201,6 +217,22 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         if (rest.length > 0) throw new UsageError(`tools takes no arguments, got "${rest[0]}"`);
         if (restrict) return await relaunch([]);
         return await (await commands()).printTools(values.config, values.index ?? false, log, out);
+      // Client configs: no scripts run, so no restricted relaunch (as doctor).
+      case "import":
+        if (rest.length > 0) throw new UsageError(`import takes no arguments, got "${rest[0]}"`);
+        return await (await clientCommands()).importCommand({
+          from: values.from ?? [],
+          dryRun: values["dry-run"] ?? false,
+          replace: values.replace ?? false,
+          config: values.config,
+        }, out);
+      case "install":
+        if (rest.length > 0) throw new UsageError(`install takes no arguments, got "${rest[0]}"`);
+        return await (await clientCommands()).installCommand({
+          client: values.client,
+          scope: values.scope,
+          dryRun: values["dry-run"] ?? false,
+        }, out);
       case undefined:
         throw new UsageError("a command is required");
       default:

@@ -31,6 +31,8 @@ export const ENVIRONMENT = {
   XDG_CACHE_HOME: "the default cache folder",
   XDG_DATA_HOME: "the default folder of saved skills",
   LOCALAPPDATA: "Deno's cache folder on Windows",
+  XDG_CONFIG_HOME: "where import and install look for Claude Desktop's and VS Code's configs",
+  APPDATA: "where import and install look for Claude Desktop's and VS Code's configs on Windows",
   USERPROFILE: "the home folder on Windows",
   // Handed to stdio servers by the MCP SDK's default environment.
   PATH: "finding a stdio server's command",

@@ -1,0 +1,55 @@
+/**
+ * The entry `install` writes into a client's list: how that client should start this server
+ * (pure; the caller says what is on PATH).
+ */
+import type { ClientName } from "./client_configs.ts";
+
+/** The name of our entry in a client's list (the one the README's snippets use). */
+export const OUR_SERVER_NAME = "code-mode";
+
+export interface Launch {
+  command: string;
+  args: string[];
+  /** Why this command, for the user. */
+  why: string;
+}
+
+export function chooseLaunch(facts: {
+  /** Where `mcp-code-mode` is on PATH, if it is. */
+  installedCommand?: string;
+  /** Whether `deno` is on PATH. */
+  denoOnPath: boolean;
+  /** The running executable (deno, or the single binary). */
+  execPath: string;
+  /** Whether this is the single binary (`deno compile`). */
+  standalone: boolean;
+  projectRoot: string;
+}): Launch {
+  if (facts.installedCommand) {
+    return {
+      command: "mcp-code-mode",
+      args: ["serve"],
+      why: `the mcp-code-mode command is on PATH (${facts.installedCommand})`,
+    };
+  }
+  if (facts.standalone) {
+    return {
+      command: facts.execPath,
+      args: ["serve"],
+      why: "no mcp-code-mode command on PATH: this single binary, by its full path",
+    };
+  }
+  return {
+    command: facts.denoOnPath ? "deno" : facts.execPath,
+    args: ["task", "--cwd", facts.projectRoot, "serve"],
+    why: "no mcp-code-mode command on PATH (`deno task install` puts one there): " +
+      `deno task --cwd ${facts.projectRoot} serve` +
+      (facts.denoOnPath ? "" : ` (deno is not on PATH either: ${facts.execPath})`),
+  };
+}
+
+/** Our entry in `client`'s shape (Claude Code and VS Code write the transport type). */
+export function clientEntry(client: ClientName, launch: Launch): Record<string, unknown> {
+  const entry = { command: launch.command, args: launch.args };
+  return client === "claude-code" || client === "vscode" ? { type: "stdio", ...entry } : entry;
+}

@@ -1,0 +1,327 @@
+/**
+ * One client's server entry -> one entry of our `mcp_servers.json` (pure). Decides what is kept,
+ * what is dropped (with a note for the user) and what cannot be imported (with the reason).
+ */
+import { isAbsolute, join, normalize, resolve } from "node:path";
+import { parseConfigFile } from "../config/config.ts";
+import { secretProblem } from "../policy/redaction.ts";
+import { isRecord } from "./client_configs.ts";
+
+/** An entry as our config file spells it (the fields `parseConfigFile` knows). */
+export interface ServerEntry {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+  description?: string;
+  disabled?: boolean;
+}
+
+export type Translation =
+  | { outcome: "import"; name: string; entry: ServerEntry; notes: string[] }
+  | { outcome: "self" | "skip"; name: string; reason: string; notes: string[] };
+
+export interface TranslateContext {
+  /** The project folder of a project-scoped list (its servers run there). */
+  projectDir?: string;
+  home: string;
+  /** This project's root folder, to recognise entries that start this server. */
+  projectRoot: string;
+  /** Whether an environment variable is set now (for notes only). */
+  isSet: (name: string) => boolean;
+}
+
+/** Fields a client entry may have that mean something here; everything else is dropped. */
+const STDIO_FIELDS = ["command", "args", "env", "cwd"];
+const HTTP_FIELDS = ["url", "headers"];
+const COMMON_FIELDS = ["type", "description", "disabled"];
+
+const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** VS Code's predefined variables (other than the ones rewritten): no meaning outside it. */
+const EDITOR_VARIABLES = new Set([
+  "workspaceFolderBasename",
+  "pathSeparator",
+  "cwd",
+  "execPath",
+  "file",
+  "fileBasename",
+  "fileBasenameNoExtension",
+  "fileDirname",
+  "fileExtname",
+  "fileWorkspaceFolder",
+  "relativeFile",
+  "relativeFileDirname",
+  "lineNumber",
+  "selectedText",
+  "defaultBuildTask",
+]);
+/** Env names whose literal values are probably secrets. */
+const SECRET_NAME = /key|token|secret|passw|credential|auth/i;
+
+/** A valid server name for our config from a client's (which may hold dots, spaces, @ or /). */
+export function ourServerName(name: string): string {
+  if (SERVER_NAME.test(name)) return name;
+  let valid = name.replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "");
+  if (!/^[A-Za-z]/.test(valid)) valid = `mcp-${valid}`.replace(/-+$/, "");
+  return valid.slice(0, 64);
+}
+
+/**
+ * Whether a client entry starts this server: the `mcp-code-mode` command (or the single
+ * binary), this project's main.ts, or `deno task --cwd <this project> serve`.
+ */
+export function isThisServer(entry: Record<string, unknown>, projectRoot: string): boolean {
+  const command = typeof entry.command === "string" ? entry.command : "";
+  const base = command.split(/[\\/]/).pop()!.replace(/\.exe$/i, "");
+  if (base === "mcp-code-mode") return true;
+  const args = Array.isArray(entry.args)
+    ? entry.args.filter((a): a is string => typeof a === "string")
+    : [];
+  const cwd = typeof entry.cwd === "string" ? entry.cwd : undefined;
+  const root = samePath(projectRoot);
+  const isRoot = (path: string) => samePath(path, cwd) === root;
+  if (args.some((a) => a.endsWith("main.ts") && isRoot(join(a, "..")))) return true;
+  if (!args.includes("task") || !args.includes("serve")) return false;
+  const at = args.indexOf("--cwd");
+  const taskCwd = at >= 0
+    ? args[at + 1]
+    : args.find((a) => a.startsWith("--cwd="))?.slice("--cwd=".length) ?? cwd;
+  return taskCwd !== undefined && isRoot(taskCwd);
+}
+
+function samePath(path: string, base?: string): string {
+  const absolute = isAbsolute(path) || base === undefined ? path : resolve(base, path);
+  return normalize(absolute).replace(/[\\/]+$/, "");
+}
+
+/** Translates one entry named `clientName` of a client's list. */
+export function translateEntry(
+  clientName: string,
+  raw: unknown,
+  ctx: TranslateContext,
+): Translation {
+  const name = ourServerName(clientName);
+  const notes: string[] = [];
+  if (name !== clientName) {
+    notes.push(
+      `renamed from "${clientName}" (names here are letters, digits, _ and -, starting with a letter)`,
+    );
+  }
+  const skip = (reason: string): Translation => ({ outcome: "skip", name, reason, notes });
+  if (!isRecord(raw)) return skip("the entry is not a JSON object");
+  if (isThisServer(raw, ctx.projectRoot)) {
+    return { outcome: "self", name, reason: "this server itself", notes };
+  }
+  const type = raw.type;
+  let kind: "stdio" | "http";
+  if (type === "sse") {
+    return skip(
+      "SSE transport: this server connects to upstream servers over stdio or Streamable HTTP only",
+    );
+  } else if (type === "stdio") kind = "stdio";
+  else if (type === "http" || type === "streamable-http" || type === "streamableHttp") {
+    kind = "http";
+  } else if (type === undefined) kind = raw.url !== undefined ? "http" : "stdio";
+  else return skip(`unknown transport "type": ${JSON.stringify(type)}`);
+
+  const entry: ServerEntry = {};
+  if (typeof raw.description === "string" && raw.description !== "") {
+    entry.description = raw.description;
+  }
+  if (raw.disabled === true) entry.disabled = true;
+  if (kind === "stdio") {
+    if (typeof raw.command !== "string" || raw.command === "") {
+      return skip('no "command" (a stdio server needs one)');
+    }
+    entry.command = raw.command;
+    if (raw.args !== undefined) {
+      if (!Array.isArray(raw.args) || raw.args.some((a) => !isScalar(a))) {
+        return skip('"args" is not a list of strings');
+      }
+      if (raw.args.length > 0) entry.args = raw.args.map(String);
+    }
+    if (raw.env !== undefined) {
+      const env = stringMap(raw.env, "env", notes);
+      if (env === null) return skip('"env" is not an object of strings');
+      if (Object.keys(env).length > 0) entry.env = env;
+    }
+    if (raw.cwd !== undefined) {
+      if (typeof raw.cwd !== "string") return skip('"cwd" is not a string');
+      entry.cwd = raw.cwd;
+    }
+  } else {
+    if (typeof raw.url !== "string" || raw.url === "") return skip('no "url"');
+    entry.url = raw.url;
+    if (type === undefined && /\/sse\/?$/.test(raw.url)) {
+      notes.push(
+        "no transport type given and the URL ends in /sse: connected with Streamable HTTP, " +
+          "which an SSE-only server does not speak",
+      );
+    }
+    if (raw.headers !== undefined) {
+      const headers = stringMap(raw.headers, "headers", notes);
+      if (headers === null) return skip('"headers" is not an object of strings');
+      if (Object.keys(headers).length > 0) entry.headers = headers;
+    }
+  }
+  const known = [...COMMON_FIELDS, ...(kind === "stdio" ? STDIO_FIELDS : HTTP_FIELDS)];
+  const dropped = Object.keys(raw).filter((k) => !known.includes(k));
+  if (typeof raw.envFile === "string") {
+    notes.push(
+      `envFile ${raw.envFile} is not read here: put its variables in "env" or the environment`,
+    );
+  }
+  if (dropped.length > 0) {
+    notes.push(`dropped fields this server does not use: ${dropped.join(", ")}`);
+  }
+
+  // Placeholders: every client's forms become ours (${NAME}), or the entry cannot be imported.
+  const used = new Set<string>();
+  const problems: string[] = [];
+  const rewrite = (value: string) => rewriteVariables(value, ctx, used, notes, problems);
+  if (entry.command !== undefined) entry.command = rewrite(entry.command);
+  if (entry.args) entry.args = entry.args.map(rewrite);
+  if (entry.env) entry.env = mapValues(entry.env, rewrite);
+  if (entry.cwd !== undefined) entry.cwd = rewrite(entry.cwd);
+  if (entry.url !== undefined) entry.url = rewrite(entry.url);
+  if (entry.headers) entry.headers = mapValues(entry.headers, rewrite);
+  if (problems.length > 0) return skip([...new Set(problems)].join("; "));
+
+  // Project servers run in their project's folder (as the clients start them).
+  if (kind === "stdio" && ctx.projectDir !== undefined) {
+    entry.cwd = entry.cwd === undefined ? ctx.projectDir : resolve(ctx.projectDir, entry.cwd);
+  } else if (entry.cwd !== undefined && !isAbsolute(entry.cwd) && !entry.cwd.startsWith("${")) {
+    notes.push(`"cwd" ${entry.cwd} is relative: here it is taken from mcp_servers.json's folder`);
+  }
+  for (const [key, value] of Object.entries(entry.env ?? {})) {
+    if (SECRET_NAME.test(key) && value !== "" && !value.includes("${")) {
+      notes.push(
+        `env ${key} holds a literal value: better as "\${${key}}" with ${key} set in the ` +
+          "environment (values from the environment are scrubbed from results and logs)",
+      );
+    }
+  }
+  const unset = [...used].filter((v) => v !== "CONFIG_DIR" && !ctx.isSet(v)).sort();
+  if (unset.length > 0) {
+    notes.push(
+      `needs ${unset.join(", ")} in the environment (not set now; the server refuses to start ` +
+        "without them)",
+    );
+  }
+  const invalid = refusal(name, entry);
+  if (invalid) return skip(invalid);
+  return { outcome: "import", name, entry, notes };
+}
+
+/**
+ * Rewrites `${...}` forms: VS Code's and Cursor's `${env:NAME}`, `${input:ID}` (asked of the
+ * user by VS Code: becomes a variable the user must set), `${workspaceFolder}`, `${userHome}`;
+ * Claude Code's `${NAME}` and `${NAME:-default}`. Others land in `problems`.
+ */
+function rewriteVariables(
+  value: string,
+  ctx: TranslateContext,
+  used: Set<string>,
+  notes: string[],
+  problems: string[],
+): string {
+  return value.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
+    const env = /^env:(.+)$/.exec(inner);
+    if (env && VAR_NAME.test(env[1]!)) {
+      used.add(env[1]!);
+      return `\${${env[1]}}`;
+    }
+    const input = /^input:(.+)$/.exec(inner);
+    if (input) {
+      const name = inputVariable(input[1]!);
+      used.add(name);
+      notes.push(
+        `${whole} is asked of the user by VS Code, which cannot happen here: it became \${${name}}`,
+      );
+      return `\${${name}}`;
+    }
+    if (inner === "workspaceFolder" || inner === "workspaceRoot") {
+      if (ctx.projectDir !== undefined) return ctx.projectDir;
+      problems.push(`uses ${whole}, which has no value outside an open workspace`);
+      return whole;
+    }
+    if (inner === "userHome") return ctx.home;
+    if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) {
+      used.add(inner);
+      return whole;
+    }
+    const fallback = /^([A-Za-z_][A-Za-z0-9_]*):-(.*)$/.exec(inner);
+    if (fallback) {
+      const [, name, otherwise] = fallback as unknown as [string, string, string];
+      if (ctx.isSet(name)) {
+        used.add(name);
+        notes.push(`${whole} became \${${name}} (no defaults here; ${name} is set now)`);
+        return `\${${name}}`;
+      }
+      notes.push(`${whole} became its default "${otherwise}" (${name} is not set now)`);
+      return otherwise;
+    }
+    problems.push(`uses ${whole}, which has no equivalent here`);
+    return whole;
+  });
+}
+
+/** The environment variable standing for a VS Code input id ("api-key" -> API_KEY). */
+export function inputVariable(id: string): string {
+  const name = id.toUpperCase().replace(/[^A-Z0-9_]+/g, "_");
+  return /^[A-Z_]/.test(name) ? name : `INPUT_${name}`;
+}
+
+/** Why our config would refuse `entry`, or null: checked by the config's own parser. */
+function refusal(name: string, entry: ServerEntry): string | null {
+  // Placeholders are checked for form only: any variable stands for a long, URL-shaped value.
+  const placeholder = () => "https://placeholder.invalid";
+  try {
+    parseConfigFile({ servers: { [name]: entry } }, {
+      path: "mcp_servers.json",
+      env: placeholder,
+    });
+    for (const [header, value] of Object.entries(entry.headers ?? {})) {
+      if (value.includes("${")) continue;
+      const problem = secretProblem(value);
+      // Every header value is a secret to the server, which refuses ones it cannot scrub.
+      if (problem) return `header ${header}: ${problem}`;
+    }
+    return null;
+  } catch (error) {
+    return (error as Error).message.replace(/^Cannot load config mcp_servers\.json: /, "");
+  }
+}
+
+function isScalar(value: unknown): boolean {
+  return typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+}
+
+/** An object of strings (numbers and booleans written as strings; null values dropped). */
+function stringMap(
+  value: unknown,
+  field: string,
+  notes: string[],
+): Record<string, string> | null {
+  if (!isRecord(value)) return null;
+  const out: Record<string, string> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (v === null) {
+      notes.push(`${field}.${key} is null (unset in the client): left out`);
+      continue;
+    }
+    if (!isScalar(v)) return null;
+    out[key] = String(v);
+  }
+  return out;
+}
+
+function mapValues(
+  map: Record<string, string>,
+  f: (value: string) => string,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, f(v)]));
+}

@@ -1,0 +1,426 @@
+/**
+ * `import` and `install`: the file-reading and -writing edge around the pure decisions in
+ * src/clients/ (where files are, how entries translate, how files merge). Both run in the
+ * launcher's process, without the restricted relaunch and without loading the server.
+ */
+import { dirname, join, resolve } from "node:path";
+import {
+  type ClientName,
+  CLIENTS,
+  type ConfigSource,
+  configSources,
+  installScopes,
+  installTarget,
+  isClientName,
+  isRecord,
+  type Platform,
+  type Scope,
+  valueAt,
+} from "../clients/client_configs.ts";
+import { parseJsonc } from "../clients/jsonc.ts";
+import {
+  type Candidate,
+  type CandidateStatus,
+  installServer,
+  mergeServers,
+} from "../clients/merge.ts";
+import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
+import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
+import { writeFileAtomically } from "../_util/atomic_write.ts";
+import { PROJECT_ROOT } from "../config/config.ts";
+import { readConfigVariable, readEnv } from "../config/environment.ts";
+import { UsageError } from "./usage_error.ts";
+
+/** What the commands need from the outside world (tests pass their own). */
+export interface ClientsDeps {
+  platform: Platform;
+  /** Reads any environment variable (for "is it set" notes). */
+  env: (name: string) => string | undefined;
+  projectRoot: string;
+  /** Where a command is on PATH, if it is. */
+  which: (command: string) => string | undefined;
+  execPath: string;
+  standalone: boolean;
+  now: () => Date;
+  out: (text: string) => void;
+}
+
+/** The real machine: its HOME, config folders, PATH, clock and current folder. */
+export function systemDeps(out: (text: string) => void): ClientsDeps {
+  const home = readEnv("HOME") ?? readEnv("USERPROFILE");
+  if (!home) throw new Error("Cannot find client configs: neither HOME nor USERPROFILE is set");
+  const os = Deno.build.os === "darwin" || Deno.build.os === "windows" ? Deno.build.os : "linux";
+  return {
+    platform: {
+      os,
+      home,
+      xdgConfigHome: readEnv("XDG_CONFIG_HOME"),
+      appData: readEnv("APPDATA"),
+      cwd: Deno.cwd(),
+    },
+    env: readConfigVariable,
+    projectRoot: PROJECT_ROOT,
+    which: (command) => findOnPath(command, readEnv("PATH") ?? "", os),
+    execPath: Deno.execPath(),
+    standalone: Deno.build.standalone,
+    now: () => new Date(),
+    out,
+  };
+}
+
+/** Client names from the command line; an unknown one is a usage error. */
+export function parseClients(names: string[]): ClientName[] {
+  for (const name of names) {
+    if (!isClientName(name)) {
+      throw new UsageError(`unknown client "${name}" (known: ${CLIENTS.join(", ")})`);
+    }
+  }
+  return names as ClientName[];
+}
+
+/** `import` as the CLI runs it. */
+export function importCommand(
+  flags: { from: string[]; dryRun: boolean; replace: boolean; config?: string },
+  out: (text: string) => void,
+): Promise<number> {
+  const from = parseClients(flags.from);
+  const configPath = resolve(
+    flags.config ?? readEnv("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json"),
+  );
+  return runImport(
+    { from, dryRun: flags.dryRun, replace: flags.replace, configPath },
+    systemDeps(out),
+  );
+}
+
+/** `install` as the CLI runs it. */
+export function installCommand(
+  flags: { client?: string; scope?: string; dryRun: boolean },
+  out: (text: string) => void,
+): Promise<number> {
+  if (flags.client === undefined) {
+    throw new UsageError(`install needs --client (one of ${CLIENTS.join(", ")})`);
+  }
+  const [client] = parseClients([flags.client]);
+  const scope = flags.scope ?? "user";
+  if (scope !== "user" && scope !== "project") {
+    throw new UsageError(`--scope must be user or project, got "${scope}"`);
+  }
+  return runInstall({ client: client!, scope, dryRun: flags.dryRun }, systemDeps(out));
+}
+
+type FileRead =
+  | { status: "missing" }
+  | { status: "broken"; message: string }
+  | { status: "ok"; value: unknown; hadComments: boolean; mode: number | null };
+
+async function readJsonFile(path: string): Promise<FileRead> {
+  let text: string;
+  let mode: number | null = null;
+  try {
+    text = await Deno.readTextFile(path);
+    mode = (await Deno.stat(path)).mode;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return { status: "missing" };
+    return { status: "broken", message: (error as Error).message };
+  }
+  try {
+    return { status: "ok", ...parseJsonc(text), mode: mode === null ? null : mode & 0o777 };
+  } catch (error) {
+    return { status: "broken", message: `not valid JSON: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * Writes `value` as JSON to `path` atomically, keeping the old file's permissions and a
+ * timestamped copy of it beside it (returned); creates the folder when the file is new. A
+ * symlinked file is written through the link.
+ */
+async function writeJsonWithBackup(
+  path: string,
+  value: unknown,
+  mode: number | null,
+  now: Date,
+): Promise<string | null> {
+  const target = await Deno.realPath(path).catch(() => path);
+  let backup: string | null = null;
+  if (mode !== null) {
+    backup = `${target}.${now.toISOString().replace(/[:.]/g, "-")}.bak`;
+    await Deno.copyFile(target, backup);
+    if (Deno.build.os !== "windows") await Deno.chmod(backup, mode);
+  } else {
+    await Deno.mkdir(dirname(target), { recursive: true });
+  }
+  await writeFileAtomically(target, JSON.stringify(value, null, 2) + "\n", {
+    mode: mode ?? undefined,
+  });
+  return backup;
+}
+
+function describeSource(s: ConfigSource): string {
+  const where = s.keyPath.length > 1
+    ? ` (${s.keyPath.slice(0, -1).map((k) => `[${JSON.stringify(k)}]`).join("")})`
+    : "";
+  return `${s.client} ${s.scope}: ${s.path}${where}`;
+}
+
+function summary(entry: ServerEntry): string {
+  if (typeof entry.url === "string") return `http  ${entry.url}`;
+  const args = (entry.args ?? []).join(" ");
+  return `stdio ${entry.command}${args ? " " + args : ""}`;
+}
+
+export interface ImportOptions {
+  from: ClientName[];
+  dryRun: boolean;
+  replace: boolean;
+  /** Our config file to write (resolved by the caller). */
+  configPath: string;
+}
+
+/**
+ * Reads every list of servers the chosen clients keep, prints what it found, and merges the
+ * servers into our config. Exit code 0, or 1 when a client file or our config could not be
+ * read (what could be read is still merged).
+ */
+export async function runImport(options: ImportOptions, deps: ClientsDeps): Promise<number> {
+  const { out } = deps;
+  const clients = options.from.length > 0 ? options.from : [...CLIENTS];
+  let failed = false;
+  // In the order found: a list of servers, or a line saying why there is none.
+  const reports: { source: ConfigSource; message?: string; translations?: Translation[] }[] = [];
+  const seen = new Set<string>();
+  const missing = new Set<string>();
+  for (const client of clients) {
+    for (const source of configSources(client, deps.platform)) {
+      const id = JSON.stringify([source.path, source.keyPath]);
+      if (seen.has(id)) continue; // e.g. Cursor's project file when the folder is HOME
+      seen.add(id);
+      const read = await readJsonFile(source.path);
+      if (read.status === "missing") {
+        if (!missing.has(source.path)) reports.push({ source, message: "not found" });
+        missing.add(source.path);
+        continue;
+      }
+      if (read.status === "broken") {
+        reports.push({ source, message: `cannot read: ${read.message}` });
+        failed = true;
+        continue;
+      }
+      const servers = valueAt(read.value, source.keyPath);
+      if (servers === undefined) {
+        reports.push({ source, message: "no servers" });
+        continue;
+      }
+      if (!isRecord(servers)) {
+        reports.push({
+          source,
+          message: `cannot read: "${source.keyPath.at(-1)}" is not an object`,
+        });
+        failed = true;
+        continue;
+      }
+      const translations = Object.entries(servers).map(([name, raw]) =>
+        translateEntry(name, raw, {
+          projectDir: source.projectDir,
+          home: deps.platform.home,
+          projectRoot: deps.projectRoot,
+          isSet: (v) => deps.env(v) !== undefined,
+        })
+      );
+      reports.push({ source, translations });
+    }
+  }
+  const found = reports.filter((r) => r.translations !== undefined);
+
+  const ours = await readJsonFile(options.configPath);
+  if (ours.status === "broken") {
+    out(`Cannot import into ${options.configPath}: ${ours.message}\n`);
+    return 1;
+  }
+  const candidates: Candidate[] = [];
+  const index = new Map<Translation, number>();
+  for (const { source, translations } of found) {
+    for (const t of translations!) {
+      if (t.outcome !== "import") continue;
+      index.set(t, candidates.length);
+      candidates.push({ name: t.name, entry: t.entry, from: `${source.client} ${source.scope}` });
+    }
+  }
+  let plan;
+  try {
+    plan = mergeServers(ours.status === "ok" ? ours.value : null, candidates, {
+      replace: options.replace,
+    });
+  } catch (error) {
+    out(`Cannot import into ${options.configPath}: ${(error as Error).message}\n`);
+    return 1;
+  }
+
+  for (const { source, message, translations } of reports) {
+    if (translations === undefined) {
+      out(`${describeSource(source)}: ${message}\n`);
+      continue;
+    }
+    out(`${describeSource(source)}\n`);
+    if (translations.length === 0) out("  (no servers)\n");
+    for (const t of translations) {
+      const line = t.outcome === "import"
+        ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!)
+        : t.outcome === "self"
+        ? `  - ${t.name}  left out: ${t.reason}`
+        : `  ! ${t.name}  not imported: ${t.reason}`;
+      out(line + "\n");
+      for (const note of t.notes) out(`      note: ${note}\n`);
+    }
+  }
+
+  const added = plan.statuses.filter((s) => s.status === "added").length;
+  const replaced = plan.statuses.filter((s) => s.status === "replaced").length;
+  if (candidates.length === 0 && found.length === 0) {
+    out(`No client config found; ${options.configPath} left as it was.\n`);
+    return failed ? 1 : 0;
+  }
+  if (!plan.changed) {
+    out(`Nothing to add to ${options.configPath}.\n`);
+    return failed ? 1 : 0;
+  }
+  const counts = `${added} added` + (replaced ? `, ${replaced} replaced` : "");
+  if (options.dryRun) {
+    out(`Dry run: ${options.configPath} would be (${counts}):\n`);
+    out(JSON.stringify(plan.file, null, 2) + "\n");
+    return failed ? 1 : 0;
+  }
+  try {
+    const backup = await writeJsonWithBackup(
+      options.configPath,
+      plan.file,
+      ours.status === "ok" ? ours.mode : null,
+      deps.now(),
+    );
+    out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.\n`);
+  } catch (error) {
+    out(`Cannot write ${options.configPath}: ${writeFailure(error)}\n`);
+    return 1;
+  }
+  return failed ? 1 : 0;
+}
+
+export interface InstallOptions {
+  client: ClientName;
+  scope: Scope;
+  dryRun: boolean;
+}
+
+/** Adds this server to a client's list (idempotent). Exit 0, or 1 when the file cannot change. */
+export async function runInstall(options: InstallOptions, deps: ClientsDeps): Promise<number> {
+  const { out } = deps;
+  const target = installScopes(options.client).includes(options.scope)
+    ? installTarget(options.client, options.scope, deps.platform)
+    : null;
+  if (!target) {
+    throw new UsageError(
+      `${options.client} has no ${options.scope} scope (it has: ${
+        installScopes(options.client).join(", ")
+      })`,
+    );
+  }
+  const launch = chooseLaunch({
+    installedCommand: deps.which("mcp-code-mode"),
+    denoOnPath: deps.which("deno") !== undefined,
+    execPath: deps.execPath,
+    standalone: deps.standalone,
+    projectRoot: deps.projectRoot,
+  });
+  const entry = clientEntry(options.client, launch);
+  const read = await readJsonFile(target.path);
+  if (read.status === "broken") {
+    out(`Cannot install into ${target.path}: ${read.message} (the file was not changed)\n`);
+    return 1;
+  }
+  let plan;
+  try {
+    plan = installServer(
+      read.status === "ok" ? read.value : null,
+      target.keyPath,
+      OUR_SERVER_NAME,
+      entry,
+    );
+  } catch (error) {
+    out(`${(error as Error).message} (${target.path} was not changed)\n`);
+    return 1;
+  }
+  out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}\n`);
+  out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}\n`);
+  out(`  because ${launch.why}\n`);
+  if (plan.change === "none") {
+    out(`Already installed: ${target.path} is unchanged.\n`);
+    return 0;
+  }
+  const names = (servers: Record<string, unknown>) =>
+    Object.keys(servers).map((n) => n === OUR_SERVER_NAME ? `${n} (${plan.change})` : n);
+  out(`  servers before: ${Object.keys(plan.before).join(", ") || "(none)"}\n`);
+  out(`  servers after:  ${names(plan.after).join(", ")}\n`);
+  if (plan.previous !== undefined) {
+    out(`  - "${OUR_SERVER_NAME}": ${JSON.stringify(plan.previous)}\n`);
+    out(`  + "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}\n`);
+  }
+  if (read.status === "ok" && read.hadComments) {
+    out("  note: the file's comments are not kept (the backup has them)\n");
+  }
+  if (options.dryRun) {
+    out("Dry run: nothing written.\n");
+    return 0;
+  }
+  try {
+    const backup = await writeJsonWithBackup(
+      target.path,
+      plan.file,
+      read.status === "ok" ? read.mode : null,
+      deps.now(),
+    );
+    out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.\n`);
+  } catch (error) {
+    out(`Cannot write ${target.path}: ${writeFailure(error)}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+function statusLine(name: string, what: string, s: CandidateStatus): string {
+  switch (s.status) {
+    case "added":
+      return `  + ${name}  ${what}`;
+    case "replaced":
+      return `  ~ ${name}  ${what} (replaced the entry there)`;
+    case "present":
+      return `  = ${name}  already there`;
+    case "kept":
+      return `  ! ${name}  not imported: a different "${name}" is there (--replace overwrites it)`;
+    case "duplicate":
+      return s.same
+        ? `  = ${name}  the same as in ${s.first}`
+        : `  ! ${name}  not imported: differs from "${name}" in ${s.first}, which was taken`;
+  }
+}
+
+function writeFailure(error: unknown): string {
+  return error instanceof Deno.errors.NotCapable
+    ? "this process may not write there (run it with --allow-write, or -A)"
+    : (error as Error).message;
+}
+
+/** Where `command` is on `path` (a PATH value), if anywhere. */
+export function findOnPath(command: string, path: string, os: Platform["os"]): string | undefined {
+  const names = os === "windows" ? [`${command}.exe`, `${command}.cmd`, command] : [command];
+  for (const dir of path.split(os === "windows" ? ";" : ":").filter(Boolean)) {
+    for (const name of names) {
+      try {
+        if (Deno.statSync(join(dir, name)).isFile) return join(dir, name);
+      } catch {
+        // not here
+      }
+    }
+  }
+  return undefined;
+}

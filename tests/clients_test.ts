@@ -1,0 +1,774 @@
+/**
+ * `import` and `install`: the pure decisions as tables (where client files are, how entries
+ * translate, how files merge), then the real CLI against realistic client files in a temporary
+ * HOME, with the written mcp_servers.json loaded by the project's own loadConfig.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { MAIN, ROOT } from "./_helpers.ts";
+import {
+  type ClientName,
+  CLIENTS,
+  configSources,
+  installTarget,
+  type Platform,
+} from "../src/clients/client_configs.ts";
+import { parseJsonc } from "../src/clients/jsonc.ts";
+import {
+  inputVariable,
+  isThisServer,
+  ourServerName,
+  type TranslateContext,
+  translateEntry,
+} from "../src/clients/translate.ts";
+import { installServer, mergeServers } from "../src/clients/merge.ts";
+import { chooseLaunch, clientEntry } from "../src/clients/our_entry.ts";
+import { loadConfig } from "../src/config/config.ts";
+
+const PROJECT = ROOT.replace(/\/$/, "");
+
+Deno.test("configSources() finds each client's files on Linux, macOS and Windows", async (t) => {
+  const linux: Platform = { os: "linux", home: "/home/u", cwd: "/work/p" };
+  const paths = (client: ClientName, p: Platform) =>
+    configSources(client, p).map((s) => `${s.scope} ${s.path} ${s.keyPath.join(".")}`);
+  await t.step("Linux, with and without XDG_CONFIG_HOME", () => {
+    assert.deepEqual(paths("claude-desktop", linux), [
+      "user /home/u/.config/Claude/claude_desktop_config.json mcpServers",
+    ]);
+    assert.deepEqual(paths("claude-desktop", { ...linux, xdgConfigHome: "/x" }), [
+      "user /x/Claude/claude_desktop_config.json mcpServers",
+    ]);
+    assert.deepEqual(paths("claude-code", linux), [
+      "local /home/u/.claude.json projects./work/p.mcpServers",
+      "project /work/p/.mcp.json mcpServers",
+      "user /home/u/.claude.json mcpServers",
+    ]);
+    assert.deepEqual(paths("cursor", linux), [
+      "project /work/p/.cursor/mcp.json mcpServers",
+      "user /home/u/.cursor/mcp.json mcpServers",
+    ]);
+    assert.deepEqual(paths("vscode", { ...linux, xdgConfigHome: "/x" }), [
+      "project /work/p/.vscode/mcp.json servers",
+      "user /x/Code/User/mcp.json servers",
+    ]);
+  });
+  await t.step("macOS: the app config dir is ~/Library/Application Support", () => {
+    const mac: Platform = { os: "darwin", home: "/Users/u", cwd: "/p", xdgConfigHome: "/x" };
+    assert.deepEqual(paths("claude-desktop", mac), [
+      "user /Users/u/Library/Application Support/Claude/claude_desktop_config.json mcpServers",
+    ]);
+    assert.equal(
+      installTarget("vscode", "user", mac)?.path,
+      "/Users/u/Library/Application Support/Code/User/mcp.json",
+    );
+    assert.equal(installTarget("cursor", "user", mac)?.path, "/Users/u/.cursor/mcp.json");
+  });
+  await t.step("Windows: %APPDATA%, else AppData\\Roaming under the home folder", () => {
+    const win: Platform = { os: "windows", home: "C:\\Users\\u", cwd: "C:\\p" };
+    assert.deepEqual(paths("claude-desktop", { ...win, appData: "D:\\Roam" }), [
+      "user D:\\Roam\\Claude\\claude_desktop_config.json mcpServers",
+    ]);
+    assert.equal(
+      installTarget("vscode", "user", win)?.path,
+      "C:\\Users\\u\\AppData\\Roaming\\Code\\User\\mcp.json",
+    );
+    assert.equal(installTarget("claude-code", "user", win)?.path, "C:\\Users\\u\\.claude.json");
+    assert.equal(installTarget("claude-code", "project", win)?.path, "C:\\p\\.mcp.json");
+  });
+  await t.step("Claude Desktop has no project file", () => {
+    assert.equal(installTarget("claude-desktop", "project", linux), null);
+  });
+});
+
+Deno.test("parseJsonc() reads VS Code's comments and trailing commas, not inside strings", () => {
+  const text = `{
+    // a line comment
+    "servers": { "a": { "url": "https://x.example/a//b", "args": ["/* not a comment */",], }, },
+    /* a block
+       comment */
+    "inputs": [],
+  }`;
+  const { value, hadComments } = parseJsonc(text);
+  assert.equal(hadComments, true);
+  assert.deepEqual(value, {
+    servers: { a: { url: "https://x.example/a//b", args: ["/* not a comment */"] } },
+    inputs: [],
+  });
+  assert.deepEqual(parseJsonc('{"a": "\\"//"}'), { value: { a: '"//' }, hadComments: false });
+  assert.throws(() => parseJsonc("{ broken"), SyntaxError);
+});
+
+const CTX: TranslateContext = {
+  home: "/home/u",
+  projectRoot: "/opt/code-mode",
+  isSet: (name) => name === "SET_VAR",
+};
+
+Deno.test("translateEntry() turns each client's entry into ours, or says why not", async (t) => {
+  const rows: {
+    name: string;
+    raw: unknown;
+    ctx?: Partial<TranslateContext>;
+    entry?: unknown;
+    outcome?: "skip" | "self";
+    reason?: RegExp;
+    notes?: RegExp[];
+  }[] = [
+    {
+      name: "a plain stdio entry keeps command, args and env",
+      raw: { command: "npx", args: ["-y", "pkg"], env: { LEVEL: "debug" } },
+      entry: { command: "npx", args: ["-y", "pkg"], env: { LEVEL: "debug" } },
+    },
+    {
+      name: "type stdio and client-only fields are dropped, with a note naming them",
+      raw: { type: "stdio", command: "node", args: [], alwaysAllow: ["x"], timeout: 3 },
+      entry: { command: "node" },
+      notes: [/dropped fields this server does not use: alwaysAllow, timeout/],
+    },
+    {
+      name: "an http entry keeps url and headers",
+      raw: { type: "http", url: "https://mcp.example.com/mcp", headers: { A: "Bearer 12345678" } },
+      entry: { url: "https://mcp.example.com/mcp", headers: { A: "Bearer 12345678" } },
+    },
+    {
+      name: "a url without a type is Streamable HTTP",
+      raw: { url: "https://mcp.example.com/mcp" },
+      entry: { url: "https://mcp.example.com/mcp" },
+    },
+    {
+      name: "streamable-http is http",
+      raw: { type: "streamable-http", url: "https://m.example/mcp" },
+      entry: { url: "https://m.example/mcp" },
+    },
+    {
+      name: "SSE servers are refused: the upstream client speaks stdio and Streamable HTTP",
+      raw: { type: "sse", url: "https://mcp.asana.com/sse" },
+      outcome: "skip",
+      reason: /SSE transport/,
+    },
+    {
+      name: "an unknown transport is refused",
+      raw: { type: "websocket", url: "wss://x" },
+      outcome: "skip",
+      reason: /unknown transport/,
+    },
+    {
+      name: "VS Code ${env:NAME} becomes ${NAME}",
+      raw: { command: "x", env: { TOKEN: "${env:SET_VAR}" } },
+      entry: { command: "x", env: { TOKEN: "${SET_VAR}" } },
+    },
+    {
+      name: "VS Code ${input:id} becomes a variable to set, and says so",
+      raw: { command: "x", env: { KEY: "${input:api-key}" } },
+      entry: { command: "x", env: { KEY: "${API_KEY}" } },
+      notes: [/\$\{input:api-key\} is asked of the user by VS Code/, /needs API_KEY/],
+    },
+    {
+      name: "${workspaceFolder} of a project file is the project folder",
+      raw: { command: "node", args: ["${workspaceFolder}/srv.js"] },
+      ctx: { projectDir: "/work/p" },
+      entry: { command: "node", args: ["/work/p/srv.js"], cwd: "/work/p" },
+    },
+    {
+      name: "${workspaceFolder} in a user file cannot be resolved: refused",
+      raw: { command: "node", args: ["${workspaceFolder}/srv.js"] },
+      outcome: "skip",
+      reason: /workspaceFolder/,
+    },
+    {
+      name: "${userHome} is the home folder",
+      raw: { command: "${userHome}/bin/srv" },
+      entry: { command: "/home/u/bin/srv" },
+    },
+    {
+      name: "Claude Code ${VAR:-default}: the default when VAR is unset",
+      raw: { url: "${UNSET_VAR:-https://api.example.com}/mcp", type: "http" },
+      entry: { url: "https://api.example.com/mcp" },
+      notes: [/became its default/],
+    },
+    {
+      name: "Claude Code ${VAR:-default}: ${VAR} when VAR is set",
+      raw: { command: "x", args: ["${SET_VAR:-y}"] },
+      entry: { command: "x", args: ["${SET_VAR}"] },
+    },
+    {
+      name: "a variable not set now is kept, with a note",
+      raw: { command: "x", env: { T: "${MISSING_ONE}" } },
+      entry: { command: "x", env: { T: "${MISSING_ONE}" } },
+      notes: [/needs MISSING_ONE in the environment/],
+    },
+    {
+      name: "an unknown ${...} form is refused",
+      raw: { command: "x", args: ["${pathSeparator}"] },
+      outcome: "skip",
+      reason: /pathSeparator/,
+    },
+    {
+      name: "a literal token in env gets a note",
+      raw: { command: "x", env: { GITHUB_TOKEN: "ghp_abcdefgh" } },
+      entry: { command: "x", env: { GITHUB_TOKEN: "ghp_abcdefgh" } },
+      notes: [/env GITHUB_TOKEN holds a literal value/],
+    },
+    {
+      name: "numbers become strings; null env values are left out with a note",
+      raw: { command: "x", args: [8080], env: { PORT: 1, GONE: null } },
+      entry: { command: "x", args: ["8080"], env: { PORT: "1" } },
+      notes: [/env.GONE is null/],
+    },
+    {
+      name: "a name our config refuses is made valid",
+      raw: { command: "x" },
+      entry: { command: "x" },
+      notes: [/renamed from/],
+    },
+    {
+      name: "a short literal header (which the server could not scrub) is refused",
+      raw: { url: "https://m.example/mcp", headers: { "X-Env": "dev" } },
+      outcome: "skip",
+      reason: /header X-Env: the secret is 3 characters/,
+    },
+    {
+      name: "an entry without a command is refused",
+      raw: { args: ["x"] },
+      outcome: "skip",
+      reason: /no "command"/,
+    },
+    {
+      name: "a relative cwd of a project entry is taken from the project folder",
+      raw: { command: "x", cwd: "tools" },
+      ctx: { projectDir: "/work/p" },
+      entry: { command: "x", cwd: "/work/p/tools" },
+    },
+    {
+      name: "disabled entries stay disabled",
+      raw: { command: "x", disabled: true },
+      entry: { command: "x", disabled: true },
+    },
+    {
+      name: "this server itself is left out",
+      raw: { command: "deno", args: ["task", "--cwd", "/opt/code-mode/", "serve"] },
+      outcome: "self",
+    },
+  ];
+  for (const row of rows) {
+    await t.step(row.name, () => {
+      const clientName = row.name.startsWith("a name our config") ? "my server.v2" : "srv";
+      const result = translateEntry(clientName, row.raw, { ...CTX, ...row.ctx });
+      if (row.outcome) {
+        assert.equal(result.outcome, row.outcome, JSON.stringify(result));
+        if (row.reason && "reason" in result) assert.match(result.reason, row.reason);
+      } else {
+        assert.equal(result.outcome, "import", JSON.stringify(result));
+        if (result.outcome === "import") assert.deepEqual(result.entry, row.entry);
+      }
+      for (const note of row.notes ?? []) {
+        assert.ok(result.notes.some((n) => note.test(n)), `${note} in ${result.notes}`);
+      }
+    });
+  }
+});
+
+Deno.test("ourServerName() and inputVariable() give names our config accepts", () => {
+  assert.equal(ourServerName("github"), "github");
+  assert.equal(ourServerName("my server.v2"), "my-server-v2");
+  assert.equal(ourServerName("@scope/pkg"), "scope-pkg");
+  assert.equal(ourServerName("1password"), "mcp-1password");
+  assert.equal(ourServerName("x".repeat(80)).length, 64);
+  assert.equal(inputVariable("api-key"), "API_KEY");
+  assert.equal(inputVariable("2fa"), "INPUT_2FA");
+});
+
+Deno.test("isThisServer() recognises every way a client starts this server, and nothing else", async (t) => {
+  const root = "/opt/code-mode";
+  const rows: [string, Record<string, unknown>, boolean][] = [
+    ["the installed command", { command: "mcp-code-mode", args: ["serve"] }, true],
+    ["the command by full path", { command: "/home/u/.deno/bin/mcp-code-mode" }, true],
+    ["the single binary", { command: "C:\\bin\\mcp-code-mode.exe", args: ["serve"] }, true],
+    ["deno task --cwd", { command: "deno", args: ["task", "--cwd", root, "serve"] }, true],
+    ["deno task --cwd=", { command: "deno", args: ["task", `--cwd=${root}`, "serve"] }, true],
+    ["deno task serve in cwd", { command: "deno", args: ["task", "serve"], cwd: root }, true],
+    ["main.ts", { command: "deno", args: ["run", "-A", `${root}/main.ts`, "serve"] }, true],
+    ["main.ts from cwd", { command: "deno", args: ["run", "-A", "main.ts"], cwd: root }, true],
+    ["another project's task", { command: "deno", args: ["task", "--cwd", "/x", "serve"] }, false],
+    ["another main.ts", { command: "deno", args: ["run", "/srv/other/main.ts"] }, false],
+    ["an unrelated server", { command: "npx", args: ["-y", "code-mode-helper"] }, false],
+  ];
+  for (const [name, entry, expected] of rows) {
+    await t.step(name, () => assert.equal(isThisServer(entry, root), expected));
+  }
+});
+
+Deno.test("mergeServers() keeps what is there, adds what is new, and reports the rest", async (t) => {
+  const existing = {
+    $comment: "mine",
+    servers: { fs: { command: "deno", args: ["x"] }, web: { url: "https://a.example/mcp" } },
+    settings: { pool_size: 1 },
+  };
+  const fs = { command: "deno", args: ["x"] };
+  await t.step("new names are added after the existing ones; other fields stay", () => {
+    const plan = mergeServers(existing, [
+      { name: "fs", entry: { args: ["x"], command: "deno" }, from: "a" },
+      { name: "gh", entry: { command: "gh-mcp" }, from: "a" },
+    ], { replace: false });
+    assert.deepEqual(plan.statuses.map((s) => s.status), ["present", "added"]);
+    assert.equal(plan.changed, true);
+    assert.deepEqual(Object.keys(plan.file), ["$comment", "servers", "settings"]);
+    assert.deepEqual(plan.file.servers, { ...existing.servers, gh: { command: "gh-mcp" } });
+    assert.deepEqual(plan.file.settings, { pool_size: 1 });
+  });
+  await t.step("a different entry of a present name is kept unless --replace", () => {
+    const other = { name: "web", entry: { url: "https://b.example/mcp" }, from: "b" };
+    const kept = mergeServers(existing, [other], { replace: false });
+    assert.deepEqual(kept.statuses, [{ status: "kept" }]);
+    assert.equal(kept.changed, false);
+    assert.equal(kept.file, existing);
+    const replaced = mergeServers(existing, [other], { replace: true });
+    assert.deepEqual(replaced.statuses, [{ status: "replaced" }]);
+    assert.deepEqual((replaced.file.servers as Record<string, unknown>).web, other.entry);
+  });
+  await t.step("of two candidates with one name the first wins", () => {
+    const plan = mergeServers(null, [
+      { name: "x", entry: fs, from: "cursor user" },
+      { name: "x", entry: fs, from: "vscode user" },
+      { name: "x", entry: { command: "other" }, from: "claude-desktop user" },
+    ], { replace: true });
+    assert.deepEqual(plan.statuses, [
+      { status: "added" },
+      { status: "duplicate", same: true, first: "cursor user" },
+      { status: "duplicate", same: false, first: "cursor user" },
+    ]);
+    assert.deepEqual(plan.file, { servers: { x: fs } });
+  });
+  await t.step("a file in the clients' shape keeps its mcpServers key", () => {
+    const plan = mergeServers({ mcpServers: {} }, [{ name: "x", entry: fs, from: "a" }], {
+      replace: false,
+    });
+    assert.equal(plan.key, "mcpServers");
+    assert.deepEqual(plan.file, { mcpServers: { x: fs } });
+  });
+  await t.step("a file that is not an object is refused", () => {
+    assert.throws(() => mergeServers([], [], { replace: false }), TypeError);
+    assert.throws(() => mergeServers({ servers: [] }, [], { replace: false }), TypeError);
+  });
+});
+
+Deno.test("installServer() adds our entry, keeps every other key, and is idempotent", () => {
+  const claudeJson = {
+    numStartups: 12,
+    mcpServers: { notion: { type: "http", url: "https://mcp.notion.com/mcp" } },
+    projects: { "/p": { allowedTools: [] } },
+    oauthAccount: { emailAddress: "u@example.com" },
+  };
+  const ours = { type: "stdio", command: "mcp-code-mode", args: ["serve"] };
+  const plan = installServer(claudeJson, ["mcpServers"], "code-mode", ours);
+  assert.equal(plan.change, "added");
+  assert.deepEqual(plan.file, {
+    ...claudeJson,
+    mcpServers: { ...claudeJson.mcpServers, "code-mode": ours },
+  });
+  assert.deepEqual(Object.keys(plan.file), Object.keys(claudeJson));
+  const again = installServer(plan.file, ["mcpServers"], "code-mode", ours);
+  assert.equal(again.change, "none");
+  assert.equal(again.file, plan.file);
+  const updated = installServer(plan.file, ["mcpServers"], "code-mode", { command: "deno" });
+  assert.equal(updated.change, "replaced");
+  assert.deepEqual(updated.previous, ours);
+  assert.deepEqual(Object.keys(updated.after), ["notion", "code-mode"]);
+  // A missing file or key is created, nested keys included.
+  assert.deepEqual(installServer(null, ["servers"], "code-mode", ours).file, {
+    servers: { "code-mode": ours },
+  });
+  assert.deepEqual(installServer({ a: 1 }, ["projects", "/p", "mcpServers"], "c", ours).file, {
+    a: 1,
+    projects: { "/p": { mcpServers: { c: ours } } },
+  });
+  assert.throws(() => installServer({ mcpServers: [] }, ["mcpServers"], "c", ours), TypeError);
+});
+
+Deno.test("chooseLaunch() prefers mcp-code-mode on PATH, else deno task --cwd", () => {
+  const facts = { denoOnPath: true, execPath: "/x/deno", standalone: false, projectRoot: "/r" };
+  const installed = chooseLaunch({ ...facts, installedCommand: "/bin/mcp-code-mode" });
+  assert.deepEqual([installed.command, installed.args], ["mcp-code-mode", ["serve"]]);
+  const task = chooseLaunch(facts);
+  assert.deepEqual([task.command, task.args], ["deno", ["task", "--cwd", "/r", "serve"]]);
+  assert.match(task.why, /no mcp-code-mode command on PATH/);
+  assert.equal(chooseLaunch({ ...facts, denoOnPath: false }).command, "/x/deno");
+  const binary = chooseLaunch({ ...facts, standalone: true, execPath: "/d/mcp-cm" });
+  assert.deepEqual([binary.command, binary.args], ["/d/mcp-cm", ["serve"]]);
+  assert.deepEqual(clientEntry("vscode", installed), {
+    type: "stdio",
+    command: "mcp-code-mode",
+    args: ["serve"],
+  });
+  assert.deepEqual(clientEntry("cursor", installed), { command: "mcp-code-mode", args: ["serve"] });
+});
+
+// ---- The real CLI in a temporary HOME ----
+
+/** Deno's cache as this process sees it: a temporary HOME must not move it. */
+const DENO_DIR = Deno.env.get("DENO_DIR") ??
+  join(Deno.env.get("XDG_CACHE_HOME") ?? join(Deno.env.get("HOME")!, ".cache"), "deno");
+
+interface Sandbox {
+  home: string;
+  project: string;
+  bin: string;
+  out: string;
+  run(args: string[], env?: Record<string, string>): Promise<{ code: number; stdout: string }>;
+}
+
+async function tempHome(): Promise<Sandbox & AsyncDisposable> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "clients_test_" }));
+  const home = join(dir, "home");
+  const project = join(dir, "project");
+  const bin = join(dir, "bin");
+  for (const d of [home, project, bin]) await Deno.mkdir(d);
+  return {
+    home,
+    project,
+    bin,
+    out: join(dir, "mcp_servers.json"),
+    async run(args, env = {}) {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--no-prompt", "--allow-all", MAIN, ...args],
+        // Only this test's folders: nothing of the real HOME, and PATH holds just `bin`.
+        env: { HOME: home, PATH: bin, DENO_DIR, NO_COLOR: "1", ...env },
+        clearEnv: true,
+        cwd: project,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stdout = new TextDecoder().decode(output.stdout);
+      const stderr = new TextDecoder().decode(output.stderr);
+      return { code: output.code, stdout: stdout + (output.code === 0 ? "" : stderr) };
+    },
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+async function writeJson(path: string, value: unknown, text?: string): Promise<void> {
+  await Deno.mkdir(join(path, ".."), { recursive: true });
+  await Deno.writeTextFile(path, text ?? JSON.stringify(value, null, 2));
+}
+
+const readJson = async (path: string) => JSON.parse(await Deno.readTextFile(path));
+
+/** Realistic files of each client: several servers, and keys that are not servers. */
+function clientFiles(s: Sandbox): Record<ClientName, { path: string; value: unknown }> {
+  return {
+    "claude-desktop": {
+      path: join(s.home, ".config", "Claude", "claude_desktop_config.json"),
+      value: {
+        mcpServers: {
+          github: {
+            command: "npx",
+            args: ["-y", "@modelcontextprotocol/server-github"],
+            env: { GITHUB_PERSONAL_ACCESS_TOKEN: "${GH_TOKEN}" },
+          },
+          "filesystem.home": {
+            command: "npx",
+            args: ["-y", "@modelcontextprotocol/server-filesystem", "/home/u/docs"],
+          },
+        },
+        globalShortcut: "Ctrl+Space",
+      },
+    },
+    "claude-code": {
+      path: join(s.home, ".claude.json"),
+      value: {
+        numStartups: 41,
+        installMethod: "native",
+        autoUpdates: true,
+        oauthAccount: { emailAddress: "user@example.com" },
+        mcpServers: {
+          notion: {
+            type: "http",
+            url: "https://mcp.notion.com/mcp",
+            headers: { Authorization: "Bearer ${NOTION_TOKEN}" },
+          },
+          asana: { type: "sse", url: "https://mcp.asana.com/sse" },
+        },
+        projects: {
+          [s.project]: {
+            allowedTools: [],
+            mcpServers: {
+              sqlite: {
+                type: "stdio",
+                command: "uvx",
+                args: ["mcp-server-sqlite", "--db-path", "${DB_PATH:-data.db}"],
+                env: {},
+              },
+            },
+          },
+        },
+      },
+    },
+    cursor: {
+      path: join(s.home, ".cursor", "mcp.json"),
+      value: {
+        mcpServers: {
+          linear: { url: "https://mcp.linear.app/mcp", headers: { "X-Team": "engineering" } },
+          puppeteer: { command: "npx", args: ["-y", "@modelcontextprotocol/server-puppeteer"] },
+        },
+      },
+    },
+    vscode: {
+      path: join(s.home, ".config", "Code", "User", "mcp.json"),
+      value: {
+        inputs: [{ type: "promptString", id: "perplexity-key", password: true }],
+        servers: {
+          perplexity: {
+            type: "stdio",
+            command: "npx",
+            args: ["-y", "server-perplexity-ask"],
+            env: { PERPLEXITY_API_KEY: "${input:perplexity-key}", HOME_DIR: "${env:HOME}" },
+          },
+          playwright: { command: "npx", args: ["@playwright/mcp@latest"] },
+        },
+      },
+    },
+  };
+}
+
+/** The variables the imported servers name, as loadConfig needs them. */
+const IMPORT_ENV: Record<string, string> = {
+  GH_TOKEN: "ghp_0123456789abcdef",
+  NOTION_TOKEN: "secret_notion_0123456789",
+  PERPLEXITY_KEY: "pplx-0123456789",
+  PERPLEXITY_API_KEY: "pplx-0123456789",
+  HOME: "/home/someone",
+};
+
+Deno.test("import finds every client's servers in a temporary HOME and writes a config that loads", async () => {
+  await using s = await tempHome();
+  const files = clientFiles(s);
+  for (const { path, value } of Object.values(files)) await writeJson(path, value);
+  // A project file of VS Code, with comments, and a project .mcp.json of Claude Code.
+  await writeJson(
+    join(s.project, ".vscode", "mcp.json"),
+    null,
+    `{
+      // the team's servers
+      "servers": {
+        "docs": { "type": "stdio", "command": "node", "args": ["\${workspaceFolder}/docs-server.js"] },
+      },
+    }`,
+  );
+  await writeJson(join(s.project, ".mcp.json"), {
+    mcpServers: {
+      "code-mode": { command: "mcp-code-mode", args: ["serve"] },
+      search: { command: "node", args: ["search.js"] },
+    },
+  });
+
+  const dry = await s.run(["import", "--dry-run", "--config", s.out]);
+  assert.equal(dry.code, 0, dry.stdout);
+  assert.match(dry.stdout, /Dry run: .* would be \(10 added\)/);
+  await assert.rejects(Deno.stat(s.out), Deno.errors.NotFound);
+
+  const r = await s.run(["import", "--config", s.out]);
+  assert.equal(r.code, 0, r.stdout);
+  for (const [client, { path }] of Object.entries(files)) {
+    assert.match(r.stdout, new RegExp(`^${client} user: ${path}$`, "m"));
+  }
+  assert.match(r.stdout, /^ {2}- code-mode {2}left out: this server itself$/m);
+  assert.match(r.stdout, /^ {2}! asana {2}not imported: SSE transport/m);
+  assert.match(r.stdout, /renamed from "filesystem\.home"/);
+  assert.match(r.stdout, /\$\{input:perplexity-key\} is asked of the user by VS Code/);
+  assert.match(r.stdout, /Wrote .*mcp_servers\.json \(10 added\)\.$/m);
+
+  const written = await readJson(s.out);
+  assert.deepEqual(Object.keys(written.servers).sort(), [
+    "docs",
+    "filesystem-home",
+    "github",
+    "linear",
+    "notion",
+    "perplexity",
+    "playwright",
+    "puppeteer",
+    "search",
+    "sqlite",
+  ]);
+  // Project servers run in their project; placeholders are ours; defaults are written out.
+  assert.deepEqual(written.servers.docs, {
+    command: "node",
+    args: [`${s.project}/docs-server.js`],
+    cwd: s.project,
+  });
+  assert.deepEqual(written.servers.sqlite.args, ["mcp-server-sqlite", "--db-path", "data.db"]);
+  assert.deepEqual(written.servers.perplexity.env, {
+    PERPLEXITY_API_KEY: "${PERPLEXITY_KEY}",
+    HOME_DIR: "${HOME}",
+  });
+  assert.deepEqual(written.servers.notion, {
+    url: "https://mcp.notion.com/mcp",
+    headers: { Authorization: "Bearer ${NOTION_TOKEN}" },
+  });
+
+  const config = await loadConfig({ path: s.out, env: (name) => IMPORT_ENV[name] });
+  assert.equal(config.servers.length, 10);
+  const notion = config.servers.find((x) => x.name === "notion");
+  assert.equal(
+    notion?.kind === "http" && notion.headers.Authorization,
+    "Bearer " + IMPORT_ENV.NOTION_TOKEN,
+  );
+
+  // Again: everything is there already, and the file is left alone.
+  const before = await Deno.readTextFile(s.out);
+  const again = await s.run(["import", "--config", s.out]);
+  assert.equal(again.code, 0, again.stdout);
+  assert.match(again.stdout, /^ {2}= github {2}already there$/m);
+  assert.match(again.stdout, /Nothing to add/);
+  assert.equal(await Deno.readTextFile(s.out), before);
+});
+
+Deno.test("import merges into an existing mcp_servers.json: keeps its fields and entries, backs it up", async () => {
+  await using s = await tempHome();
+  const cursor = clientFiles(s).cursor;
+  await writeJson(cursor.path, cursor.value);
+  const existing = {
+    $comment: "my servers",
+    servers: {
+      puppeteer: { command: "deno", args: ["run", "-A", "npm:puppeteer-mcp"] },
+      memory: { command: "deno", args: ["run", "-A", "npm:@modelcontextprotocol/server-memory"] },
+    },
+    settings: { pool_size: 1, observe_results: false },
+  };
+  const original = JSON.stringify(existing, null, 4);
+  await writeJson(s.out, null, original);
+
+  const r = await s.run(["import", "--from", "cursor", "--config", s.out]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.doesNotMatch(r.stdout, /vscode|claude/); // --from: only Cursor's files
+  assert.match(r.stdout, /^ {2}! puppeteer {2}not imported: a different "puppeteer" is there/m);
+  assert.match(r.stdout, /^ {2}\+ linear /m);
+  const written = await readJson(s.out);
+  assert.equal(written.$comment, existing.$comment);
+  assert.deepEqual(written.settings, existing.settings);
+  assert.deepEqual(written.servers, {
+    ...existing.servers,
+    linear: { url: "https://mcp.linear.app/mcp", headers: { "X-Team": "engineering" } },
+  });
+  const backups = [...Deno.readDirSync(join(s.out, ".."))].filter((e) => e.name.endsWith(".bak"));
+  assert.equal(backups.length, 1);
+  assert.equal(await Deno.readTextFile(join(s.out, "..", backups[0]!.name)), original);
+
+  const replaced = await s.run(["import", "--from", "cursor", "--replace", "--config", s.out]);
+  assert.equal(replaced.code, 0, replaced.stdout);
+  assert.match(replaced.stdout, /^ {2}~ puppeteer /m);
+  assert.deepEqual((await readJson(s.out)).servers.puppeteer, {
+    command: "npx",
+    args: ["-y", "@modelcontextprotocol/server-puppeteer"],
+  });
+  await loadConfig({ path: s.out, env: () => undefined });
+});
+
+Deno.test("import and install refuse bad usage with exit 2, and a broken client file with exit 1", async () => {
+  await using s = await tempHome();
+  for (
+    const args of [
+      ["import", "--from", "emacs"],
+      ["install"],
+      ["install", "--client", "zed"],
+      ["install", "--client", "claude-desktop", "--scope", "project"],
+      ["install", "--client", "cursor", "--scope", "global"],
+      ["import", "extra"],
+    ]
+  ) {
+    const r = await s.run(args);
+    assert.equal(r.code, 2, `${args.join(" ")}: ${r.stdout}`);
+    assert.match(r.stdout, /^error: /m);
+  }
+  const path = join(s.home, ".cursor", "mcp.json");
+  await writeJson(path, null, '{ "mcpServers": { broken');
+  const install = await s.run(["install", "--client", "cursor"]);
+  assert.equal(install.code, 1);
+  assert.match(install.stdout, /Cannot install into .*mcp\.json: not valid JSON/);
+  assert.equal(await Deno.readTextFile(path), '{ "mcpServers": { broken');
+  const imported = await s.run(["import", "--from", "cursor", "--config", s.out]);
+  assert.equal(imported.code, 1);
+  assert.match(imported.stdout, /cursor user: .*: cannot read: not valid JSON/);
+});
+
+for (const client of CLIENTS) {
+  Deno.test(`install --client ${client} then import --from ${client} round-trips in a temporary HOME`, async () => {
+    await using s = await tempHome();
+    const { path, value } = clientFiles(s)[client];
+    await writeJson(path, value);
+    await Deno.chmod(path, 0o600);
+    const key = client === "vscode" ? "servers" : "mcpServers";
+    const servers = (value as Record<string, Record<string, unknown>>)[key]!;
+
+    // --dry-run shows the change and writes nothing.
+    const dry = await s.run(["install", "--client", client, "--dry-run"]);
+    assert.equal(dry.code, 0, dry.stdout);
+    assert.match(dry.stdout, /servers after: .*code-mode \(added\)/);
+    assert.match(dry.stdout, /Dry run: nothing written/);
+    assert.deepEqual(await readJson(path), value);
+
+    const r = await s.run(["install", "--client", client]);
+    assert.equal(r.code, 0, r.stdout);
+    assert.match(r.stdout, /because no mcp-code-mode command on PATH/);
+    const installed = await readJson(path);
+    const ours = installed[key]["code-mode"];
+    assert.deepEqual(ours.args, ["task", "--cwd", PROJECT, "serve"]);
+    assert.equal(ours.command, Deno.execPath()); // no deno on this test's PATH
+    // Every other key and server survives untouched, in its place.
+    assert.deepEqual(installed, { ...(value as object), [key]: { ...servers, "code-mode": ours } });
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    const backups = [...Deno.readDirSync(join(path, ".."))].filter((e) => e.name.endsWith(".bak"));
+    assert.equal(backups.length, 1);
+    assert.deepEqual(await readJson(join(path, "..", backups[0]!.name)), value);
+
+    const again = await s.run(["install", "--client", client]);
+    assert.equal(again.code, 0, again.stdout);
+    assert.match(again.stdout, /Already installed/);
+    assert.deepEqual(await readJson(path), installed);
+
+    const imported = await s.run(["import", "--from", client, "--config", s.out]);
+    assert.equal(imported.code, 0, imported.stdout);
+    assert.match(imported.stdout, /^ {2}- code-mode {2}left out: this server itself$/m);
+    const written = await readJson(s.out);
+    assert.ok(!("code-mode" in written.servers));
+    assert.ok(Object.keys(written.servers).length > 0);
+    await loadConfig({ path: s.out, env: (name) => IMPORT_ENV[name] });
+
+    // With mcp-code-mode on PATH, install switches our entry to it (and says what it replaced).
+    await Deno.writeTextFile(join(s.bin, "mcp-code-mode"), "#!/bin/sh\n");
+    await Deno.chmod(join(s.bin, "mcp-code-mode"), 0o755);
+    const switched = await s.run(["install", "--client", client]);
+    assert.equal(switched.code, 0, switched.stdout);
+    assert.match(switched.stdout, /because the mcp-code-mode command is on PATH/);
+    assert.match(switched.stdout, /^ {2}- "code-mode": .*"task"/m);
+    const now = (await readJson(path))[key]["code-mode"];
+    assert.deepEqual([now.command, now.args], ["mcp-code-mode", ["serve"]]);
+  });
+}
+
+Deno.test("install --scope project creates the client's project file in the current folder", async () => {
+  await using s = await tempHome();
+  for (
+    const [client, file, key] of [
+      ["claude-code", ".mcp.json", "mcpServers"],
+      ["cursor", ".cursor/mcp.json", "mcpServers"],
+      ["vscode", ".vscode/mcp.json", "servers"],
+    ]
+  ) {
+    const r = await s.run(["install", "--client", client!, "--scope", "project"]);
+    assert.equal(r.code, 0, r.stdout);
+    assert.match(r.stdout, /\(new file\)/);
+    const written = await readJson(join(s.project, file!));
+    assert.deepEqual(Object.keys(written), [key]);
+    assert.deepEqual(written[key!]["code-mode"].args.at(-1), "serve");
+  }
+  // And a VS Code user file with comments keeps its servers (the comments are in the backup).
+  const userFile = join(s.home, ".config", "Code", "User", "mcp.json");
+  await writeJson(userFile, null, '{\n  // mine\n  "servers": { "a": { "command": "a" }, },\n}\n');
+  const r = await s.run(["install", "--client", "vscode"]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.match(r.stdout, /comments are not kept/);
+  assert.deepEqual(Object.keys((await readJson(userFile)).servers), ["a", "code-mode"]);
+});
