@@ -141,10 +141,9 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       entry: { url: "https://m.example/mcp" },
     },
     {
-      name: "SSE servers are refused: the upstream client speaks stdio and Streamable HTTP",
-      raw: { type: "sse", url: "https://mcp.asana.com/sse" },
-      outcome: "skip",
-      reason: /SSE transport/,
+      name: "SSE servers keep their transport and headers",
+      raw: { type: "sse", url: "https://mcp.asana.com/sse", headers: { A: "Bearer ${TOK}" } },
+      entry: { type: "sse", url: "https://mcp.asana.com/sse", headers: { A: "Bearer ${TOK}" } },
     },
     {
       name: "an unknown transport is refused",
@@ -565,7 +564,7 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
 
   const dry = await s.run(["import", "--dry-run", "--config", s.out]);
   assert.equal(dry.code, 0, dry.stdout);
-  assert.match(dry.stdout, /Dry run: .* would be \(10 added\)/);
+  assert.match(dry.stdout, /Dry run: .* would be \(11 added\)/);
   await assert.rejects(Deno.stat(s.out), Deno.errors.NotFound);
 
   const r = await s.run(["import", "--config", s.out]);
@@ -574,13 +573,14 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
     assert.match(r.stdout, new RegExp(`^${client} user: ${path}$`, "m"));
   }
   assert.match(r.stdout, /^ {2}- code-mode {2}left out: this server itself$/m);
-  assert.match(r.stdout, /^ {2}! asana {2}not imported: SSE transport/m);
+  assert.match(r.stdout, /^ {2}\+ asana {2}sse +https:\/\/mcp\.asana\.com\/sse$/m);
   assert.match(r.stdout, /renamed from "filesystem\.home"/);
   assert.match(r.stdout, /\$\{input:perplexity-key\} is asked of the user by VS Code/);
-  assert.match(r.stdout, /Wrote .*mcp_servers\.json \(10 added\)\.$/m);
+  assert.match(r.stdout, /Wrote .*mcp_servers\.json \(11 added\)\.$/m);
 
   const written = await readJson(s.out);
   assert.deepEqual(Object.keys(written.servers).sort(), [
+    "asana",
     "docs",
     "filesystem-home",
     "github",
@@ -609,7 +609,9 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
   });
 
   const config = await loadConfig({ path: s.out, env: (name) => IMPORT_ENV[name] });
-  assert.equal(config.servers.length, 10);
+  assert.equal(config.servers.length, 11);
+  const asana = config.servers.find((x) => x.name === "asana");
+  assert.equal(asana?.kind === "http" && asana.transport, "sse");
   const notion = config.servers.find((x) => x.name === "notion");
   assert.equal(
     notion?.kind === "http" && notion.headers.Authorization,

@@ -23,7 +23,10 @@ Deno.test("launcherScript() runs main.ts as deno task serve does, quoted, never 
     assert.match(text, /^#!\/bin\/sh\n/);
     assert.ok(text.includes(`'/src/it'"'"'s/main.ts' "$@"`), text);
     assert.ok(text.includes(`'--config=/src/it'"'"'s/deno.json'`), text);
-    assert.ok(!/-A\b|--allow-all|--allow-net|--allow-write/.test(text), text);
+    assert.ok(!/-A\b|--allow-all|--allow-net/.test(text), text);
+    const [writing, other] = text.split("\n").filter((l) => l.includes("exec "));
+    assert.match(writing!, /^case "\$1" in import\|install\) exec .*'--allow-write'/);
+    assert.ok(!other!.includes("--allow-write"), other);
   });
   await t.step(
     "a newline in the folder's name cannot end the comment and run a command",
@@ -46,7 +49,14 @@ Deno.test("launcherScript() runs main.ts as deno task serve does, quoted, never 
   await t.step("a Windows command file", () => {
     const { file, text } = launcherScript({ deno: "C:/deno.exe", root: "C:/cm", os: "windows" });
     assert.equal(file, "mcp-code-mode.cmd");
-    assert.match(text, /"C:\/deno.exe" "run" "--no-prompt" .* "C:\/cm\/main.ts" %\*\r\n$/);
+    const lines = text.split("\r\n");
+    assert.match(lines[4]!, /^"C:\/deno.exe" "run" "--no-prompt" .* "C:\/cm\/main.ts" %\*$/);
+    assert.ok(!lines[4]!.includes("--allow-write"), text);
+    assert.deepEqual(lines.slice(2, 4), [
+      'if /i "%~1"=="import" goto write',
+      'if /i "%~1"=="install" goto write',
+    ]);
+    assert.match(lines[7]!, /^"C:\/deno.exe" "run" "--allow-write" "--no-prompt" .* %\*$/);
   });
   await t.step("where it goes", () => {
     const env = (vars: Record<string, string>) => (name: string) => vars[name];
@@ -105,6 +115,21 @@ Deno.test("after deno task install, mcp-code-mode serve works from any folder", 
   } finally {
     await client.close();
   }
+  // import and install write config files: the installed command can, from any folder too.
+  const cursorFile = `${elsewhere}/.cursor/mcp.json`;
+  await Deno.mkdir(`${elsewhere}/.cursor`);
+  await Deno.writeTextFile(cursorFile, JSON.stringify({ mcpServers: {} }));
+  const installed = await new Deno.Command("mcp-code-mode", {
+    args: ["install", "--client", "cursor", "--scope", "project"],
+    cwd: elsewhere,
+    env,
+    clearEnv: true,
+  }).output();
+  const out = new TextDecoder().decode(installed.stdout) +
+    new TextDecoder().decode(installed.stderr);
+  assert.equal(installed.code, 0, out);
+  const cursor = JSON.parse(await Deno.readTextFile(cursorFile));
+  assert.equal(cursor.mcpServers["code-mode"].command, "mcp-code-mode", JSON.stringify(cursor));
   await Deno.remove(home, { recursive: true });
   await Deno.remove(elsewhere, { recursive: true });
 });

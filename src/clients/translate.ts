@@ -9,6 +9,8 @@ import { isRecord } from "./client_configs.ts";
 
 /** An entry as our config file spells it (the fields `parseConfigFile` knows). */
 export interface ServerEntry {
+  /** Written only for the older HTTP+SSE transport; stdio and Streamable HTTP go without it. */
+  type?: "sse";
   command?: string;
   args?: string[];
   env?: Record<string, string>;
@@ -117,17 +119,15 @@ export function translateEntry(
   }
   const type = raw.type;
   let kind: "stdio" | "http";
-  if (type === "sse") {
-    return skip(
-      "SSE transport: this server connects to upstream servers over stdio or Streamable HTTP only",
-    );
-  } else if (type === "stdio") kind = "stdio";
-  else if (type === "http" || type === "streamable-http" || type === "streamableHttp") {
+  if (type === "stdio") kind = "stdio";
+  else if (
+    type === "http" || type === "streamable-http" || type === "streamableHttp" || type === "sse"
+  ) {
     kind = "http";
   } else if (type === undefined) kind = raw.url !== undefined ? "http" : "stdio";
   else return skip(`unknown transport "type": ${JSON.stringify(type)}`);
 
-  const entry: ServerEntry = {};
+  const entry: ServerEntry = type === "sse" ? { type: "sse" } : {};
   if (typeof raw.description === "string" && raw.description !== "") {
     entry.description = raw.description;
   }
@@ -157,8 +157,8 @@ export function translateEntry(
     entry.url = raw.url;
     if (type === undefined && /\/sse\/?$/.test(raw.url)) {
       notes.push(
-        "no transport type given and the URL ends in /sse: connected with Streamable HTTP, " +
-          "which an SSE-only server does not speak",
+        'no transport type given and the URL ends in /sse: connected with Streamable HTTP; if ' +
+          'the server speaks only the older HTTP+SSE transport, add "type": "sse" to its entry',
       );
     }
     if (raw.headers !== undefined) {

@@ -165,7 +165,9 @@ function describeSource(s: ConfigSource): string {
 }
 
 function summary(entry: ServerEntry): string {
-  if (typeof entry.url === "string") return `http  ${entry.url}`;
+  if (typeof entry.url === "string") {
+    return `${entry.type === "sse" ? "sse " : "http"}  ${entry.url}`;
+  }
   const args = (entry.args ?? []).join(" ");
   return `stdio ${entry.command}${args ? " " + args : ""}`;
 }

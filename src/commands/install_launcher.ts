@@ -4,7 +4,8 @@
  *
  * The command is a small script that runs exactly what `deno task serve` runs: this Deno (by its
  * absolute path: MCP clients often start servers without the user's PATH), this checkout's
- * deno.json and lock file, and the launcher's three permissions (read, env, run; never `-A`).
+ * deno.json and lock file, and the launcher's three permissions (read, env, run; never `-A`);
+ * `import` and `install`, which write config files, add write access.
  * `deno install --global` is not used: it copies the config and a 100 MB node_modules next to
  * the command, so the launcher and the server it re-starts would resolve Pyodide from two places.
  *
@@ -20,6 +21,13 @@ import { writeAllSync } from "../_util/write_all.ts";
 /** The flags `deno task serve` gives the launcher (the server then re-starts with its own). */
 export const LAUNCHER_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-run"];
 
+/**
+ * The subcommands that write client configs and `mcp_servers.json` in the launcher process
+ * itself: only these get `--allow-write`, so `serve`, `run` and the rest start as `deno task
+ * serve` does.
+ */
+export const WRITING_COMMANDS = ["import", "install"];
+
 export const COMMAND_NAME = "mcp-code-mode";
 
 /** The command's file name and text for `os`. */
@@ -30,20 +38,26 @@ export function launcherScript(
   // The folder is named in a comment line: as JSON, so a newline in it cannot end the comment.
   const where = JSON.stringify(root);
   const args = [...LAUNCHER_FLAGS, `--config=${join(root, "deno.json")}`, join(root, "main.ts")];
+  const line = (write: boolean) => [deno, "run", ...(write ? ["--allow-write"] : []), ...args];
   if (os === "windows") {
     // cmd.exe expands %NAME% even inside quotes; %% is a literal %.
-    const quoted = [deno, "run", ...args].map((a) => `"${a.replaceAll("%", "%%")}"`).join(" ");
+    const quoted = (write: boolean) =>
+      line(write).map((a) => `"${a.replaceAll("%", "%%")}"`).join(" ");
+    const checks = WRITING_COMMANDS.map((c) => `if /i "%~1"=="${c}" goto write\r\n`).join("");
     return {
       file: `${COMMAND_NAME}.cmd`,
-      text: `@echo off\r\nrem written by deno task install in ${where}\r\n${quoted} %*\r\n`,
+      text: `@echo off\r\nrem written by deno task install in ${where}\r\n${checks}` +
+        `${quoted(false)} %*\r\nexit /b %errorlevel%\r\n:write\r\n${quoted(true)} %*\r\n`,
     };
   }
-  const quote = (a: string) => `'${a.replaceAll("'", `'"'"'`)}'`;
+  const quoted = (write: boolean) =>
+    line(write).map((a) => `'${a.replaceAll("'", `'"'"'`)}'`).join(" ");
   return {
     file: COMMAND_NAME,
     text:
       `#!/bin/sh\n# written by \`deno task install\` in ${where}; delete this file to uninstall\n` +
-      `exec ${[deno, "run", ...args].map(quote).join(" ")} "$@"\n`,
+      `case "$1" in ${WRITING_COMMANDS.join("|")}) exec ${quoted(true)} "$@" ;; esac\n` +
+      `exec ${quoted(false)} "$@"\n`,
   };
 }
 
