@@ -10,6 +10,8 @@ import { runRestrictedHost } from "./relaunch/restricted_relaunch.ts";
 import { UsageError } from "./commands/usage_error.ts";
 import { parseAllowedHost } from "./host/http_guard.ts";
 import { writeAllSync } from "./_util/write_all.ts";
+import { readEnv } from "./config/environment.ts";
+import { NESTING_VARIABLE, nestingRefusal } from "./config/this_server.ts";
 
 /** The commands' code (the whole server), loaded when a command runs in this process. */
 const commands = () => import("./commands/commands.ts");
@@ -167,6 +169,8 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
               : wholeNumber(values["http-idle-s"], "--http-idle-s", 0, 1, 86_400),
           }
           : null;
+        const refusal = nestingRefusal(readEnv(NESTING_VARIABLE));
+        if (refusal) throw new Error(refusal);
         if (restrict) return await relaunch([], http);
         const { serveOverHttp, serveStdio } = await commands();
         return http

@@ -205,3 +205,52 @@ Deno.test("UpstreamPool says a dropped server is unavailable, then reconnects it
   assert.ok("client" in pool.session("notes")!);
   await pool.close();
 });
+
+Deno.test("UpstreamPool.close() stops a server still connecting, and the SDK's probe of it", async (t) => {
+  const { defaultTransportFactory } = await import("../src/upstream/transport.ts");
+  for (const [protocol, seconds] of [["auto", "9871"], ["2025-11-25", "9872"]] as const) {
+    await t.step(`protocol ${protocol}`, async () => {
+      // A server that never answers: `auto` is still probing with server/discover on a second
+      // process when the pool closes; 2025-11-25 is waiting for its initialize answer.
+      const pool = new UpstreamPool({
+        servers: [{
+          kind: "stdio",
+          name: "hang",
+          protocol,
+          command: "sleep",
+          args: [seconds],
+          env: {},
+          cwd: "/",
+          description: "",
+        }],
+        transports: defaultTransportFactory,
+        log: silentLogger,
+      });
+      const started = pool.start();
+      const running = () => sleepers(seconds);
+      for (let i = 0; i < 100 && running() === 0; i++) await delay(50);
+      assert.ok(running() > 0, "the server started");
+      await pool.close();
+      await started;
+      assert.equal(running(), 0, `sleep ${seconds} outlived the pool`);
+    });
+  }
+});
+
+function sleepers(seconds: string): number {
+  let count = 0;
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const argv = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
+      if (argv.includes("sleep") || argv[0]?.endsWith("/sleep")) {
+        if (argv.includes(seconds)) count++;
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return count;
+}
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -13,6 +13,7 @@ import { secretProblem } from "../policy/redaction.ts";
 import { expandPlaceholders } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
+import { isThisServer } from "./this_server.ts";
 
 /**
  * Which MCP revision to speak to an upstream server: "auto" asks with `server/discover` first
@@ -360,6 +361,15 @@ function parseServer(
     throw new TypeError(ctx.where("enabled") + ": must be true or false");
   }
   if (entry.disabled === true || entry.enabled === false) return null;
+  // A client's config lists code mode beside its servers: started here, it would start itself.
+  if (isThisServer(entry, PROJECT_ROOT)) {
+    ctx.note(
+      "warn",
+      "not started: this entry starts code mode itself (copied from a client's config?), which " +
+        "would start itself again; remove it",
+    );
+    return null;
+  }
   // VS Code asks the user for an `${input:...}` when it starts the server; nobody can here.
   if (JSON.stringify(entry).includes("${input:")) {
     ctx.note(

@@ -14,6 +14,7 @@ export const ENVIRONMENT = {
   CODEMODE_CONFIG: "the mcp_servers.json to use when --config is not given",
   CODEMODE_CACHE_DIR: "where the Pyodide snapshot and downloaded wheels are kept",
   CODEMODE_HTTP_TOKEN: "the bearer token HTTP clients must send (required off loopback)",
+  CODEMODE_NESTING: "how many code mode servers started this one (set for stdio servers)",
   // The agent's model (generate_and_execute, `agent`).
   OPENAI_API_KEY: "the OpenAI-compatible API's key",
   OPENAI_BASE_URL: "the OpenAI-compatible API's address",

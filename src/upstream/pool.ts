@@ -36,6 +36,10 @@ export interface UpstreamOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+/** How long closing waits for a connect under way to stop its server processes. */
+const CLOSE_WAIT_MS = 5000;
+const delay = (ms: number) =>
+  new Promise<void>((resolve) => Deno.unrefTimer(setTimeout(resolve, ms)));
 /** How much of a server's stderr is kept (its last lines go into error messages). */
 const STDERR_KEPT_CHARS = 16_384;
 /**
@@ -49,6 +53,12 @@ class UpstreamConnection {
   tools: ToolInfo[] = [];
   lastError: string | undefined;
   #client: Client | null = null;
+  /**
+   * A connect still under way: its server process runs (and during the SDK's `server/discover`
+   * probe, a second, probing one that closing the client does not reach), so `close` closes
+   * its transport and waits for the attempt to end.
+   */
+  #connecting: { transport: { close(): Promise<void> }; ended: Promise<void> } | null = null;
   #attempt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stderrTail = "";
@@ -98,6 +108,8 @@ class UpstreamConnection {
       this.#client = null;
       this.#dropped("the session closed");
     };
+    const attempt = { transport, ended: Promise.withResolvers<void>() };
+    this.#connecting = { transport, ended: attempt.ended.promise };
     try {
       const timeout = this.options.connectTimeoutMs ?? 30_000;
       await client.connect(transport, { timeout });
@@ -122,6 +134,9 @@ class UpstreamConnection {
         error: this.lastError,
       });
       this.#scheduleReconnect();
+    } finally {
+      if (this.#connecting?.transport === transport) this.#connecting = null;
+      attempt.ended.resolve();
     }
   }
 
@@ -183,8 +198,13 @@ class UpstreamConnection {
     this.state = "closed";
     clearTimeout(this.#timer);
     const client = this.#client;
-    this.#client = null;
+    const connecting = this.#connecting;
+    this.#client = this.#connecting = null;
     await client?.close().catch(() => {});
+    if (connecting) {
+      await connecting.transport.close().catch(() => {});
+      await Promise.race([connecting.ended, delay(CLOSE_WAIT_MS)]);
+    }
   }
 }
 

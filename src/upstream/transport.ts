@@ -1,6 +1,7 @@
 /**
  * Creates the MCP client transport for one configured upstream server.
  */
+import { childNesting, NESTING_VARIABLE } from "../config/this_server.ts";
 import { readEnv } from "../config/environment.ts";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import {
@@ -38,6 +39,8 @@ export const defaultTransportFactory: TransportFactory = (server) => {
   const denoDir = readEnv("DENO_DIR");
   if (denoDir) base.DENO_DIR = denoDir;
   const env = serverEnvironment(base, readEnv, server.env);
+  // A code mode server down the line knows how deep it is, and refuses an endless chain.
+  env[NESTING_VARIABLE] = childNesting(readEnv(NESTING_VARIABLE));
   const transport = new StdioClientTransport({
     command: denoCommand(server.command),
     args: server.args,
