@@ -115,6 +115,7 @@ export async function openApp(options: AppOptions): Promise<App> {
   const memory = openResidentMemory(memoryWatcherCommand(runtime), log);
   const upstream = new UpstreamPool({
     servers: config.servers,
+    unavailable: config.unavailable,
     transports: options.transports ?? defaultTransportFactory,
     log,
     onChange: () => tools.refresh(),

@@ -58,7 +58,7 @@ Deno.test("functionSpecs() renders signatures from JSON Schema", () => {
     /^def search_files\(pattern: str, \*, max_results: int \| None = None, from_: str \| None = None, kind: Literal\["file", "dir"\] \| None = None, tags: list\[str\] \| None = None\) -> Any:/,
   );
   assert.match(stub, /max_results \(optional, default 10, sent as "max-results"\)/);
-  const module = renderModule("Files", [spec!]);
+  const module = renderModule("files", "Files", [spec!]);
   assert.ok(module.includes(stub.split("\n")[0]!), "the module runs the signature the stub shows");
   assert.match(module, /"max-results": max_results/);
   assert.match(module, /async def search_files_async\(/);

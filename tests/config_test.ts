@@ -5,7 +5,8 @@ import { ROOT } from "./_helpers.ts";
 
 const ctx = {
   path: "/etc/code-mode/mcp_servers.json",
-  env: (name: string) => ({ TOKEN: "s3cret", HOME: "/home/u" } as Record<string, string>)[name],
+  env: (name: string) =>
+    ({ TOKEN: "s3cret-value", HOME: "/home/u" } as Record<string, string>)[name],
 };
 
 Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
@@ -28,7 +29,7 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
       protocol: "auto",
       command: "deno",
       args: ["run", "/etc/code-mode/x.ts"],
-      env: { KEY: "s3cret" },
+      env: { KEY: "s3cret-value" },
       cwd: "/etc/code-mode",
       description: "",
     },
@@ -38,7 +39,7 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
       protocol: "2026-07-28",
       transport: "streamable-http",
       url: "https://api.example/mcp",
-      headers: { Authorization: "Bearer s3cret" },
+      headers: { Authorization: "Bearer s3cret-value" },
       description: "",
     },
   ]);
@@ -88,11 +89,6 @@ Deno.test("parseConfigFile() names the file, the server and the field in every e
       "args not strings",
       { servers: { a: { command: "x", args: [1] } } },
       /server "a", field "args": must be an array of strings/,
-    ],
-    [
-      "a missing variable",
-      { servers: { a: { command: "x", env: { K: "${NOPE}" } } } },
-      /server "a", field "env.K": environment variable NOPE is not set/,
     ],
     [
       "a bad URL",
@@ -192,10 +188,10 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
   const files = parsed.servers[1]!;
   assert.ok(files.kind === "stdio");
   assert.deepEqual(files.args, ["-y", "server-filesystem", "/etc/code-mode"]);
-  assert.deepEqual(files.env, { KEY: "s3cret" });
+  assert.deepEqual(files.env, { KEY: "s3cret-value" });
   const transports = parsed.servers.flatMap((s) => s.kind === "http" ? [s.transport] : []);
   assert.deepEqual(transports, ["streamable-http", "sse"]);
-  assert.deepEqual(parsed.secrets, ["s3cret"]);
+  assert.deepEqual(parsed.secrets, ["s3cret-value"]);
   assert.deepEqual(parsed.notes, [
     { level: "debug", message: 'ignored top-level field "globalShortcut" (used by MCP clients)' },
     {
@@ -260,7 +256,26 @@ Deno.test("the repository's mcp_servers.json and profiles load", async () => {
   assert.deepEqual(config.profiles.get("default")!.net, []);
 });
 
-Deno.test("loadConfig() refuses a secret too short to scrub, naming the server and the variable or header", async (t) => {
+Deno.test("parseConfigFile() leaves out a server whose variable is not set, and starts the rest", () => {
+  const parsed = parseConfigFile({
+    servers: {
+      a: { command: "x", env: { K: "${NOPE}" }, description: "the a server" },
+      b: { command: "y", env: { K: "${TOKEN}" } },
+    },
+  }, ctx);
+  assert.deepEqual(parsed.servers.map((s) => s.name), ["b"]);
+  assert.deepEqual(parsed.unavailable, [{
+    name: "a",
+    description: "the a server",
+    reason: 'field "env.K": environment variable NOPE is not set',
+  }]);
+  assert.ok(
+    parsed.notes.some((n) => n.level === "warn" && /server "a" not started/.test(n.message)),
+  );
+  assert.deepEqual(parsed.secrets, ["s3cret-value"]);
+});
+
+Deno.test("loadConfig() leaves out a server with a secret too short to scrub, naming the variable or header", async (t) => {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/mcp_servers.json`;
   const env = (name: string) =>
@@ -278,39 +293,40 @@ Deno.test("loadConfig() refuses a secret too short to scrub, naming the server a
     [
       "a variable in env",
       { files: { command: "deno", env: { KEY: "${API_TOKEN}" } } },
-      /: server "files", env "API_TOKEN": the secret is 4 characters; secrets shorter than 8 characters cannot be scrubbed safely/,
+      /^env "API_TOKEN": the secret is 4 characters; secrets shorter than 8 characters cannot be scrubbed safely/,
     ],
     [
       "a variable in args",
       { files: { command: "deno", args: ["--token=${API_TOKEN}"] } },
-      /: server "files", env "API_TOKEN": the secret is 4 characters;/,
+      /^env "API_TOKEN": the secret is 4 characters;/,
     ],
     [
       "a header value",
       { api: { url, headers: { "X-Key": "abc" } } },
-      /: server "api", header "X-Key": the secret is 3 characters;/,
+      /^header "X-Key": the secret is 3 characters;/,
     ],
     [
       "a literal under a name that says it is a secret (as client configs write tokens)",
       { files: { command: "deno", env: { GITHUB_PERSONAL_ACCESS_TOKEN: "ghp_1" } } },
-      /: server "files", env "GITHUB_PERSONAL_ACCESS_TOKEN": the secret is 5 characters;/,
+      /^env "GITHUB_PERSONAL_ACCESS_TOKEN": the secret is 5 characters;/,
     ],
     [
       "a variable inside a longer header value",
       { api: { url, headers: { Authorization: "Bearer ${API_TOKEN}" } } },
-      /: server "api", env "API_TOKEN": the secret is 4 characters;/,
+      /^env "API_TOKEN": the secret is 4 characters;/,
     ],
   ];
   try {
     for (const [name, servers, message] of cases) {
       await t.step(name, async () => {
-        await write(servers);
-        await assert.rejects(loadConfig({ path, env }), (e: Error) => {
-          assert.ok(e instanceof TypeError);
-          assert.match(e.message, /^Cannot load config \/.*\/mcp_servers\.json: server /);
-          assert.match(e.message, message);
-          return true;
-        });
+        await write({ ...servers, other: { command: "deno", env: { K: "${LONG_TOKEN}" } } });
+        const config = await loadConfig({ path, env });
+        assert.deepEqual(config.servers.map((s) => s.name), ["other"]);
+        assert.equal(config.unavailable.length, 1);
+        assert.equal(config.unavailable[0]!.name, Object.keys(servers)[0]);
+        assert.match(config.unavailable[0]!.reason, message);
+        // The short value is used nowhere, so it is not a secret to scrub (it would mangle text).
+        assert.deepEqual(config.secrets, ["long-enough-token"]);
       });
     }
     await t.step("long enough secrets load", async () => {

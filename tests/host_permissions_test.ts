@@ -33,7 +33,8 @@ const CONFIG_TEXT = JSON.stringify({
 function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
   const parsed = parseConfigFile(JSON.parse(CONFIG_TEXT), {
     path: "/etc/cm/mcp_servers.json",
-    env: (name) => ({ FILES_KEY: "k", API_TOKEN: "t" } as Record<string, string>)[name],
+    env: (name) =>
+      ({ FILES_KEY: "files-key-1", API_TOKEN: "api-token-1" } as Record<string, string>)[name],
   });
   const workspace: Profile = {
     name: "workspace",
@@ -47,6 +48,7 @@ function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
   const config: Config = {
     path: "/etc/cm/mcp_servers.json",
     servers: parsed.servers,
+    unavailable: parsed.unavailable,
     settings: parsed.settings,
     profiles: new Map([["workspace", workspace]]),
     secrets: parsed.secrets,

@@ -160,7 +160,7 @@ Deno.test("renderStub() shows the TypedDicts a tool names, and the module define
     /def create_entities\(entities: list\[CreateEntitiesEntityItem\]\) -> CreateEntitiesResult:/,
   );
   assert.match(stub, /Returns: CreateEntitiesResult \(the tool's declared outputSchema\)/);
-  const module = renderModule("Memory", [spec!]);
+  const module = renderModule("memory", "Memory", [spec!]);
   for (const line of stub.split("\n").filter((l) => /^(class|def) /.test(l))) {
     assert.ok(module.includes(line), `the module defines ${line}`);
   }

@@ -80,7 +80,7 @@ export class Catalog {
         moduleName,
         description: s.description,
         specs,
-        source: renderModule(s.description, specs),
+        source: renderModule(s.server, s.description, specs),
         stub: renderModuleStub(moduleName, s.description, specs),
         error: s.error,
       };

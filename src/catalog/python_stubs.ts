@@ -246,10 +246,25 @@ function renderFunction(spec: FunctionSpec): string {
 const TYPING_IMPORT = "from typing import Any, Literal, NotRequired, TypedDict";
 const MODULE_HEADER = `${TYPING_IMPORT}\nimport _codemode as _cm\n`;
 
-/** The module `mcp_tools.<server>` as the sandbox runs it. */
-export function renderModule(serverDescription: string, specs: readonly FunctionSpec[]): string {
+/**
+ * The module `mcp_tools.<server>` as the sandbox runs it. A name it does not define gets a
+ * "did you mean" error, or, when the server has no tools (it is not connected), a function whose
+ * call raises the reason.
+ */
+export function renderModule(
+  server: string,
+  serverDescription: string,
+  specs: readonly FunctionSpec[],
+): string {
   const doc = pyDocstring(serverDescription || "MCP tools");
-  return [doc, MODULE_HEADER, moduleTypes(specs), ...specs.map(renderFunction)].join("\n");
+  const names = specs.flatMap((s) => [s.pyName, `${s.pyName}_async`]);
+  const missing = "def __getattr__(name):\n" +
+    `    return _cm.missing_function(__name__, ${JSON.stringify(server)}, ${
+      JSON.stringify(names)
+    }, name)\n`;
+  return [doc, MODULE_HEADER, moduleTypes(specs), ...specs.map(renderFunction), missing].join(
+    "\n",
+  );
 }
 
 /** The module as an agent reads it (the `.pyi`-style stub file of one server). */

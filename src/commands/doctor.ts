@@ -129,6 +129,7 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
     const redact = createRedactor(c.secrets);
     const upstream = new UpstreamPool({
       servers: c.servers,
+      unavailable: c.unavailable,
       transports: defaultTransportFactory,
       log,
       redact: redact.text,

@@ -10,7 +10,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
-import { expandPlaceholders } from "./placeholders.ts";
+import { expandPlaceholders, UnsetVariable } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
@@ -45,6 +45,17 @@ export interface HttpServerConfig {
 }
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
+
+/**
+ * A server the file lists that cannot start with this environment: a `${VAR}` that is not set,
+ * or a secret too short to scrub. The others start; this one is shown as unavailable, and calls
+ * to it say why.
+ */
+export interface UnavailableServer {
+  name: string;
+  description: string;
+  reason: string;
+}
 
 export interface Settings {
   /** Booted sandboxes kept ready per profile in use. */
@@ -94,6 +105,7 @@ export interface Settings {
 export interface Config {
   path: string;
   servers: ServerConfig[];
+  unavailable: UnavailableServer[];
   settings: Settings;
   profiles: Map<string, Profile>;
   /**
@@ -170,24 +182,19 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   }
   // A secret too short to scrub would leak quietly through every scrubbed surface: refuse it.
   const proxy = proxySecrets(env);
-  for (const { value, origin } of [...parsed.secretSources, ...proxy]) {
+  for (const { value, origin } of proxy) {
     const problem = secretProblem(value);
     if (problem) throw new TypeError(`Cannot load config ${path}: ${origin}: ${problem}`);
   }
   return {
     path,
     servers: parsed.servers,
+    unavailable: parsed.unavailable,
     settings,
     profiles,
     secrets: [...new Set([...parsed.secrets, ...proxy.map((p) => p.value)])],
     notes: parsed.notes,
   };
-}
-
-/** A secret and where it came from (`server "x", env "API_TOKEN"`), for errors naming it. */
-export interface SecretSource {
-  value: string;
-  origin: string;
 }
 
 /**
@@ -230,10 +237,10 @@ export function parseConfigFile(
   ctx: { path: string; env: (name: string) => string | undefined },
 ): {
   servers: ServerConfig[];
+  unavailable: UnavailableServer[];
   settings: Settings;
+  /** The secrets of the servers that start (each refused server's are not used anywhere). */
   secrets: string[];
-  /** Each secret with where it first came from (checked by `loadConfig`). */
-  secretSources: SecretSource[];
   notes: ConfigNote[];
 } {
   const at = (where: string) => `Cannot load config ${ctx.path}: ${where}`;
@@ -249,16 +256,7 @@ export function parseConfigFile(
     );
   }
   const configDir = dirname(ctx.path);
-  // Secrets by value, each with where it first came from. An empty value hides nothing.
-  const secrets = new Map<string, string>();
-  const addSecret = (value: string, origin: string) => {
-    if (value !== "" && !secrets.has(value)) secrets.set(value, origin);
-  };
-  const envFor = (server: string) => (name: string) => {
-    const value = ctx.env(name);
-    if (value !== undefined) addSecret(value, `server "${server}", env "${name}"`);
-    return value;
-  };
+  const secrets = new Set<string>();
   const entries = new Map<string, unknown>();
   for (const list of SERVER_LISTS) {
     const rawServers = raw[list] ?? {};
@@ -271,34 +269,69 @@ export function parseConfigFile(
     }
   }
   const servers: ServerConfig[] = [];
+  const unavailable: UnavailableServer[] = [];
   for (const [name, entry] of entries) {
-    const sources = { configDir, env: envFor(name) };
-    const server = parseServer(name, entry, {
-      where: (field) => at(`server "${name}", field "${field}"`),
-      expand: (value, field) =>
-        expandPlaceholders(value, sources, at(`server "${name}", field "${field}"`)),
-      configDir,
-      note: (level, message) => notes.push({ level, message: `server "${name}": ${message}` }),
-    });
-    if (server) servers.push(server);
-    if (server?.kind === "http") {
+    const note = (level: ConfigNote["level"], message: string) =>
+      notes.push({ level, message: `server "${name}": ${message}` });
+    // This server's secrets, each with where it first came from. An empty value hides nothing.
+    const own = new Map<string, string>();
+    const addSecret = (value: string, origin: string) => {
+      if (value !== "" && !own.has(value)) own.set(value, origin);
+    };
+    const env = (variable: string) => {
+      const value = ctx.env(variable);
+      if (value !== undefined) addSecret(value, `env "${variable}"`);
+      return value;
+    };
+    let server: ServerConfig | null;
+    try {
+      server = parseServer(name, entry, {
+        where: (field) => at(`server "${name}", field "${field}"`),
+        expand: (value, field) => expandPlaceholders(value, { configDir, env }, `field "${field}"`),
+        configDir,
+        note,
+      });
+    } catch (error) {
+      if (!(error instanceof UnsetVariable)) throw error;
+      server = null;
+      unavailable.push({ name, description: descriptionOf(entry), reason: error.message });
+    }
+    if (server === null) continue;
+    if (server.kind === "http") {
       for (const [header, value] of Object.entries(server.headers)) {
-        addSecret(value, `server "${name}", header "${header}"`);
+        addSecret(value, `header "${header}"`);
       }
-    }
-    if (server?.kind === "stdio") {
+    } else {
       for (const [key, value] of Object.entries(server.env)) {
-        if (SECRET_NAME.test(key)) addSecret(value, `server "${name}", env "${key}"`);
+        if (SECRET_NAME.test(key)) addSecret(value, `env "${key}"`);
       }
     }
+    // A secret too short to scrub would leak quietly through every scrubbed surface.
+    const problems = [...own].flatMap(([value, origin]) => {
+      const problem = secretProblem(value);
+      return problem ? [`${origin}: ${problem}`] : [];
+    });
+    if (problems.length > 0) {
+      unavailable.push({ name, description: server.description, reason: problems[0]! });
+      continue;
+    }
+    servers.push(server);
+    for (const value of own.keys()) secrets.add(value);
+  }
+  for (const { name, reason } of unavailable) {
+    notes.push({ level: "warn", message: `server "${name}" not started: ${reason}` });
   }
   return {
     servers,
+    unavailable,
     settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)),
-    secrets: [...secrets.keys()],
-    secretSources: [...secrets].map(([value, origin]) => ({ value, origin })),
+    secrets: [...secrets],
     notes,
   };
+}
+
+function descriptionOf(entry: unknown): string {
+  return isRecord(entry) && typeof entry.description === "string" ? entry.description : "";
 }
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;

@@ -17,6 +17,12 @@
 const PLACEHOLDER =
   /\$\{(?:(input:[^}]*|workspaceFolder)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}/g;
 
+/**
+ * A placeholder names a variable the environment does not hold: the file is right, this start's
+ * environment is not, so only that server is left out.
+ */
+export class UnsetVariable extends TypeError {}
+
 /** Where a placeholder's value comes from: the config's folder, or the environment. */
 export interface PlaceholderSources {
   configDir: string;
@@ -43,7 +49,7 @@ export function expandPlaceholders(
       const found = sources.env(name!);
       if (fallback !== undefined) return found === undefined || found === "" ? fallback : found;
       if (found === undefined) {
-        throw new TypeError(`${where}: environment variable ${name} is not set`);
+        throw new UnsetVariable(`${where}: environment variable ${name} is not set`);
       }
       return found;
     },

@@ -520,6 +520,33 @@ async def call_tool_async(server, tool, arguments):
     return _decode_reply(server, tool, reply_json)
 
 
+def missing_function(module, server, functions, name):
+    """What a generated tool module answers for a name it does not define: a "did you mean"
+    error; or, when it has no functions at all (its server is not connected), a function whose
+    call asks the host, which raises UpstreamUnavailable with the reason."""
+    if name.startswith("__") or functions:
+        raise AttributeError(_no_such_name(f"module {module!r} has no function {name!r}",
+                                           name, functions))
+    tool = name[:-len("_async")] if name.endswith("_async") else name
+    if tool != name:
+        async def call_async(**arguments):
+            return await call_tool_async(server, tool, arguments)
+        return call_async
+
+    def call(**arguments):
+        return call_tool(server, tool, arguments)
+    return call
+
+
+def _no_such_name(message, name, known):
+    import difflib
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if close:
+        return message + ". Did you mean: " + ", ".join(repr(c) for c in close) + "?"
+    shown = [k for k in known if not k.endswith("_async")][:30]
+    return message + (f"; it has: {', '.join(shown)}" if shown else "")
+
+
 class _SourceLoader(importlib.abc.Loader):
     """Loads a generated module from its source text when it is first imported."""
 
@@ -572,10 +599,15 @@ def install_modules(package, sources):
     def __getattr__(name):
         if f"{package}.{name}" in _generated.sources:
             return importlib.import_module(f"{package}.{name}")
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        raise AttributeError(
+            _no_such_name(f"module {package!r} has no attribute {name!r}", name, pkg.__all__))
+
+    def __dir__():
+        return sorted(set(pkg.__dict__) | set(pkg.__all__))
 
     if "__getattr__" not in pkg.__dict__:  # a package's own __init__ may resolve names itself
         pkg.__getattr__ = __getattr__
+        pkg.__dir__ = __dir__
 
 
 def prepare(request_json):
@@ -674,9 +706,15 @@ def describe_error(exc):
         for frame in te.stack:
             if frame.filename == SCRIPT:
                 lineno = frame.lineno
+    message = str(exc)
+    if isinstance(exc, (ImportError, NameError)) and "Did you mean" not in message:
+        # Python puts its "Did you mean" suggestion in the traceback's last line only.
+        last = "".join(te.format_exception_only()).strip().splitlines()[-1:]
+        if last and "Did you mean" in last[0]:
+            message = last[0].split(": ", 1)[-1]
     return {
         "error_type": _error_type(exc),
-        "message": str(exc),
+        "message": message,
         "traceback": "".join(te.format()),
         "lineno": lineno,
     }

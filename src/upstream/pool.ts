@@ -7,7 +7,7 @@
  * tools. Calls themselves go through the tool gate (src/execution/tool_gate.ts).
  */
 import { Client, type ClientOptions } from "@modelcontextprotocol/client";
-import type { ServerConfig, UpstreamProtocol } from "../config/config.ts";
+import type { ServerConfig, UnavailableServer, UpstreamProtocol } from "../config/config.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
 import type { ToolInfo } from "../catalog/python_stubs.ts";
 import type { Logger } from "../_util/log.ts";
@@ -21,6 +21,8 @@ export type UpstreamSession = { client: Client } | { unavailable: string };
 
 export interface UpstreamOptions {
   servers: readonly ServerConfig[];
+  /** Servers the config lists that cannot start (shown with their reason; calls get it). */
+  unavailable?: readonly UnavailableServer[];
   transports: TransportFactory;
   log: Logger;
   /** How long connecting (initialize + tools/list) may take. */
@@ -210,11 +212,13 @@ class UpstreamConnection {
 
 export class UpstreamPool implements AsyncDisposable {
   readonly #connections: Map<string, UpstreamConnection>;
+  readonly #unavailable: Map<string, UnavailableServer>;
 
   constructor(options: UpstreamOptions) {
     this.#connections = new Map(
       options.servers.map((server) => [server.name, new UpstreamConnection(server, options)]),
     );
+    this.#unavailable = new Map((options.unavailable ?? []).map((s) => [s.name, s]));
   }
 
   /** Connects every server in parallel; resolves when each has connected or failed once. */
@@ -227,12 +231,19 @@ export class UpstreamPool implements AsyncDisposable {
    * its last known tools, so scripts still import them and get a clear error when calling.
    */
   snapshot(): ServerTools[] {
-    return [...this.#connections.values()].map((c) => ({
+    const connections = [...this.#connections.values()].map((c) => ({
       server: c.config.name,
       description: c.config.description,
       tools: c.tools,
       error: c.state === "connected" ? undefined : c.lastError ?? c.state,
     }));
+    const unavailable = [...this.#unavailable.values()].map((s) => ({
+      server: s.name,
+      description: s.description,
+      tools: [],
+      error: `not started: ${s.reason}`,
+    }));
+    return [...connections, ...unavailable];
   }
 
   state(server: string): UpstreamState | undefined {
@@ -241,6 +252,10 @@ export class UpstreamPool implements AsyncDisposable {
 
   /** Where a call to `server` goes (undefined: no server of that name is configured). */
   session(server: string): UpstreamSession | undefined {
+    const unavailable = this.#unavailable.get(server);
+    if (unavailable) {
+      return { unavailable: `server "${server}" not started: ${unavailable.reason}` };
+    }
     return this.#connections.get(server)?.session();
   }
 

@@ -1,0 +1,66 @@
+/**
+ * One server entry that cannot start with this environment (a `${VAR}` not set, a secret too
+ * short to scrub) leaves out that server only: the others serve, the tool index says why, and a
+ * script calling it gets UpstreamUnavailable with the reason. Names a script gets wrong are
+ * answered with what exists.
+ */
+import assert from "node:assert/strict";
+import { ROOT, startServer, writeConfig } from "./_helpers.ts";
+
+Deno.test("a server that cannot start with this environment does not stop the others", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "codemode-unavailable-" });
+  const dynamic = ["run", "--no-prompt", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"];
+  const config = await writeConfig(dir, {
+    servers: {
+      greeter: { command: "deno", args: dynamic, description: "Says hello." },
+      github: {
+        command: "deno",
+        args: dynamic,
+        env: { GITHUB_TOKEN: "${CODEMODE_TEST_UNSET_TOKEN}" },
+        description: "GitHub.",
+      },
+      shorty: { command: "deno", args: dynamic, env: { API_KEY: "abc" } },
+    },
+  });
+  await using server = await startServer({ args: ["--config", config] });
+
+  await t.step("the index lists the others and says why these are missing", async () => {
+    const { tools } = await server.client.listTools();
+    const description = (tools as { name: string; description?: string }[])
+      .find((tool) => tool.name === "execute_code")!.description!;
+    assert.match(description, /greeter/);
+    assert.match(
+      description,
+      /github: unavailable: not started: field "env\.GITHUB_TOKEN": environment variable CODEMODE_TEST_UNSET_TOKEN is not set/,
+    );
+    assert.match(description, /shorty: unavailable: not started: env "API_KEY": the secret is 3/);
+  });
+
+  await t.step("calls to the others work; a call to it raises the reason", async () => {
+    const result = await server.execute({
+      code: [
+        "from mcp_tools import greeter, github, UpstreamUnavailable",
+        "print(greeter.greet(name='x'))",
+        "try:",
+        "    github.search_repositories(query='deno')",
+        "except UpstreamUnavailable as e:",
+        "    print('unavailable:', e)",
+      ].join("\n"),
+    });
+    assert.equal(result.success, true, JSON.stringify(result));
+    assert.match(result.stdout, /^hello x\n/);
+    assert.match(result.stdout, /unavailable: .*CODEMODE_TEST_UNSET_TOKEN is not set/);
+  });
+
+  await t.step("a mistyped module or function is answered with what exists", async () => {
+    const module = await server.execute({ code: "from mcp_tools import greeterr" });
+    assert.equal(module.success, false);
+    assert.match(JSON.stringify(module), /Did you mean: 'greeter'\?/);
+    const fn = await server.execute({
+      code: "from mcp_tools import greeter\ngreeter.gret(name='x')",
+    });
+    assert.equal(fn.success, false);
+    assert.match(JSON.stringify(fn), /has no function 'gret'\. Did you mean: 'greet'/);
+  });
+  await Deno.remove(dir, { recursive: true });
+});
