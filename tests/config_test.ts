@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadConfig, parseConfigFile } from "../src/config/config.ts";
+import { loadConfig, parseConfigFile, SECRET_NAME } from "../src/config/config.ts";
 import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
 import { ROOT } from "./_helpers.ts";
 
@@ -248,6 +248,23 @@ Deno.test("loadConfig() reports a missing or malformed file clearly", async () =
   await Deno.remove(file);
 });
 
+Deno.test("loadConfig() reads a VS Code mcp.json as it is: comments and trailing commas", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(
+    file,
+    `{
+      // the team's servers
+      "servers": {
+        "docs": { "type": "stdio", "command": "node", "args": ["docs.js",], }, /* one */
+      },
+      "settings": { "permissions_dir": "${ROOT}tests/fixtures/permissions" },
+    }`,
+  );
+  const config = await loadConfig({ path: file, env: () => undefined });
+  assert.deepEqual(config.servers.map((s) => s.kind === "stdio" && s.args), [["docs.js"]]);
+  await Deno.remove(file);
+});
+
 Deno.test("the repository's mcp_servers.json and profiles load", async () => {
   const config = await loadConfig({ env: () => undefined });
   assert.deepEqual(config.servers.map((s) => s.name), ["filesystem", "memory"]);
@@ -408,4 +425,22 @@ Deno.test("a config error quotes the file's text, not a secret a variable expand
     return true;
   });
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("SECRET_NAME tells secret-holding variable names from others", () => {
+  const secret = [
+    "GITHUB_TOKEN",
+    "api_key",
+    "OPENAI_API_KEY",
+    "DB_PASS",
+    "DATABASE_PASSWORD",
+    "NOTION_AUTH",
+    "AUTH_HEADER",
+    "AWS_SECRET_ACCESS_KEY",
+    "GH_PAT",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+  ];
+  const other = ["PATH", "HOME", "GIT_AUTHOR_NAME", "KEYBOARD", "COMPASS_DIR", "LOG_LEVEL"];
+  assert.deepEqual(secret.filter((n) => !SECRET_NAME.test(n)), []);
+  assert.deepEqual(other.filter((n) => SECRET_NAME.test(n)), []);
 });

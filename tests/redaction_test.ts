@@ -60,6 +60,11 @@ Deno.test("createRedactor() scrubs a secret in every encoding it can take in tex
     ["hex", hex(utf8(SECRET)), REDACTED],
     ["HEX", `0x${hex(utf8(TOKEN)).toUpperCase()}`, `0x${REDACTED}`],
     ["hex inside a longer dump", `00ff${hex(utf8(SECRET))}ff00`, `00ff${REDACTED}ff00`],
+    [
+      "lower case, as a URL's host holds it",
+      new URL(`https://${"12XYZWVUTS"}.mcp.example/`).host,
+      `${REDACTED}.mcp.example`,
+    ],
     ["two secrets side by side make one marker", `${TOKEN}${SECRET}`, REDACTED],
     ["two overlapping secrets leave no fragment", "<abcdefgh12XYZWVUTS>", `<${REDACTED}>`],
     ["text without a secret", 'pa"ss wörd and sk-live', 'pa"ss wörd and sk-live'],

@@ -14,6 +14,7 @@ import { expandPlaceholders, UnsetVariable } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
+import { parseJsonc } from "../clients/jsonc.ts";
 
 /**
  * Which MCP revision to speak to an upstream server: "auto" asks with `server/discover` first
@@ -152,7 +153,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    // Comments and trailing commas too: a VS Code mcp.json works as it is.
+    raw = parseJsonc(text).value;
   } catch (cause) {
     throw new TypeError(`Cannot parse config ${path}: ${(cause as Error).message}`, { cause });
   }
@@ -336,8 +338,12 @@ function descriptionOf(entry: unknown): string {
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
-/** An environment variable's name that says its value is a secret, however it is written. */
-const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
+/**
+ * An environment variable's name that says its value is a secret, however it is written
+ * (`GITHUB_TOKEN`, `api_key`, `DB_PASS`, `NOTION_AUTH`, `AWS_SECRET_ACCESS_KEY`, `GH_PAT`).
+ */
+export const SECRET_NAME =
+  /TOKEN|SECRET|PASSW|(^|_)PASS$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
 
 const SERVER_FIELDS = [
   "command",

@@ -10,6 +10,7 @@
  * | escaped twice  | JSON in a JSON string, a URL in JSON, %-encoding applied twice          |
  * | base64         | standard and URL-safe, alone or at any of the 3 alignments in a blob    |
  * | hex            | the UTF-8 bytes, either case                                            |
+ * | lower case     | a URL's host (`https://${TENANT_KEY}.example` is read in lower case)     |
  *
  * Base64 and hex cover the secret's bytes and the bytes of its JSON-escaped form. Out of reach:
  * base64 broken across lines (MIME), other escapes composed more than twice, and anything an
@@ -48,7 +49,8 @@ export function secretProblem(secret: string): string | null {
 }
 
 export function createRedactor(secrets: Iterable<string>): Redactor {
-  const list = [...new Set(secrets)].filter((s) => secretProblem(s) === null);
+  const given = [...secrets].filter((s) => secretProblem(s) === null);
+  const list = [...new Set([...given, ...given.map((s) => s.toLowerCase())])];
   if (list.length === 0) return { text: (v) => v, json: (v) => v };
   const sources = [...new Set(list.flatMap(secretPatterns))];
   // One pass answers "any secret here?" (almost always no); only then is each form looked for.
