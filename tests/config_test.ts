@@ -211,7 +211,7 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
       message: 'server "asks": not started: it uses a VS Code ${input:...} value, which only ' +
         "VS Code can ask for (put the value in an environment variable and write ${NAME} instead)",
     },
-    { level: "warn", message: 'server "typo": ignored unknown field "argz"' },
+    { level: "warn", message: 'server "typo": ignored unknown field "argz"; did you mean "args"?' },
     {
       level: "warn",
       message:
@@ -231,7 +231,7 @@ Deno.test("parseConfigFile() warns about an unknown top-level field instead of r
   assert.deepEqual(servers, []);
   assert.deepEqual(notes, [{
     level: "warn",
-    message: 'ignored unknown top-level field "serverz"',
+    message: 'ignored unknown top-level field "serverz"; did you mean "servers"?',
   }]);
 });
 
@@ -443,4 +443,25 @@ Deno.test("SECRET_NAME tells secret-holding variable names from others", () => {
   const other = ["PATH", "HOME", "GIT_AUTHOR_NAME", "KEYBOARD", "COMPASS_DIR", "LOG_LEVEL"];
   assert.deepEqual(secret.filter((n) => !SECRET_NAME.test(n)), []);
   assert.deepEqual(other.filter((n) => SECRET_NAME.test(n)), []);
+});
+
+Deno.test("parseConfigFile() suggests the field a typo meant", () => {
+  const parsed = parseConfigFile({
+    server: {},
+    servers: { a: { command: "x", arg: ["y"] } },
+  }, ctx);
+  const warnings = parsed.notes.map((n) => n.message);
+  assert.ok(warnings.includes('ignored unknown top-level field "server"; did you mean "servers"?'));
+  assert.ok(
+    warnings.includes('server "a": ignored unknown field "arg"; did you mean "args"?'),
+    JSON.stringify(warnings),
+  );
+  assert.throws(
+    () => parseConfigFile({ servers: { a: { comand: "x" } } }, ctx),
+    /give exactly one of "command" \(stdio\) or "url" \(HTTP\) \(found "comand"; did you mean "command"\?\)/,
+  );
+  assert.throws(
+    () => parseConfigFile({ settings: { pool_sise: 2 } }, ctx),
+    /settings\.pool_sise: unknown setting; did you mean "pool_size"\?/,
+  );
 });

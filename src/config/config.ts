@@ -254,7 +254,12 @@ export function parseConfigFile(
     notes.push(
       CLIENT_TOP_LEVEL_FIELDS.has(key)
         ? { level: "debug", message: `ignored top-level field "${key}" (used by MCP clients)` }
-        : { level: "warn", message: `ignored unknown top-level field "${key}"` },
+        : {
+          level: "warn",
+          message: `ignored unknown top-level field "${key}"${
+            didYouMean(key, [...SERVER_LISTS, "settings"])
+          }`,
+        },
     );
   }
   const configDir = dirname(ctx.path);
@@ -332,6 +337,33 @@ export function parseConfigFile(
   };
 }
 
+/** `; did you mean "x"?` for the known name within two edits of `name`, else "". */
+export function didYouMean(name: string, known: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of known) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best === undefined ? "" : `; did you mean "${best}"?`;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
 function descriptionOf(entry: unknown): string {
   return isRecord(entry) && typeof entry.description === "string" ? entry.description : "";
 }
@@ -390,7 +422,7 @@ function parseServer(
     } else if (key === "envFile") {
       ctx.note("warn", `ignored field "envFile": put the variables the server needs in "env"`);
     } else {
-      ctx.note("warn", `ignored unknown field "${key}"`);
+      ctx.note("warn", `ignored unknown field "${key}"${didYouMean(key, SERVER_FIELDS)}`);
     }
   }
   if (entry.disabled !== undefined && typeof entry.disabled !== "boolean") {
@@ -438,8 +470,13 @@ function parseServer(
   const hasCommand = entry.command !== undefined;
   const hasUrl = entry.url !== undefined;
   if (hasCommand === hasUrl) {
+    const either = ["command", "url"];
+    const typo = Object.keys(entry).find((k) =>
+      !SERVER_FIELDS.includes(k) && didYouMean(k, either)
+    );
     throw new TypeError(
-      ctx.where("command") + ': give exactly one of "command" (stdio) or "url" (HTTP)',
+      ctx.where("command") + ': give exactly one of "command" (stdio) or "url" (HTTP)' +
+        (typo ? ` (found "${typo}"${didYouMean(typo, either)})` : ""),
     );
   }
   if (transport !== undefined && (transport === "stdio") !== hasCommand) {
@@ -603,7 +640,9 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         break;
       }
       default:
-        throw new TypeError(where(key) + ": unknown setting");
+        throw new TypeError(
+          where(key) + `: unknown setting${didYouMean(key, Object.keys(settings))}`,
+        );
     }
   }
   return withDerivedDefaults(settings);
