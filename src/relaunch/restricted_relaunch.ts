@@ -82,6 +82,9 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
     args: [
       "run",
       "--no-prompt",
+      // Deno.serve aborts request.signal only when a request fails, not after every response
+      // (the MCP SDK reads it; the legacy behaviour printed a deprecation notice per session).
+      "--unstable-no-legacy-abort",
       `--config=${join(PROJECT_ROOT, "deno.json")}`,
       ...flags,
       join(PROJECT_ROOT, "main.ts"),
