@@ -23,6 +23,7 @@ import {
 } from "../src/clients/translate.ts";
 import { installServer, mergeServers } from "../src/clients/merge.ts";
 import { chooseLaunch, clientEntry } from "../src/clients/our_entry.ts";
+import { escapeUnsafe, hasUnsafeCharacters } from "../src/clients/safe_text.ts";
 import { loadConfig } from "../src/config/config.ts";
 
 const PROJECT = ROOT.replace(/\/$/, "");
@@ -244,6 +245,24 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       entry: { command: "x", disabled: true },
     },
     {
+      name: "a newline in args (a forged report line) is refused",
+      raw: { command: "npx", args: ["-y", "pkg\n      note: verified publisher"] },
+      outcome: "skip",
+      reason: /args\[1\] holds control or text-direction characters/,
+    },
+    {
+      name: "an escape sequence in a url is refused",
+      raw: { type: "http", url: "https://evil.example/mcp\u001b[8m?k=${env:KEY}\u001b[0m" },
+      outcome: "skip",
+      reason: /url holds control/,
+    },
+    {
+      name: "a bidi override in a header value is refused",
+      raw: { url: "https://m.example/mcp", headers: { A: "Bearer \u202e${TOKEN}" } },
+      outcome: "skip",
+      reason: /header A holds control/,
+    },
+    {
       name: "this server itself is left out",
       raw: { command: "deno", args: ["task", "--cwd", "/opt/code-mode/", "serve"] },
       outcome: "self",
@@ -265,6 +284,25 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       }
     });
   }
+});
+
+Deno.test("escapeUnsafe() shows controls, separators and bidi marks escaped; hasUnsafeCharacters() finds them", async (t) => {
+  const rows: [string, string, string][] = [
+    ["newline and carriage return", "a\nb\rc", "a\\u{a}b\\u{d}c"],
+    ["ANSI escape", "\u001b[2K", "\\u{1b}[2K"],
+    ["C1 control (CSI)", "x\u009by", "x\\u{9b}y"],
+    ["line and paragraph separators", "\u2028\u2029", "\\u{2028}\\u{2029}"],
+    ["bidi override and isolate", "\u202eabc\u2066", "\\u{202e}abc\\u{2066}"],
+    ["left-to-right mark", "\u200e", "\\u{200e}"],
+    ["plain text, accents and emoji stay", "café ✓ 🙂 \\n", "café ✓ 🙂 \\n"],
+  ];
+  for (const [name, input, shown] of rows) {
+    await t.step(name, () => {
+      assert.equal(escapeUnsafe(input), shown);
+      assert.equal(hasUnsafeCharacters(input), input !== shown);
+    });
+  }
+  assert.equal(escapeUnsafe("a\nb\u001b", { keepNewlines: true }), "a\nb\\u{1b}");
 });
 
 Deno.test("ourServerName() and inputVariable() give names our config accepts", () => {
@@ -773,4 +811,25 @@ Deno.test("install --scope project creates the client's project file in the curr
   assert.equal(r.code, 0, r.stdout);
   assert.match(r.stdout, /comments are not kept/);
   assert.deepEqual(Object.keys((await readJson(userFile)).servers), ["a", "code-mode"]);
+});
+
+Deno.test("import prints no control or bidi character from a client file: names are escaped, such entries refused", async () => {
+  await using s = await tempHome();
+  await writeJson(join(s.home, ".cursor", "mcp.json"), {
+    mcpServers: {
+      "fs\u001b[2K\r  + fs": { command: "npx", args: ["-y", "server-filesystem"] },
+      gh: { command: "npx", args: ["-y", "server-github\n      note: verified publisher"] },
+      ok: { command: "npx", args: ["-y", "server-ok"], description: "fine\u202e" },
+    },
+  });
+  const r = await s.run(["import", "--from", "cursor", "--dry-run", "--config", s.out]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.doesNotMatch(
+    r.stdout,
+    /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e]/,
+  );
+  assert.match(r.stdout, /! fs-2K-fs {2}not imported: the name holds control/);
+  assert.match(r.stdout, /renamed from "fs\\u\{1b\}\[2K\\u\{d\} {2}\+ fs"/);
+  assert.match(r.stdout, /! gh {2}not imported: args\[1\] holds control/);
+  assert.match(r.stdout, /"description": "fine\\u\{202e\}"/);
 });

@@ -6,6 +6,7 @@ import { isAbsolute, join, normalize, resolve } from "node:path";
 import { parseConfigFile } from "../config/config.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
+import { hasUnsafeCharacters } from "./safe_text.ts";
 
 /** An entry as our config file spells it (the fields `parseConfigFile` knows). */
 export interface ServerEntry {
@@ -63,6 +64,31 @@ const EDITOR_VARIABLES = new Set([
 /** Env names whose literal values are probably secrets. */
 const SECRET_NAME = /key|token|secret|passw|credential|auth/i;
 
+/**
+ * The first field of an entry (or its name) holding characters that change how text prints
+ * (see safe_text.ts), or null. Env values are left to the server: they are never printed.
+ */
+function unsafeField(clientName: string, raw: Record<string, unknown>): string | null {
+  if (hasUnsafeCharacters(clientName)) return "the name";
+  const strings = (value: unknown) => Array.isArray(value) ? value.map(String) : [];
+  const fields: [string, unknown][] = [
+    ["command", raw.command],
+    ["url", raw.url],
+    ["cwd", raw.cwd],
+    ...strings(raw.args).map((a, i): [string, unknown] => [`args[${i}]`, a]),
+    ...Object.entries(isRecord(raw.headers) ? raw.headers : {}).flatMap((
+      [k, v],
+    ): [string, unknown][] => [[`a header name`, k], [`header ${k}`, v]]),
+    ...Object.keys(isRecord(raw.env) ? raw.env : {}).map((
+      k,
+    ): [string, unknown] => [`an env name`, k]),
+  ];
+  for (const [field, value] of fields) {
+    if (typeof value === "string" && hasUnsafeCharacters(value)) return field;
+  }
+  return null;
+}
+
 /** A valid server name for our config from a client's (which may hold dots, spaces, @ or /). */
 export function ourServerName(name: string): string {
   if (SERVER_NAME.test(name)) return name;
@@ -114,6 +140,13 @@ export function translateEntry(
   }
   const skip = (reason: string): Translation => ({ outcome: "skip", name, reason, notes });
   if (!isRecord(raw)) return skip("the entry is not a JSON object");
+  const hidden = unsafeField(clientName, raw);
+  if (hidden) {
+    return skip(
+      `${hidden} holds control or text-direction characters, which can hide what it runs ` +
+        "or where it connects when printed",
+    );
+  }
   if (isThisServer(raw, ctx.projectRoot)) {
     return { outcome: "self", name, reason: "this server itself", notes };
   }
@@ -157,7 +190,7 @@ export function translateEntry(
     entry.url = raw.url;
     if (type === undefined && /\/sse\/?$/.test(raw.url)) {
       notes.push(
-        'no transport type given and the URL ends in /sse: connected with Streamable HTTP; if ' +
+        "no transport type given and the URL ends in /sse: connected with Streamable HTTP; if " +
           'the server speaks only the older HTTP+SSE transport, add "type": "sse" to its entry',
       );
     }

@@ -26,6 +26,7 @@ import {
 } from "../clients/merge.ts";
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
+import { escapeUnsafe } from "../clients/safe_text.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
 import { PROJECT_ROOT } from "../config/config.ts";
 import { readConfigVariable, readEnv } from "../config/environment.ts";
@@ -186,7 +187,7 @@ export interface ImportOptions {
  * read (what could be read is still merged).
  */
 export async function runImport(options: ImportOptions, deps: ClientsDeps): Promise<number> {
-  const { out } = deps;
+  const out = printer(deps.out);
   const clients = options.from.length > 0 ? options.from : [...CLIENTS];
   let failed = false;
   // In the order found: a list of servers, or a line saying why there is none.
@@ -237,7 +238,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
 
   const ours = await readJsonFile(options.configPath);
   if (ours.status === "broken") {
-    out(`Cannot import into ${options.configPath}: ${ours.message}\n`);
+    out(`Cannot import into ${options.configPath}: ${ours.message}`);
     return 1;
   }
   const candidates: Candidate[] = [];
@@ -255,42 +256,42 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
       replace: options.replace,
     });
   } catch (error) {
-    out(`Cannot import into ${options.configPath}: ${(error as Error).message}\n`);
+    out(`Cannot import into ${options.configPath}: ${(error as Error).message}`);
     return 1;
   }
 
   for (const { source, message, translations } of reports) {
     if (translations === undefined) {
-      out(`${describeSource(source)}: ${message}\n`);
+      out(`${describeSource(source)}: ${message}`);
       continue;
     }
-    out(`${describeSource(source)}\n`);
-    if (translations.length === 0) out("  (no servers)\n");
+    out(`${describeSource(source)}`);
+    if (translations.length === 0) out("  (no servers)");
     for (const t of translations) {
       const line = t.outcome === "import"
         ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!)
         : t.outcome === "self"
         ? `  - ${t.name}  left out: ${t.reason}`
         : `  ! ${t.name}  not imported: ${t.reason}`;
-      out(line + "\n");
-      for (const note of t.notes) out(`      note: ${note}\n`);
+      out(line);
+      for (const note of t.notes) out(`      note: ${note}`);
     }
   }
 
   const added = plan.statuses.filter((s) => s.status === "added").length;
   const replaced = plan.statuses.filter((s) => s.status === "replaced").length;
   if (candidates.length === 0 && found.length === 0) {
-    out(`No client config found; ${options.configPath} left as it was.\n`);
+    out(`No client config found; ${options.configPath} left as it was.`);
     return failed ? 1 : 0;
   }
   if (!plan.changed) {
-    out(`Nothing to add to ${options.configPath}.\n`);
+    out(`Nothing to add to ${options.configPath}.`);
     return failed ? 1 : 0;
   }
   const counts = `${added} added` + (replaced ? `, ${replaced} replaced` : "");
   if (options.dryRun) {
-    out(`Dry run: ${options.configPath} would be (${counts}):\n`);
-    out(JSON.stringify(plan.file, null, 2) + "\n");
+    out(`Dry run: ${options.configPath} would be (${counts}):`);
+    deps.out(escapeUnsafe(JSON.stringify(plan.file, null, 2), { keepNewlines: true }) + "\n");
     return failed ? 1 : 0;
   }
   try {
@@ -300,9 +301,9 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
       ours.status === "ok" ? ours.mode : null,
       deps.now(),
     );
-    out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.\n`);
+    out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
-    out(`Cannot write ${options.configPath}: ${writeFailure(error)}\n`);
+    out(`Cannot write ${options.configPath}: ${writeFailure(error)}`);
     return 1;
   }
   return failed ? 1 : 0;
@@ -316,7 +317,7 @@ export interface InstallOptions {
 
 /** Adds this server to a client's list (idempotent). Exit 0, or 1 when the file cannot change. */
 export async function runInstall(options: InstallOptions, deps: ClientsDeps): Promise<number> {
-  const { out } = deps;
+  const out = printer(deps.out);
   const target = installScopes(options.client).includes(options.scope)
     ? installTarget(options.client, options.scope, deps.platform)
     : null;
@@ -337,7 +338,7 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   const entry = clientEntry(options.client, launch);
   const read = await readJsonFile(target.path);
   if (read.status === "broken") {
-    out(`Cannot install into ${target.path}: ${read.message} (the file was not changed)\n`);
+    out(`Cannot install into ${target.path}: ${read.message} (the file was not changed)`);
     return 1;
   }
   let plan;
@@ -349,29 +350,29 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
       entry,
     );
   } catch (error) {
-    out(`${(error as Error).message} (${target.path} was not changed)\n`);
+    out(`${(error as Error).message} (${target.path} was not changed)`);
     return 1;
   }
-  out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}\n`);
-  out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}\n`);
-  out(`  because ${launch.why}\n`);
+  out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}`);
+  out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}`);
+  out(`  because ${launch.why}`);
   if (plan.change === "none") {
-    out(`Already installed: ${target.path} is unchanged.\n`);
+    out(`Already installed: ${target.path} is unchanged.`);
     return 0;
   }
   const names = (servers: Record<string, unknown>) =>
     Object.keys(servers).map((n) => n === OUR_SERVER_NAME ? `${n} (${plan.change})` : n);
-  out(`  servers before: ${Object.keys(plan.before).join(", ") || "(none)"}\n`);
-  out(`  servers after:  ${names(plan.after).join(", ")}\n`);
+  out(`  servers before: ${Object.keys(plan.before).join(", ") || "(none)"}`);
+  out(`  servers after:  ${names(plan.after).join(", ")}`);
   if (plan.previous !== undefined) {
-    out(`  - "${OUR_SERVER_NAME}": ${JSON.stringify(plan.previous)}\n`);
-    out(`  + "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}\n`);
+    out(`  - "${OUR_SERVER_NAME}": ${JSON.stringify(plan.previous)}`);
+    out(`  + "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}`);
   }
   if (read.status === "ok" && read.hadComments) {
-    out("  note: the file's comments are not kept (the backup has them)\n");
+    out("  note: the file's comments are not kept (the backup has them)");
   }
   if (options.dryRun) {
-    out("Dry run: nothing written.\n");
+    out("Dry run: nothing written.");
     return 0;
   }
   try {
@@ -381,9 +382,9 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
       read.status === "ok" ? read.mode : null,
       deps.now(),
     );
-    out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.\n`);
+    out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
-    out(`Cannot write ${target.path}: ${writeFailure(error)}\n`);
+    out(`Cannot write ${target.path}: ${writeFailure(error)}`);
     return 1;
   }
   return 0;
@@ -404,6 +405,14 @@ function statusLine(name: string, what: string, s: CandidateStatus): string {
         ? `  = ${name}  the same as in ${s.first}`
         : `  ! ${name}  not imported: differs from "${name}" in ${s.first}, which was taken`;
   }
+}
+
+/**
+ * Prints one line per call, every unsafe character of it escaped: names, commands and messages
+ * from client files cannot start lines of their own or hide text (see safe_text.ts).
+ */
+function printer(out: (text: string) => void): (line: string) => void {
+  return (line) => out(escapeUnsafe(line) + "\n");
 }
 
 function writeFailure(error: unknown): string {
