@@ -826,6 +826,7 @@ Deno.test("import prints no control or bidi character from a client file: names 
   assert.equal(r.code, 0, r.stdout);
   assert.doesNotMatch(
     r.stdout,
+    // deno-lint-ignore no-control-regex -- no control character may be printed
     /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e]/,
   );
   assert.match(r.stdout, /! fs-2K-fs {2}not imported: the name holds control/);

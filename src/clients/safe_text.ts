@@ -8,6 +8,7 @@
  * C0 and C1 controls (newline, carriage return and escape among them), the line and paragraph
  * separators, and the bidi marks, embeddings, overrides and isolates.
  */
+// deno-lint-ignore no-control-regex -- finding control characters is the point
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
 
 /** Whether `text` holds a character that a terminal or text view would act on. */
