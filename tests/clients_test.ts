@@ -95,8 +95,49 @@ Deno.test("parseJsonc() reads VS Code's comments and trailing commas, not inside
     servers: { a: { url: "https://x.example/a//b", args: ["/* not a comment */"] } },
     inputs: [],
   });
-  assert.deepEqual(parseJsonc('{"a": "\\"//"}'), { value: { a: '"//' }, hadComments: false });
+  assert.deepEqual(parseJsonc('{"a": "\\"//"}').value, { a: '"//' });
   assert.throws(() => parseJsonc("{ broken"), SyntaxError);
+});
+
+Deno.test("parseJsonc() ends // comments at every line terminator and says what a rewrite would lose", async (t) => {
+  await t.step("a // comment ends at \\r, U+2028 and U+2029 as well as \\n", () => {
+    for (const end of ["\r", "\u2028", "\u2029"]) {
+      assert.deepEqual(parseJsonc(`{ // note${end}"a": 1 }`).value, { a: 1 });
+    }
+  });
+  await t.step("duplicate keys are listed by path; the last one wins as in JSON.parse", () => {
+    const r = parseJsonc('{"mcpServers":{"x":{"command":"a"},"x":{"command":"b"}},"k":1,"k":2}');
+    assert.deepEqual(r.duplicateKeys, ["mcpServers.x", "k"]);
+    assert.deepEqual(r.value, { mcpServers: { x: { command: "b" } }, k: 2 });
+  });
+  await t.step("numbers that change when read are listed; ones that do not are not", () => {
+    const r = parseJsonc(
+      '{"id":9007199254740993,"f":1e400,"z":-0,"d":1.50,"e":15e-1,"n":[2,1e-400]}',
+    );
+    assert.deepEqual(r.lossyNumbers, [
+      "id: 9007199254740993",
+      "f: 1e400",
+      "z: -0",
+      "n[1]: 1e-400",
+    ]);
+  });
+  await t.step("__proto__ is an own key, as JSON.parse makes it", () => {
+    const value = parseJsonc('{"__proto__":{"polluted":1}}').value as Record<string, unknown>;
+    assert.deepEqual(Object.keys(value), ["__proto__"]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  });
+  await t.step("an error names the line and column, never the text there", () => {
+    assert.throws(
+      () => parseJsonc("ghp_TOKEN_ONLY_FILE_0123456789"),
+      (e: Error) =>
+        e instanceof SyntaxError && e.message === "unexpected character at line 1, column 1",
+    );
+    assert.throws(
+      () => parseJsonc('{\n  "a": 1,\n  "b": ghp_SECRET\n}'),
+      (e: Error) => e.message === "unexpected character at line 3, column 8",
+    );
+    assert.throws(() => parseJsonc('{"a":1 /* never closed'), /unterminated comment/);
+  });
 });
 
 const CTX: TranslateContext = {
@@ -833,4 +874,42 @@ Deno.test("import prints no control or bidi character from a client file: names 
   assert.match(r.stdout, /renamed from "fs\\u\{1b\}\[2K\\u\{d\} {2}\+ fs"/);
   assert.match(r.stdout, /! gh {2}not imported: args\[1\] holds control/);
   assert.match(r.stdout, /"description": "fine\\u\{202e\}"/);
+});
+
+Deno.test("import reads only regular files of sane size, and never quotes a broken file", async () => {
+  await using s = await tempHome();
+  await Deno.mkdir(join(s.project, ".vscode"));
+  await new Deno.Command("mkfifo", { args: [join(s.project, ".vscode", "mcp.json")] }).output();
+  await Deno.mkdir(join(s.home, ".secrets"));
+  await Deno.writeTextFile(join(s.home, ".secrets", "gh"), "ghp_TOKEN_ONLY_FILE_0123456789");
+  await Deno.mkdir(join(s.project, ".cursor"));
+  await Deno.symlink(join(s.home, ".secrets", "gh"), join(s.project, ".cursor", "mcp.json"));
+  await Deno.writeTextFile(join(s.home, ".claude.json"), " ".repeat(16 * 1024 * 1024 + 1));
+  const r = await s.run(["import", "--dry-run", "--config", s.out]);
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(r.stdout, /vscode project: .*\.vscode\/mcp\.json: cannot read: not a regular file/);
+  assert.match(
+    r.stdout,
+    /cursor project: .*: cannot read: not valid JSON: unexpected character at line 1, column 1$/m,
+  );
+  assert.match(r.stdout, /claude-code user: .*: cannot read: larger than 16 MiB/);
+  assert.doesNotMatch(r.stdout, /ghp_/);
+});
+
+Deno.test("install refuses a file whose numbers a rewrite would change, and warns of keys given twice", async () => {
+  await using s = await tempHome();
+  const path = join(s.home, ".claude.json");
+  const text = '{"id":9007199254740993,"mcpServers":{}}';
+  await Deno.writeTextFile(path, text);
+  const r = await s.run(["install", "--client", "claude-code"]);
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(
+    r.stdout,
+    /Cannot install into .*: rewriting it would change .*id: 9007199254740993/,
+  );
+  assert.equal(await Deno.readTextFile(path), text);
+  await Deno.writeTextFile(path, '{"mcpServers":{"x":{"command":"a"}},"mcpServers":{}}');
+  const dup = await s.run(["install", "--client", "claude-code", "--dry-run"]);
+  assert.equal(dup.code, 0, dup.stdout);
+  assert.match(dup.stdout, /warning: keys given twice, of which only the last is kept: mcpServers/);
 });

@@ -17,7 +17,7 @@ import {
   type Scope,
   valueAt,
 } from "../clients/client_configs.ts";
-import { parseJsonc } from "../clients/jsonc.ts";
+import { readJsonFile } from "../clients/read_json_file.ts";
 import {
   type Candidate,
   type CandidateStatus,
@@ -110,28 +110,6 @@ export function installCommand(
   return runInstall({ client: client!, scope, dryRun: flags.dryRun }, systemDeps(out));
 }
 
-type FileRead =
-  | { status: "missing" }
-  | { status: "broken"; message: string }
-  | { status: "ok"; value: unknown; hadComments: boolean; mode: number | null };
-
-async function readJsonFile(path: string): Promise<FileRead> {
-  let text: string;
-  let mode: number | null = null;
-  try {
-    text = await Deno.readTextFile(path);
-    mode = (await Deno.stat(path)).mode;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { status: "missing" };
-    return { status: "broken", message: (error as Error).message };
-  }
-  try {
-    return { status: "ok", ...parseJsonc(text), mode: mode === null ? null : mode & 0o777 };
-  } catch (error) {
-    return { status: "broken", message: `not valid JSON: ${(error as Error).message}` };
-  }
-}
-
 /**
  * Writes `value` as JSON to `path` atomically, keeping the old file's permissions and a
  * timestamped copy of it beside it (returned); creates the folder when the file is new. A
@@ -191,7 +169,12 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
   const clients = options.from.length > 0 ? options.from : [...CLIENTS];
   let failed = false;
   // In the order found: a list of servers, or a line saying why there is none.
-  const reports: { source: ConfigSource; message?: string; translations?: Translation[] }[] = [];
+  const reports: {
+    source: ConfigSource;
+    message?: string;
+    translations?: Translation[];
+    warnings?: string[];
+  }[] = [];
   const seen = new Set<string>();
   const missing = new Set<string>();
   for (const client of clients) {
@@ -231,7 +214,12 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
           isSet: (v) => deps.env(v) !== undefined,
         })
       );
-      reports.push({ source, translations });
+      const prefix = source.keyPath.join(".") + ".";
+      const twice = read.duplicateKeys.filter((k) => k.startsWith(prefix));
+      const warnings = twice.length === 0 ? [] : [
+        `keys given twice (the last one is used, as the client does): ${twice.join(", ")}`,
+      ];
+      reports.push({ source, translations, warnings });
     }
   }
   const found = reports.filter((r) => r.translations !== undefined);
@@ -260,12 +248,13 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     return 1;
   }
 
-  for (const { source, message, translations } of reports) {
+  for (const { source, message, translations, warnings } of reports) {
     if (translations === undefined) {
       out(`${describeSource(source)}: ${message}`);
       continue;
     }
     out(`${describeSource(source)}`);
+    for (const warning of warnings ?? []) out(`  warning: ${warning}`);
     if (translations.length === 0) out("  (no servers)");
     for (const t of translations) {
       const line = t.outcome === "import"
@@ -341,6 +330,13 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
     out(`Cannot install into ${target.path}: ${read.message} (the file was not changed)`);
     return 1;
   }
+  if (read.status === "ok" && read.lossyNumbers.length > 0) {
+    out(
+      `Cannot install into ${target.path}: rewriting it would change these numbers, which ` +
+        `JSON cannot hold exactly: ${read.lossyNumbers.join(", ")} (the file was not changed)`,
+    );
+    return 1;
+  }
   let plan;
   try {
     plan = installServer(
@@ -370,6 +366,13 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   }
   if (read.status === "ok" && read.hadComments) {
     out("  note: the file's comments are not kept (the backup has them)");
+  }
+  if (read.status === "ok" && read.duplicateKeys.length > 0) {
+    out(
+      `  warning: keys given twice, of which only the last is kept: ${
+        read.duplicateKeys.join(", ")
+      }`,
+    );
   }
   if (options.dryRun) {
     out("Dry run: nothing written.");
