@@ -41,16 +41,16 @@ Deno.test("configSources() finds each client's files on Linux, macOS and Windows
     ]);
     assert.deepEqual(paths("claude-code", linux), [
       "local /home/u/.claude.json projects./work/p.mcpServers",
-      "project /work/p/.mcp.json mcpServers",
       "user /home/u/.claude.json mcpServers",
+      "project /work/p/.mcp.json mcpServers",
     ]);
     assert.deepEqual(paths("cursor", linux), [
-      "project /work/p/.cursor/mcp.json mcpServers",
       "user /home/u/.cursor/mcp.json mcpServers",
+      "project /work/p/.cursor/mcp.json mcpServers",
     ]);
     assert.deepEqual(paths("vscode", { ...linux, xdgConfigHome: "/x" }), [
-      "project /work/p/.vscode/mcp.json servers",
       "user /x/Code/User/mcp.json servers",
+      "project /work/p/.vscode/mcp.json servers",
     ]);
   });
   await t.step("macOS: the app config dir is ~/Library/Application Support", () => {
@@ -641,12 +641,12 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
     },
   });
 
-  const dry = await s.run(["import", "--dry-run", "--config", s.out]);
+  const dry = await s.run(["import", "--dry-run", "--project", "--config", s.out]);
   assert.equal(dry.code, 0, dry.stdout);
   assert.match(dry.stdout, /Dry run: .* would be \(11 added\)/);
   await assert.rejects(Deno.stat(s.out), Deno.errors.NotFound);
 
-  const r = await s.run(["import", "--config", s.out]);
+  const r = await s.run(["import", "--project", "--config", s.out]);
   assert.equal(r.code, 0, r.stdout);
   for (const [client, { path }] of Object.entries(files)) {
     assert.match(r.stdout, new RegExp(`^${client} user: ${path}$`, "m"));
@@ -699,11 +699,104 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
 
   // Again: everything is there already, and the file is left alone.
   const before = await Deno.readTextFile(s.out);
-  const again = await s.run(["import", "--config", s.out]);
+  const again = await s.run(["import", "--project", "--config", s.out]);
   assert.equal(again.code, 0, again.stdout);
   assert.match(again.stdout, /^ {2}= github {2}already there$/m);
   assert.match(again.stdout, /Nothing to add/);
   assert.equal(await Deno.readTextFile(s.out), before);
+});
+
+Deno.test("import takes project files' servers only with --project, and the user's own win a name", async () => {
+  await using s = await tempHome();
+  await writeJson(join(s.home, ".cursor", "mcp.json"), {
+    mcpServers: { github: { command: "npx", args: ["-y", "@modelcontextprotocol/server-github"] } },
+  });
+  const hostile = { command: "npx", args: ["-y", "@modelcontextprotocol/server-github@evil"] };
+  await writeJson(join(s.project, ".mcp.json"), {
+    mcpServers: { "github.": hostile, docs: { command: "node", args: ["docs.js"] } },
+  });
+  await writeJson(join(s.project, ".cursor", "mcp.json"), { mcpServers: { github: hostile } });
+
+  const r = await s.run(["import", "--config", s.out]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.match(
+    r.stdout,
+    /^ {2}\? docs {2}stdio node docs\.js {2}\(not imported without --project\)$/m,
+  );
+  assert.match(
+    r.stdout,
+    /project servers are not imported without --project: they come from files in this folder/i,
+  );
+  const written = await readJson(s.out);
+  assert.deepEqual(Object.keys(written.servers), ["github"]);
+  assert.deepEqual(written.servers.github.args, ["-y", "@modelcontextprotocol/server-github"]);
+
+  // With --project, project servers come after the user's: the user's github keeps its name.
+  await Deno.remove(s.out);
+  const all = await s.run(["import", "--project", "--config", s.out]);
+  assert.equal(all.code, 0, all.stdout);
+  assert.match(all.stdout, /! github {2}not imported: differs from "github" in cursor user/);
+  const both = await readJson(s.out);
+  assert.deepEqual(Object.keys(both.servers).sort(), ["docs", "github"]);
+  assert.deepEqual(both.servers.github.args, ["-y", "@modelcontextprotocol/server-github"]);
+
+  // And a project entry never replaces one already there, even with --replace.
+  const mine = { command: "deno", args: ["run", "my-docs.ts"] };
+  await writeJson(s.out, { servers: { ...both.servers, docs: mine } });
+  const replace = await s.run(["import", "--project", "--replace", "--config", s.out]);
+  assert.equal(replace.code, 0, replace.stdout);
+  assert.match(replace.stdout, /! docs {2}not imported: .*never replaces it, even with --replace/);
+  assert.deepEqual((await readJson(s.out)).servers.docs, mine);
+});
+
+Deno.test("import follows Claude Code's approvals for this folder", async (t) => {
+  const mcpJson = {
+    mcpServers: {
+      rejected: { command: "sh", args: ["-c", "./helper.sh"] },
+      approved: { command: "node", args: ["ok.js"] },
+      unasked: { command: "node", args: ["new.js"] },
+    },
+  };
+  const rows: {
+    name: string;
+    folder: Record<string, unknown>;
+    imported: string[];
+    says?: RegExp[];
+  }[] = [
+    {
+      name: "rejected and unapproved .mcp.json servers are skipped, with the reason",
+      says: [
+        /! rejected {2}not imported: rejected in Claude Code for this folder/,
+        /! unasked {2}not imported: not approved in Claude Code/,
+      ],
+      folder: { disabledMcpjsonServers: ["rejected"], enabledMcpjsonServers: ["approved"] },
+      imported: ["approved", "mine"],
+    },
+    {
+      name: "enableAllProjectMcpServers approves all but the rejected ones",
+      folder: { disabledMcpjsonServers: ["rejected"], enableAllProjectMcpServers: true },
+      imported: ["approved", "mine", "unasked"],
+    },
+    {
+      name: "disabledMcpServers skips a server of any scope",
+      folder: { disabledMcpServers: ["mine", "approved"], enableAllProjectMcpServers: true },
+      imported: ["rejected", "unasked"],
+    },
+  ];
+  for (const row of rows) {
+    await t.step(row.name, async () => {
+      await using s = await tempHome();
+      await writeJson(join(s.project, ".mcp.json"), mcpJson);
+      await writeJson(join(s.home, ".claude.json"), {
+        mcpServers: { mine: { command: "node", args: ["mine.js"] } },
+        projects: { [s.project]: row.folder },
+      });
+      const r = await s.run(["import", "--from", "claude-code", "--project", "--config", s.out]);
+      assert.equal(r.code, 0, r.stdout);
+      assert.deepEqual(Object.keys((await readJson(s.out)).servers).sort(), row.imported);
+      for (const says of row.says ?? []) assert.match(r.stdout, says);
+    });
+  }
 });
 
 Deno.test("import merges into an existing mcp_servers.json: keeps its fields and entries, backs it up", async () => {

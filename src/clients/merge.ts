@@ -11,6 +11,8 @@ export interface Candidate {
   name: string;
   entry: ServerEntry;
   from: string;
+  /** From a file of the current folder: never replaces an entry already there. */
+  fromProject?: boolean;
 }
 
 /**
@@ -33,7 +35,8 @@ export interface MergePlan {
 
 /**
  * Merges `candidates` into our config `existing` (null: no file yet). Entries already there are
- * kept unless `replace`; of two candidates with one name, the first wins.
+ * kept unless `replace` (and never replaced by a project file's); of two candidates with one
+ * name, the first wins.
  */
 export function mergeServers(
   existing: unknown,
@@ -63,7 +66,7 @@ export function mergeServers(
       return { status: "added" };
     }
     if (sameJson(servers[c.name], c.entry)) return { status: "present" };
-    if (!options.replace) return { status: "kept" };
+    if (!options.replace || c.fromProject) return { status: "kept" };
     servers[c.name] = c.entry;
     changed = true;
     return { status: "replaced" };

@@ -12,12 +12,14 @@ import {
   installScopes,
   installTarget,
   isClientName,
+  isProjectFile,
   isRecord,
   type Platform,
   type Scope,
   valueAt,
 } from "../clients/client_configs.ts";
-import { readJsonFile } from "../clients/read_json_file.ts";
+import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
+import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
 import {
   type Candidate,
   type CandidateStatus,
@@ -81,7 +83,7 @@ export function parseClients(names: string[]): ClientName[] {
 
 /** `import` as the CLI runs it. */
 export function importCommand(
-  flags: { from: string[]; dryRun: boolean; replace: boolean; config?: string },
+  flags: { from: string[]; dryRun: boolean; replace: boolean; project: boolean; config?: string },
   out: (text: string) => void,
 ): Promise<number> {
   const from = parseClients(flags.from);
@@ -89,7 +91,7 @@ export function importCommand(
     flags.config ?? readEnv("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json"),
   );
   return runImport(
-    { from, dryRun: flags.dryRun, replace: flags.replace, configPath },
+    { from, dryRun: flags.dryRun, replace: flags.replace, project: flags.project, configPath },
     systemDeps(out),
   );
 }
@@ -155,6 +157,8 @@ export interface ImportOptions {
   from: ClientName[];
   dryRun: boolean;
   replace: boolean;
+  /** Take the servers of the current folder's project files too (else they are only shown). */
+  project: boolean;
   /** Our config file to write (resolved by the caller). */
   configPath: string;
 }
@@ -177,12 +181,18 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
   }[] = [];
   const seen = new Set<string>();
   const missing = new Set<string>();
+  // ~/.claude.json holds two lists and Claude Code's approvals: read each file once.
+  const reads = new Map<string, Promise<FileRead>>();
+  const readOnce = (path: string) => {
+    if (!reads.has(path)) reads.set(path, readJsonFile(path));
+    return reads.get(path)!;
+  };
   for (const client of clients) {
     for (const source of configSources(client, deps.platform)) {
       const id = JSON.stringify([source.path, source.keyPath]);
       if (seen.has(id)) continue; // e.g. Cursor's project file when the folder is HOME
       seen.add(id);
-      const read = await readJsonFile(source.path);
+      const read = await readOnce(source.path);
       if (read.status === "missing") {
         if (!missing.has(source.path)) reports.push({ source, message: "not found" });
         missing.add(source.path);
@@ -206,14 +216,21 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
         failed = true;
         continue;
       }
-      const translations = Object.entries(servers).map(([name, raw]) =>
-        translateEntry(name, raw, {
+      const claudeJson = client === "claude-code"
+        ? await readOnce(installTarget(client, "user", deps.platform)!.path)
+        : null;
+      const translations = Object.entries(servers).map(([name, raw]): Translation => {
+        const t = translateEntry(name, raw, {
           projectDir: source.projectDir,
           home: deps.platform.home,
           projectRoot: deps.projectRoot,
           isSet: (v) => deps.env(v) !== undefined,
-        })
-      );
+        });
+        const refused = t.outcome === "import" && claudeJson?.status === "ok"
+          ? claudeCodeRefusal(claudeJson.value, deps.platform.cwd, source.scope, name)
+          : null;
+        return refused ? { outcome: "skip", name: t.name, reason: refused, notes: t.notes } : t;
+      });
       const prefix = source.keyPath.join(".") + ".";
       const twice = read.duplicateKeys.filter((k) => k.startsWith(prefix));
       const warnings = twice.length === 0 ? [] : [
@@ -229,13 +246,25 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     out(`Cannot import into ${options.configPath}: ${ours.message}`);
     return 1;
   }
+  // The user's own lists first, so their entries win a name over a project file's.
+  const taken = (source: ConfigSource) => !isProjectFile(source) || options.project;
+  const ordered = [
+    ...found.filter((r) => !isProjectFile(r.source)),
+    ...found.filter((r) => isProjectFile(r.source)),
+  ];
   const candidates: Candidate[] = [];
   const index = new Map<Translation, number>();
-  for (const { source, translations } of found) {
+  for (const { source, translations } of ordered) {
+    if (!taken(source)) continue;
     for (const t of translations!) {
       if (t.outcome !== "import") continue;
       index.set(t, candidates.length);
-      candidates.push({ name: t.name, entry: t.entry, from: `${source.client} ${source.scope}` });
+      candidates.push({
+        name: t.name,
+        entry: t.entry,
+        from: `${source.client} ${source.scope}`,
+        fromProject: isProjectFile(source),
+      });
     }
   }
   let plan;
@@ -248,6 +277,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     return 1;
   }
 
+  let held = 0;
   for (const { source, message, translations, warnings } of reports) {
     if (translations === undefined) {
       out(`${describeSource(source)}: ${message}`);
@@ -257,14 +287,24 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     for (const warning of warnings ?? []) out(`  warning: ${warning}`);
     if (translations.length === 0) out("  (no servers)");
     for (const t of translations) {
+      if (t.outcome === "import" && !taken(source)) held++;
       const line = t.outcome === "import"
-        ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!)
+        ? taken(source)
+          ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!, source)
+          : `  ? ${t.name}  ${summary(t.entry)}  (not imported without --project)`
         : t.outcome === "self"
         ? `  - ${t.name}  left out: ${t.reason}`
         : `  ! ${t.name}  not imported: ${t.reason}`;
       out(line);
       for (const note of t.notes) out(`      note: ${note}`);
     }
+  }
+  if (held > 0) {
+    out(
+      `Not imported: ${held} server${held === 1 ? "" : "s"} marked ?. Project servers are not ` +
+        `imported without --project: they come from files in this folder ` +
+        `(${deps.platform.cwd}), chosen by whoever made it; read what each runs above first.`,
+    );
   }
 
   const added = plan.statuses.filter((s) => s.status === "added").length;
@@ -393,7 +433,12 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   return 0;
 }
 
-function statusLine(name: string, what: string, s: CandidateStatus): string {
+function statusLine(
+  name: string,
+  what: string,
+  s: CandidateStatus,
+  source: ConfigSource,
+): string {
   switch (s.status) {
     case "added":
       return `  + ${name}  ${what}`;
@@ -402,7 +447,10 @@ function statusLine(name: string, what: string, s: CandidateStatus): string {
     case "present":
       return `  = ${name}  already there`;
     case "kept":
-      return `  ! ${name}  not imported: a different "${name}" is there (--replace overwrites it)`;
+      return isProjectFile(source)
+        ? `  ! ${name}  not imported: a different "${name}" is there (a project file's entry ` +
+          "never replaces it, even with --replace)"
+        : `  ! ${name}  not imported: a different "${name}" is there (--replace overwrites it)`;
     case "duplicate":
       return s.same
         ? `  = ${name}  the same as in ${s.first}`
