@@ -19,6 +19,7 @@ import {
   valueAt,
 } from "../clients/client_configs.ts";
 import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
+import { describeEntry } from "../clients/describe_entry.ts";
 import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
 import {
   type Candidate,
@@ -296,6 +297,13 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
         ? `  - ${t.name}  left out: ${t.reason}`
         : `  ! ${t.name}  not imported: ${t.reason}`;
       out(line);
+      if (t.outcome === "import") {
+        const { details, warnings } = describeEntry(t.entry, {
+          fromProject: isProjectFile(source),
+        });
+        for (const detail of details) out(`      ${detail}`);
+        for (const warning of warnings) out(`      warning: ${warning}`);
+      }
       for (const note of t.notes) out(`      note: ${note}`);
     }
   }
