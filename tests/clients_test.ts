@@ -24,6 +24,7 @@ import {
 import { installServer, mergeServers } from "../src/clients/merge.ts";
 import { chooseLaunch, clientEntry } from "../src/clients/our_entry.ts";
 import { describeEntry, isLoaderEnv } from "../src/clients/describe_entry.ts";
+import { configMode } from "../src/clients/secrets.ts";
 import { escapeUnsafe, hasUnsafeCharacters } from "../src/clients/safe_text.ts";
 import { loadConfig } from "../src/config/config.ts";
 
@@ -403,6 +404,31 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
   });
 });
 
+Deno.test("configMode() makes our config owner-only when it takes a literal secret or a private file's entry", async (t) => {
+  const plain = { entry: { command: "x" }, name: "a", sourcePath: "/f", sourceMode: 0o644 };
+  const rows: [string, number | null, (typeof plain)[], number | null][] = [
+    ["nothing secret: the mode stays", 0o644, [plain], 0o644],
+    ["nothing secret, new file: the default", null, [plain], null],
+    ["from a file others cannot read", 0o644, [{ ...plain, sourceMode: 0o600 }], 0o600],
+    ["a literal token in env, new file", null, [{
+      ...plain,
+      entry: { command: "x", env: { API_TOKEN: "abc123456789" } },
+    }], 0o600],
+    ["a placeholder is no secret", 0o644, [{
+      ...plain,
+      entry: { url: "https://x", headers: { Authorization: "Bearer ${TOK}" } },
+    }], 0o644],
+    ["a literal header", 0o664, [{
+      ...plain,
+      entry: { url: "https://x", headers: { "X-Key": "abcdefgh123" } },
+    }], 0o600],
+    ["a tighter mode stays", 0o400, [{ ...plain, sourceMode: 0o600 }], 0o400],
+  ];
+  for (const [name, current, taken, mode] of rows) {
+    await t.step(name, () => assert.equal(configMode(current, taken).mode, mode));
+  }
+});
+
 Deno.test("ourServerName() and inputVariable() give names our config accepts", () => {
   assert.equal(ourServerName("github"), "github");
   assert.equal(ourServerName("my server.v2"), "my-server-v2");
@@ -700,7 +726,7 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
 
   const dry = await s.run(["import", "--dry-run", "--project", "--config", s.out]);
   assert.equal(dry.code, 0, dry.stdout);
-  assert.match(dry.stdout, /Dry run: .* would be \(11 added\)/);
+  assert.match(dry.stdout, /Dry run: .* would be \(11 added;/);
   await assert.rejects(Deno.stat(s.out), Deno.errors.NotFound);
 
   const r = await s.run(["import", "--project", "--config", s.out]);
@@ -1092,4 +1118,60 @@ Deno.test("import shows what each project entry does: header names, env keys, an
     /^ {6}warning: env NODE_OPTIONS="--require \.\/\.eslintcache\.js" changes/m,
   );
   assert.match(r.stdout, /^ {6}cwd: .*project$/m);
+});
+
+Deno.test("import keeps secrets as private as their source: owner-only file, masked dry run", async () => {
+  await using s = await tempHome();
+  const path = join(s.home, ".claude.json");
+  await writeJson(path, {
+    mcpServers: {
+      github: {
+        type: "stdio",
+        command: "npx",
+        args: ["-y", "@modelcontextprotocol/server-github"],
+        env: { GITHUB_PERSONAL_ACCESS_TOKEN: "ghp_LITERALSECRET0123456789", LEVEL: "debug" },
+      },
+      pg: {
+        command: "npx",
+        args: ["-y", "server-postgres", "postgresql://admin:Pa55w0rdSECRET@db.internal/prod"],
+      },
+      notion: {
+        type: "http",
+        url: "https://mcp.notion.com/mcp",
+        headers: { Authorization: "Bearer secret_NOTIONLITERAL0123" },
+      },
+    },
+  });
+  await Deno.chmod(path, 0o600);
+  await writeJson(s.out, { servers: {} });
+  await Deno.chmod(s.out, 0o644);
+
+  const dry = await s.run(["import", "--dry-run", "--config", s.out]);
+  assert.equal(dry.code, 0, dry.stdout);
+  assert.doesNotMatch(dry.stdout, /LITERALSECRET|Pa55w0rd|NOTIONLITERAL/);
+  assert.match(dry.stdout, /"GITHUB_PERSONAL_ACCESS_TOKEN": "\[hidden\]"/);
+  assert.match(dry.stdout, /"LEVEL": "debug"/);
+  assert.match(dry.stdout, /postgresql:\/\/admin:\[hidden\]@db\.internal\/prod/);
+  assert.match(
+    dry.stdout,
+    /would be written owner-only \(mode 0600\): "github" holds a literal secret/,
+  );
+
+  const r = await s.run(["import", "--config", s.out]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.doesNotMatch(r.stdout, /LITERALSECRET|Pa55w0rd|NOTIONLITERAL/);
+  assert.match(r.stdout, /is written owner-only \(mode 0600\): .*which others cannot read/);
+  assert.equal((await Deno.stat(s.out)).mode! & 0o777, 0o600);
+  assert.equal(
+    (await readJson(s.out)).servers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN,
+    "ghp_LITERALSECRET0123456789",
+  );
+});
+
+Deno.test(".gitignore keeps import's backups of mcp_servers.json out of git", async () => {
+  const ignored = await new Deno.Command("git", {
+    args: ["check-ignore", "-q", "mcp_servers.json.2026-01-01T00-00-00-000Z.bak"],
+    cwd: PROJECT,
+  }).output();
+  assert.equal(ignored.code, 0);
 });

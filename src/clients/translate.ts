@@ -7,6 +7,7 @@ import { parseConfigFile } from "../config/config.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
 import { hasUnsafeCharacters } from "./safe_text.ts";
+import { isSecretName } from "./secrets.ts";
 
 /** An entry as our config file spells it (the fields `parseConfigFile` knows). */
 export interface ServerEntry {
@@ -61,8 +62,6 @@ const EDITOR_VARIABLES = new Set([
   "selectedText",
   "defaultBuildTask",
 ]);
-/** Env names whose literal values are probably secrets. */
-const SECRET_NAME = /key|token|secret|passw|credential|auth/i;
 
 /**
  * The first field of an entry (or its name) holding characters that change how text prints
@@ -230,7 +229,7 @@ export function translateEntry(
     notes.push(`"cwd" ${entry.cwd} is relative: here it is taken from mcp_servers.json's folder`);
   }
   for (const [key, value] of Object.entries(entry.env ?? {})) {
-    if (SECRET_NAME.test(key) && value !== "" && !value.includes("${")) {
+    if (isSecretName(key) && value !== "" && !value.includes("${")) {
       notes.push(
         `env ${key} holds a literal value: better as "\${${key}}" with ${key} set in the ` +
           "environment (values from the environment are scrubbed from results and logs)",

@@ -19,6 +19,7 @@ import {
   valueAt,
 } from "../clients/client_configs.ts";
 import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
+import { configMode, HIDDEN, maskConfig, maskEntry } from "../clients/secrets.ts";
 import { describeEntry } from "../clients/describe_entry.ts";
 import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
 import {
@@ -114,27 +115,27 @@ export function installCommand(
 }
 
 /**
- * Writes `value` as JSON to `path` atomically, keeping the old file's permissions and a
- * timestamped copy of it beside it (returned); creates the folder when the file is new. A
- * symlinked file is written through the link.
+ * Writes `value` as JSON to `path` atomically with permission bits `mode` (null: the default
+ * for a new file), keeping a timestamped copy of the old file, if any, beside it (returned);
+ * creates the folder when the file is new. A symlinked file is written through the link.
  */
 async function writeJsonWithBackup(
   path: string,
   value: unknown,
-  mode: number | null,
+  old: { exists: boolean; mode: number | null },
   now: Date,
 ): Promise<string | null> {
   const target = await Deno.realPath(path).catch(() => path);
   let backup: string | null = null;
-  if (mode !== null) {
+  if (old.exists) {
     backup = `${target}.${now.toISOString().replace(/[:.]/g, "-")}.bak`;
     await Deno.copyFile(target, backup);
-    if (Deno.build.os !== "windows") await Deno.chmod(backup, mode);
+    if (old.mode !== null && Deno.build.os !== "windows") await Deno.chmod(backup, old.mode);
   } else {
     await Deno.mkdir(dirname(target), { recursive: true });
   }
   await writeFileAtomically(target, JSON.stringify(value, null, 2) + "\n", {
-    mode: mode ?? undefined,
+    mode: old.mode ?? undefined,
   });
   return backup;
 }
@@ -146,7 +147,9 @@ function describeSource(s: ConfigSource): string {
   return `${s.client} ${s.scope}: ${s.path}${where}`;
 }
 
-function summary(entry: ServerEntry): string {
+/** An entry's transport and command line or URL (a password in a URL hidden). */
+function summary(full: ServerEntry): string {
+  const entry = maskEntry(full) as ServerEntry;
   if (typeof entry.url === "string") {
     return `${entry.type === "sse" ? "sse " : "http"}  ${entry.url}`;
   }
@@ -179,6 +182,8 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     message?: string;
     translations?: Translation[];
     warnings?: string[];
+    /** The permission bits of the file read (null: unknown, as on Windows). */
+    mode?: number | null;
   }[] = [];
   const seen = new Set<string>();
   const missing = new Set<string>();
@@ -237,7 +242,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
       const warnings = twice.length === 0 ? [] : [
         `keys given twice (the last one is used, as the client does): ${twice.join(", ")}`,
       ];
-      reports.push({ source, translations, warnings });
+      reports.push({ source, translations, warnings, mode: read.mode });
     }
   }
   const found = reports.filter((r) => r.translations !== undefined);
@@ -254,12 +259,14 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     ...found.filter((r) => isProjectFile(r.source)),
   ];
   const candidates: Candidate[] = [];
+  const candidateFiles: { sourcePath: string; sourceMode: number | null }[] = [];
   const index = new Map<Translation, number>();
-  for (const { source, translations } of ordered) {
+  for (const { source, translations, mode } of ordered) {
     if (!taken(source)) continue;
     for (const t of translations!) {
       if (t.outcome !== "import") continue;
       index.set(t, candidates.length);
+      candidateFiles.push({ sourcePath: source.path, sourceMode: mode ?? null });
       candidates.push({
         name: t.name,
         entry: t.entry,
@@ -326,18 +333,28 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     return failed ? 1 : 0;
   }
   const counts = `${added} added` + (replaced ? `, ${replaced} replaced` : "");
+  const written = candidates.flatMap((c, i) => {
+    const status = plan.statuses[i]!.status;
+    return status === "added" || status === "replaced"
+      ? [{ entry: c.entry, name: c.name, ...candidateFiles[i]! }]
+      : [];
+  });
+  const { mode, why } = configMode(ours.status === "ok" ? ours.mode : null, written);
+  const privately = `${options.configPath} ${options.dryRun ? "would be" : "is"} written ` +
+    `owner-only (mode 0${mode?.toString(8)}): ${why.join("; ")}`;
   if (options.dryRun) {
-    out(`Dry run: ${options.configPath} would be (${counts}):`);
-    deps.out(escapeUnsafe(JSON.stringify(plan.file, null, 2), { keepNewlines: true }) + "\n");
+    out(`Dry run: ${options.configPath} would be (${counts}; literal secrets shown as ${HIDDEN}):`);
+    const shown = JSON.stringify(maskConfig(plan.file), null, 2);
+    deps.out(escapeUnsafe(shown, { keepNewlines: true }) + "\n");
+    if (why.length > 0) out(privately);
     return failed ? 1 : 0;
   }
+  if (why.length > 0) out(privately);
   try {
-    const backup = await writeJsonWithBackup(
-      options.configPath,
-      plan.file,
-      ours.status === "ok" ? ours.mode : null,
-      deps.now(),
-    );
+    const backup = await writeJsonWithBackup(options.configPath, plan.file, {
+      exists: ours.status === "ok",
+      mode,
+    }, deps.now());
     out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
     out(`Cannot write ${options.configPath}: ${writeFailure(error)}`);
@@ -427,12 +444,10 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
     return 0;
   }
   try {
-    const backup = await writeJsonWithBackup(
-      target.path,
-      plan.file,
-      read.status === "ok" ? read.mode : null,
-      deps.now(),
-    );
+    const backup = await writeJsonWithBackup(target.path, plan.file, {
+      exists: read.status === "ok",
+      mode: read.status === "ok" ? read.mode : null,
+    }, deps.now());
     out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
     out(`Cannot write ${target.path}: ${writeFailure(error)}`);
