@@ -405,8 +405,9 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
 });
 
 Deno.test("configMode() makes our config owner-only when it takes a literal secret or a private file's entry", async (t) => {
-  const plain = { entry: { command: "x" }, name: "a", sourcePath: "/f", sourceMode: 0o644 };
-  const rows: [string, number | null, (typeof plain)[], number | null][] = [
+  type Taken = Parameters<typeof configMode>[1][number];
+  const plain: Taken = { entry: { command: "x" }, name: "a", sourcePath: "/f", sourceMode: 0o644 };
+  const rows: [string, number | null, Taken[], number | null][] = [
     ["nothing secret: the mode stays", 0o644, [plain], 0o644],
     ["nothing secret, new file: the default", null, [plain], null],
     ["from a file others cannot read", 0o644, [{ ...plain, sourceMode: 0o600 }], 0o600],
