@@ -532,10 +532,24 @@ Deno.test("installServer() adds our entry, keeps every other key, and is idempot
   const again = installServer(plan.file, ["mcpServers"], "code-mode", ours);
   assert.equal(again.change, "none");
   assert.equal(again.file, plan.file);
-  const updated = installServer(plan.file, ["mcpServers"], "code-mode", { command: "deno" });
-  assert.equal(updated.change, "replaced");
-  assert.deepEqual(updated.previous, ours);
+  const updated = installServer(plan.file, ["mcpServers"], "code-mode", {
+    command: "deno",
+    args: ["task", "serve"],
+  });
+  assert.equal(updated.change, "updated");
+  assert.deepEqual(updated.previousFields, ["type", "command", "args"]);
+  assert.deepEqual(updated.keptFields, ["type"]);
   assert.deepEqual(Object.keys(updated.after), ["notion", "code-mode"]);
+  // The user's own fields of our entry (env, cwd) stay; only command, args (and type) change.
+  const withEnv = { command: "deno", args: ["old"], env: { OPENAI_API_KEY: "sk-x" }, cwd: "/w" };
+  const kept = installServer(
+    { mcpServers: { "code-mode": withEnv } },
+    ["mcpServers"],
+    "code-mode",
+    ours,
+  );
+  assert.deepEqual(kept.after["code-mode"], { ...withEnv, ...ours });
+  assert.deepEqual(kept.keptFields, ["env", "cwd"]);
   // A missing file or key is created, nested keys included.
   assert.deepEqual(installServer(null, ["servers"], "code-mode", ours).file, {
     servers: { "code-mode": ours },
@@ -1000,11 +1014,33 @@ for (const client of CLIENTS) {
     const switched = await s.run(["install", "--client", client]);
     assert.equal(switched.code, 0, switched.stdout);
     assert.match(switched.stdout, /because the mcp-code-mode command is on PATH/);
-    assert.match(switched.stdout, /^ {2}- "code-mode": .*"task"/m);
+    assert.match(switched.stdout, /^ {2}updated .*command, args of the "code-mode" entry there/m);
     const now = (await readJson(path))[key]["code-mode"];
     assert.deepEqual([now.command, now.args], ["mcp-code-mode", ["serve"]]);
   });
 }
+
+Deno.test("install again keeps the user's env of our entry and never prints the old values", async () => {
+  await using s = await tempHome();
+  const path = join(s.home, ".config", "Claude", "claude_desktop_config.json");
+  const old = {
+    command: "deno",
+    args: ["task", "--cwd", PROJECT, "serve"],
+    env: { OPENAI_API_KEY: "sk-proj-SECRETSECRETSECRET", CODEMODE_CONFIG: "/home/me/work.json" },
+  };
+  await writeJson(path, { mcpServers: { "code-mode": old } });
+  await Deno.writeTextFile(join(s.bin, "mcp-code-mode"), "#!/bin/sh\n");
+  await Deno.chmod(join(s.bin, "mcp-code-mode"), 0o755);
+  const r = await s.run(["install", "--client", "claude-desktop"]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.doesNotMatch(r.stdout, /SECRETSECRET|work\.json/);
+  assert.match(r.stdout, /its fields: command, args, env; kept as they were: env\)/);
+  assert.deepEqual((await readJson(path)).mcpServers["code-mode"], {
+    command: "mcp-code-mode",
+    args: ["serve"],
+    env: old.env,
+  });
+});
 
 Deno.test("install --scope project creates the client's project file in the current folder", async () => {
   await using s = await tempHome();

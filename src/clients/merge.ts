@@ -79,14 +79,17 @@ export interface InstallPlan {
   /** The server list before and after (names in file order). */
   before: Record<string, unknown>;
   after: Record<string, unknown>;
-  change: "added" | "replaced" | "none";
-  /** The entry `name` held before a replacement. */
-  previous?: unknown;
+  change: "added" | "updated" | "none";
+  /** The fields of the entry `name` held before an update (names only: values may be secrets). */
+  previousFields?: string[];
+  /** Of those, the ones kept as they were (the user's env, cwd, ...). */
+  keptFields?: string[];
 }
 
 /**
  * Puts `entry` as `name` into the server map at `keyPath` of a client's file (null: no file),
- * creating the map (and the objects on the way) when missing. Idempotent.
+ * creating the map (and the objects on the way) when missing. An entry already there keeps its
+ * other fields (the user's env, cwd, ...): only the fields of `entry` change. Idempotent.
  */
 export function installServer(
   existing: unknown,
@@ -101,16 +104,23 @@ export function installServer(
     throw new TypeError(`Cannot install: ${keyPath.join(".")} in the file is not an object`);
   }
   const before = current ?? {};
-  if (sameJson(before[name], entry)) {
+  const previous = isRecord(before[name]) ? before[name] as Record<string, unknown> : null;
+  const updated = previous ? { ...previous, ...entry } : entry;
+  if (sameJson(before[name], updated)) {
     return { file, before, after: before, change: "none" };
   }
-  const after = { ...before, [name]: entry };
+  const after = { ...before, [name]: updated };
   return {
     file: setAt(file, keyPath, after),
     before,
     after,
-    change: name in before ? "replaced" : "added",
-    ...(name in before ? { previous: before[name] } : {}),
+    change: name in before ? "updated" : "added",
+    ...(name in before
+      ? {
+        previousFields: Object.keys(previous ?? {}),
+        keptFields: Object.keys(previous ?? {}).filter((k) => !(k in entry)),
+      }
+      : {}),
   };
 }
 

@@ -425,9 +425,14 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
     Object.keys(servers).map((n) => n === OUR_SERVER_NAME ? `${n} (${plan.change})` : n);
   out(`  servers before: ${Object.keys(plan.before).join(", ") || "(none)"}`);
   out(`  servers after:  ${names(plan.after).join(", ")}`);
-  if (plan.previous !== undefined) {
-    out(`  - "${OUR_SERVER_NAME}": ${JSON.stringify(plan.previous)}`);
-    out(`  + "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}`);
+  if (plan.previousFields !== undefined) {
+    // Field names only: the old entry's values may be secrets (an API key in its env).
+    out(
+      `  updated ${Object.keys(entry).join(", ")} of the "${OUR_SERVER_NAME}" entry there ` +
+        `(its fields: ${plan.previousFields.join(", ") || "none"}; kept as they were: ${
+          plan.keptFields!.join(", ") || "none"
+        })`,
+    );
   }
   if (read.status === "ok" && read.hadComments) {
     out("  note: the file's comments are not kept (the backup has them)");
