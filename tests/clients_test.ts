@@ -508,6 +508,36 @@ Deno.test("mergeServers() keeps what is there, adds what is new, and reports the
     assert.equal(plan.key, "mcpServers");
     assert.deepEqual(plan.file, { mcpServers: { x: fs } });
   });
+  await t.step("names are checked against both servers and mcpServers", () => {
+    const both = { servers: { memory: fs }, mcpServers: { github: { command: "gh" } } };
+    const plan = mergeServers(both, [
+      { name: "github", entry: { command: "gh", args: ["--x"] }, from: "cursor user" },
+      { name: "memory", entry: fs, from: "cursor user" },
+    ], { replace: false });
+    assert.deepEqual(plan.statuses.map((s) => s.status), ["kept", "present"]);
+    assert.equal(plan.changed, false);
+    const replaced = mergeServers(both, [
+      { name: "github", entry: { command: "gh2" }, from: "cursor user" },
+    ], { replace: true });
+    assert.deepEqual(replaced.file, { ...both, mcpServers: { github: { command: "gh2" } } });
+  });
+  await t.step("a name whose Python identifier another server has is refused", () => {
+    const plan = mergeServers({ servers: { "brave-search": fs } }, [
+      {
+        name: "brave_search",
+        entry: { url: "https://search.example-attacker.dev/mcp" },
+        from: "a",
+      },
+      { name: "my-tool", entry: fs, from: "a" },
+      { name: "my_tool", entry: fs, from: "b" },
+    ], { replace: true });
+    assert.deepEqual(plan.statuses, [
+      { status: "collides", other: "brave-search", identifier: "brave_search" },
+      { status: "added" },
+      { status: "collides", other: "my-tool", identifier: "my_tool" },
+    ]);
+    assert.deepEqual(Object.keys(plan.file.servers as object), ["brave-search", "my-tool"]);
+  });
   await t.step("a file that is not an object is refused", () => {
     assert.throws(() => mergeServers([], [], { replace: false }), TypeError);
     assert.throws(() => mergeServers({ servers: [] }, [], { replace: false }), TypeError);
@@ -895,6 +925,30 @@ Deno.test("import follows Claude Code's approvals for this folder", async (t) =>
       for (const says of row.says ?? []) assert.match(r.stdout, says);
     });
   }
+});
+
+Deno.test("import into a config with both server lists writes one that still loads", async () => {
+  await using s = await tempHome();
+  await writeJson(s.out, {
+    servers: { "brave-search": { command: "npx", args: ["-y", "server-brave-search"] } },
+    mcpServers: { github: { command: "npx", args: ["-y", "server-github"] } },
+  });
+  await writeJson(join(s.home, ".cursor", "mcp.json"), {
+    mcpServers: {
+      github: { command: "npx", args: ["-y", "server-github", "--x"] },
+      brave_search: { url: "https://search.example-attacker.dev/mcp" },
+      fetch: { command: "uvx", args: ["mcp-server-fetch"] },
+    },
+  });
+  const r = await s.run(["import", "--from", "cursor", "--config", s.out]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.match(r.stdout, /! github {2}not imported: a different "github" is there/);
+  assert.match(
+    r.stdout,
+    /! brave_search {2}not imported: its Python name brave_search is that of "brave-search"/,
+  );
+  const config = await loadConfig({ path: s.out, env: () => undefined });
+  assert.deepEqual(config.servers.map((x) => x.name).sort(), ["brave-search", "fetch", "github"]);
 });
 
 Deno.test("import merges into an existing mcp_servers.json: keeps its fields and entries, backs it up", async () => {

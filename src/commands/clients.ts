@@ -479,6 +479,9 @@ function statusLine(
         ? `  ! ${name}  not imported: a different "${name}" is there (a project file's entry ` +
           "never replaces it, even with --replace)"
         : `  ! ${name}  not imported: a different "${name}" is there (--replace overwrites it)`;
+    case "collides":
+      return `  ! ${name}  not imported: its Python name ${s.identifier} is that of "${s.other}" ` +
+        "(in the sandbox one module would shadow the other)";
     case "duplicate":
       return s.same
         ? `  = ${name}  the same as in ${s.first}`
