@@ -27,6 +27,7 @@ import { describeEntry, isLoaderEnv } from "../src/clients/describe_entry.ts";
 import { configMode } from "../src/clients/secrets.ts";
 import { escapeUnsafe, hasUnsafeCharacters } from "../src/clients/safe_text.ts";
 import { loadConfig } from "../src/config/config.ts";
+import { writeFileAtomically } from "../src/_util/atomic_write.ts";
 
 const PROJECT = ROOT.replace(/\/$/, "");
 
@@ -1265,4 +1266,45 @@ Deno.test(".gitignore keeps import's backups of mcp_servers.json out of git", as
     cwd: PROJECT,
   }).output();
   assert.equal(ignored.code, 0);
+});
+
+Deno.test("writeFileAtomically() creates its temporary file private, and refuses read-only or hard-linked user files", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "atomic_write_test_" });
+  try {
+    await t.step(
+      "the temporary file has the final mode from its creation (no chmod needed)",
+      async () => {
+        const path = join(dir, "private.json");
+        const chmod = Deno.chmod;
+        // Without the later chmod, the mode the file was created with is the one that stays.
+        (Deno as unknown as { chmod: unknown }).chmod = () => Promise.resolve();
+        try {
+          await writeFileAtomically(path, "{}", { mode: 0o600 });
+        } finally {
+          (Deno as unknown as { chmod: unknown }).chmod = chmod;
+        }
+        assert.equal((await Deno.stat(path)).mode! & 0o077, 0);
+      },
+    );
+    await t.step("a read-only user file is refused and left as it was", async () => {
+      const path = join(dir, "readonly.json");
+      await Deno.writeTextFile(path, "old");
+      await Deno.chmod(path, 0o400);
+      await assert.rejects(
+        writeFileAtomically(path, "new", { userFile: true }),
+        (e: Error) =>
+          e instanceof Deno.errors.PermissionDenied && /read-only \(mode 0400\)/.test(e.message),
+      );
+      assert.equal(await Deno.readTextFile(path), "old");
+    });
+    await t.step("a hard-linked user file is refused, so its links are not broken", async () => {
+      const path = join(dir, "linked.json");
+      await Deno.writeTextFile(path, "old");
+      await Deno.link(path, join(dir, "other-name.json"));
+      await assert.rejects(writeFileAtomically(path, "new", { userFile: true }), /2 hard links/);
+      assert.equal(await Deno.readTextFile(join(dir, "other-name.json")), "old");
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

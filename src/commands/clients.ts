@@ -31,7 +31,7 @@ import {
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
 import { escapeUnsafe } from "../clients/safe_text.ts";
-import { writeFileAtomically } from "../_util/atomic_write.ts";
+import { assertReplaceable, writeFileAtomically } from "../_util/atomic_write.ts";
 import { PROJECT_ROOT } from "../config/config.ts";
 import { readConfigVariable, readEnv } from "../config/environment.ts";
 import { UsageError } from "./usage_error.ts";
@@ -127,6 +127,7 @@ async function writeJsonWithBackup(
 ): Promise<string | null> {
   const target = await Deno.realPath(path).catch(() => path);
   let backup: string | null = null;
+  await assertReplaceable(target); // before the backup: a refused write leaves nothing behind
   if (old.exists) {
     backup = `${target}.${now.toISOString().replace(/[:.]/g, "-")}.bak`;
     await Deno.copyFile(target, backup);
@@ -136,6 +137,7 @@ async function writeJsonWithBackup(
   }
   await writeFileAtomically(target, JSON.stringify(value, null, 2) + "\n", {
     mode: old.mode ?? undefined,
+    userFile: true,
   });
   return backup;
 }
