@@ -1308,3 +1308,43 @@ Deno.test("writeFileAtomically() creates its temporary file private, and refuses
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("install --scope project refuses to write through a symlink that leaves the folder", async () => {
+  await using s = await tempHome();
+  const settings = join(s.home, ".config", "Code", "User", "settings.json");
+  const text = '{\n  // my settings\n  "editor.fontSize": 14,\n}\n';
+  await writeJson(settings, null, text);
+  await Deno.mkdir(join(s.project, ".vscode"));
+  await Deno.symlink(
+    "../../home/.config/Code/User/settings.json",
+    join(s.project, ".vscode", "mcp.json"),
+  );
+  const r = await s.run(["install", "--client", "vscode", "--scope", "project"]);
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(r.stdout, new RegExp(`resolves to ${settings}, outside this folder`));
+  assert.equal(await Deno.readTextFile(settings), text);
+
+  // A linked folder (.cursor -> ~/.cursor) is followed too; a dangling link is refused.
+  await Deno.mkdir(join(s.home, ".cursor"));
+  await Deno.symlink(join(s.home, ".cursor"), join(s.project, ".cursor"));
+  const folder = await s.run(["install", "--client", "cursor", "--scope", "project"]);
+  assert.equal(folder.code, 1, folder.stdout);
+  assert.match(folder.stdout, /resolves to .*home\/\.cursor\/mcp\.json, outside this folder/);
+  await assert.rejects(Deno.stat(join(s.home, ".cursor", "mcp.json")), Deno.errors.NotFound);
+  await Deno.symlink("/nonexistent/target.json", join(s.project, ".mcp.json"));
+  const dangling = await s.run(["install", "--client", "claude-code", "--scope", "project"]);
+  assert.equal(dangling.code, 1, dangling.stdout);
+  assert.match(
+    dangling.stdout,
+    /is a symlink to \/nonexistent\/target\.json, which does not exist/,
+  );
+
+  // A link inside the folder is fine, and its real path is printed.
+  await Deno.remove(join(s.project, ".mcp.json"));
+  await Deno.writeTextFile(join(s.project, "shared.json"), "{}");
+  await Deno.symlink("shared.json", join(s.project, ".mcp.json"));
+  const inside = await s.run(["install", "--client", "claude-code", "--scope", "project"]);
+  assert.equal(inside.code, 0, inside.stdout);
+  assert.match(inside.stdout, /is a symlink to .*project\/shared\.json/);
+  assert.ok("code-mode" in (await readJson(join(s.project, "shared.json"))).mcpServers);
+});

@@ -20,6 +20,7 @@ import {
 } from "../clients/client_configs.ts";
 import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
 import { configMode, HIDDEN, maskConfig, maskEntry } from "../clients/secrets.ts";
+import { isInside, realTarget } from "../clients/real_target.ts";
 import { describeEntry } from "../clients/describe_entry.ts";
 import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
 import {
@@ -383,6 +384,27 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
         installScopes(options.client).join(", ")
       })`,
     );
+  }
+  if (options.scope === "project") {
+    // A project file must stay in the project: not a link to another of the user's files.
+    const real = await realTarget(target.path);
+    const folder = await Deno.realPath(deps.platform.cwd);
+    if (real.status === "dangling") {
+      out(
+        `Cannot install into ${target.path}: it is a symlink to ${real.points}, which does not ` +
+          "exist (the file was not changed)",
+      );
+      return 1;
+    }
+    if (!isInside(real.path, folder)) {
+      out(
+        `Cannot install into ${target.path}: it resolves to ${real.path}, outside this folder ` +
+          `(${folder}) through a symlink; a project file is written only inside the project ` +
+          "(nothing was changed)",
+      );
+      return 1;
+    }
+    if (real.path !== target.path) out(`(${target.path} is a symlink to ${real.path})`);
   }
   const launch = chooseLaunch({
     installedCommand: deps.which("mcp-code-mode"),
