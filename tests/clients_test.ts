@@ -11,6 +11,7 @@ import {
   CLIENTS,
   configSources,
   installTarget,
+  isRecord,
   type Platform,
 } from "../src/clients/client_configs.ts";
 import { parseJsonc } from "../src/clients/jsonc.ts";
@@ -278,6 +279,17 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       reason: /no "command"/,
     },
     {
+      name: "a user file's stdio entry without a cwd runs in the home folder, with a note",
+      raw: { command: "deno", args: ["run", "server.ts"] },
+      entry: { command: "deno", args: ["run", "server.ts"], cwd: "/home/u" },
+      notes: [/runs in your home folder, as a client starts it/],
+    },
+    {
+      name: "a user file's http entry gets no cwd",
+      raw: { url: "https://m.example/mcp" },
+      entry: { url: "https://m.example/mcp" },
+    },
+    {
       name: "a relative cwd of a project entry is taken from the project folder",
       raw: { command: "x", cwd: "tools" },
       ctx: { projectDir: "/work/p" },
@@ -321,7 +333,12 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
         if (row.reason && "reason" in result) assert.match(result.reason, row.reason);
       } else {
         assert.equal(result.outcome, "import", JSON.stringify(result));
-        if (result.outcome === "import") assert.deepEqual(result.entry, row.entry);
+        // A user file's stdio entry without a cwd runs in the home folder (rows leave it out).
+        const expected = isRecord(row.entry) && "command" in row.entry &&
+            !("cwd" in row.entry) && !row.ctx?.projectDir
+          ? { ...row.entry, cwd: CTX.home }
+          : row.entry;
+        if (result.outcome === "import") assert.deepEqual(result.entry, expected);
       }
       for (const note of row.notes ?? []) {
         assert.ok(result.notes.some((n) => note.test(n)), `${note} in ${result.notes}`);
@@ -989,6 +1006,7 @@ Deno.test("import merges into an existing mcp_servers.json: keeps its fields and
   assert.deepEqual((await readJson(s.out)).servers.puppeteer, {
     command: "npx",
     args: ["-y", "@modelcontextprotocol/server-puppeteer"],
+    cwd: s.home, // a user file's server runs in the home folder, as the client starts it
   });
   await loadConfig({ path: s.out, env: () => undefined });
 });

@@ -222,9 +222,17 @@ export function translateEntry(
   if (entry.headers) entry.headers = mapValues(entry.headers, rewrite);
   if (problems.length > 0) return skip([...new Set(problems)].join("; "));
 
-  // Project servers run in their project's folder (as the clients start them).
+  // Project servers run in their project's folder (as the clients start them); the user's own
+  // in the home folder, not in mcp_servers.json's (this checkout, whose deno.json and lock
+  // file a Deno-based server would otherwise pick up).
   if (kind === "stdio" && ctx.projectDir !== undefined) {
     entry.cwd = entry.cwd === undefined ? ctx.projectDir : resolve(ctx.projectDir, entry.cwd);
+  } else if (kind === "stdio" && entry.cwd === undefined) {
+    entry.cwd = ctx.home;
+    notes.push(
+      `runs in your home folder, as a client starts it: no "cwd" was given, and without one ` +
+        "it would run in mcp_servers.json's folder",
+    );
   } else if (entry.cwd !== undefined && !isAbsolute(entry.cwd) && !entry.cwd.startsWith("${")) {
     notes.push(`"cwd" ${entry.cwd} is relative: here it is taken from mcp_servers.json's folder`);
   }
