@@ -1194,6 +1194,15 @@ Deno.test("install refuses a file whose numbers a rewrite would change, and warn
     /Cannot install into .*: rewriting it would change .*id: 9007199254740993/,
   );
   assert.equal(await Deno.readTextFile(path), text);
+  // import, which rewrites our config, refuses the same.
+  await writeJson(join(s.home, ".cursor", "mcp.json"), { mcpServers: { a: { command: "a" } } });
+  await Deno.writeTextFile(s.out, '{"servers":{},"settings":{"timeout_ms":1e400}}');
+  const imported = await s.run(["import", "--config", s.out]);
+  assert.equal(imported.code, 1, imported.stdout);
+  assert.match(
+    imported.stdout,
+    /rewriting it would change these numbers.*settings\.timeout_ms: 1e400/,
+  );
   await Deno.writeTextFile(path, '{"mcpServers":{"x":{"command":"a"}},"mcpServers":{}}');
   const dup = await s.run(["install", "--client", "claude-code", "--dry-run"]);
   assert.equal(dup.code, 0, dup.stdout);

@@ -255,6 +255,13 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     out(`Cannot import into ${options.configPath}: ${ours.message}`);
     return 1;
   }
+  if (ours.status === "ok" && ours.lossyNumbers.length > 0) {
+    out(
+      `Cannot import into ${options.configPath}: rewriting it would change these numbers, ` +
+        `which JSON cannot hold exactly: ${ours.lossyNumbers.join(", ")}`,
+    );
+    return 1;
+  }
   // The user's own lists first, so their entries win a name over a project file's.
   const taken = (source: ConfigSource) => !isProjectFile(source) || options.project;
   const ordered = [
