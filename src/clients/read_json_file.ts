@@ -5,8 +5,11 @@
  */
 import { type JsoncResult, parseJsonc } from "./jsonc.ts";
 
-/** Far above any real client file (a busy ~/.claude.json is a few MiB). */
-export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+/**
+ * Far above any real client file, yet bounded: Claude Code keeps each project's history in
+ * ~/.claude.json, which grows to tens of MiB for heavy users.
+ */
+export const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
 
 export type FileRead =
   | { status: "missing" }

@@ -87,12 +87,17 @@ export function configMode(
   taken: { entry: ServerEntry; name: string; sourcePath: string; sourceMode: number | null }[],
 ): { mode: number | null; why: string[] } {
   const why: string[] = [];
-  for (const t of taken) {
-    const secrets = literalSecrets(t.entry);
-    if (secrets.length > 0) why.push(`"${t.name}" holds a literal secret (${secrets.join(", ")})`);
-    if (t.sourceMode !== null && (t.sourceMode & 0o004) === 0) {
-      why.push(`"${t.name}" comes from ${t.sourcePath}, which others cannot read`);
-    }
+  const secrets = taken.flatMap((t) => {
+    const found = literalSecrets(t.entry);
+    return found.length > 0 ? [`"${t.name}" (${found.join(", ")})`] : [];
+  });
+  if (secrets.length > 0) why.push(`literal secrets in ${secrets.join(", ")}`);
+  const privateFiles = new Set(
+    taken.filter((t) => t.sourceMode !== null && (t.sourceMode & 0o004) === 0)
+      .map((t) => t.sourcePath),
+  );
+  if (privateFiles.size > 0) {
+    why.push(`entries from ${[...privateFiles].join(", ")}, which others cannot read`);
   }
   if (why.length === 0) return { mode: current, why };
   const mode = (current ?? 0o600) & 0o600;
