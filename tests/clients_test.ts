@@ -1093,6 +1093,18 @@ for (const client of CLIENTS) {
   });
 }
 
+Deno.test("install leaves a read-only client file alone, with no backup, and says why once", async () => {
+  await using s = await tempHome();
+  const path = join(s.home, ".cursor", "mcp.json");
+  await writeJson(path, { mcpServers: {} });
+  await Deno.chmod(path, 0o400);
+  const r = await s.run(["install", "--client", "cursor"]);
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(r.stdout, /^Cannot replace .*mcp\.json: it is read-only \(mode 0400\)/m);
+  assert.deepEqual([...Deno.readDirSync(join(path, ".."))].map((e) => e.name), ["mcp.json"]);
+  assert.deepEqual(await readJson(path), { mcpServers: {} });
+});
+
 Deno.test("install again keeps the user's env of our entry and never prints the old values", async () => {
   await using s = await tempHome();
   const path = join(s.home, ".config", "Claude", "claude_desktop_config.json");

@@ -367,7 +367,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     }, deps.now());
     out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
-    out(`Cannot write ${options.configPath}: ${writeFailure(error)}`);
+    out(writeFailure(options.configPath, error));
     return 1;
   }
   return failed ? 1 : 0;
@@ -486,7 +486,7 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
     }, deps.now());
     out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
-    out(`Cannot write ${target.path}: ${writeFailure(error)}`);
+    out(writeFailure(target.path, error));
     return 1;
   }
   return 0;
@@ -528,10 +528,15 @@ function printer(out: (text: string) => void): (line: string) => void {
   return (line) => out(escapeUnsafe(line) + "\n");
 }
 
-function writeFailure(error: unknown): string {
-  return error instanceof Deno.errors.NotCapable
-    ? "this process may not write there (run it with --allow-write, or -A)"
-    : (error as Error).message;
+/** Why `path` could not be written, as one "Cannot ..." sentence. */
+function writeFailure(path: string, error: unknown): string {
+  const message = (error as Error).message;
+  if (error instanceof Deno.errors.NotCapable) {
+    return `Cannot write ${path}: this process may not write there (run it with ` +
+      "--allow-write, or -A)";
+  }
+  // atomic_write's own refusals already say what and why.
+  return message.startsWith("Cannot ") ? message : `Cannot write ${path}: ${message}`;
 }
 
 /** Where `command` is on `path` (a PATH value), if anywhere. */
