@@ -49,10 +49,11 @@ Usage:
                                                     and every configured server
   main.ts tools [--index] [--config PATH]           print the Python stubs of the configured
                                                     servers' tools (or just the compact index)
-  main.ts import [--from CLIENT]... [--replace] [--dry-run] [--config PATH]
+  main.ts import [--from CLIENT]... [--project] [--replace] [--dry-run] [--config PATH]
                                                     copy the MCP servers listed in your
                                                     clients' configs into mcp_servers.json
-                                                    (all clients unless --from names some)
+                                                    (all clients unless --from names some;
+                                                    the current folder's only with --project)
   main.ts install --client CLIENT [--scope user|project] [--dry-run]
                                                     add this server to a client's config
                                                     (a backup of the file is kept)
@@ -101,6 +102,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         scope: { type: "string" },
         "dry-run": { type: "boolean" },
         replace: { type: "boolean" },
+        project: { type: "boolean" },
       },
     });
   } catch (error) {
@@ -228,6 +230,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           from: values.from ?? [],
           dryRun: values["dry-run"] ?? false,
           replace: values.replace ?? false,
+          project: values.project ?? false,
           config: values.config,
         }, out);
       case "install":

@@ -10,6 +10,11 @@
  * | cursor         | ~/.cursor/mcp.json                                     | .cursor/mcp.json      |
  * | vscode         | Code/User/mcp.json in the app config dir, "servers"   | .vscode/mcp.json      |
  *
+ * Trust: a project file is whatever the current folder holds, often a cloned repository, so its
+ * servers are someone else's choice; `import` shows them but takes them only with --project,
+ * after the user's own. Claude Code's "local" list lives in the user's ~/.claude.json, written
+ * only by the user's own `claude mcp add`, so it counts as the user's, as the user list does.
+ *
  * The app config dir is `$XDG_CONFIG_HOME` (else ~/.config) on Linux, ~/Library/Application
  * Support on macOS, `%APPDATA%` on Windows. Every file but VS Code's keeps servers under
  * "mcpServers"; VS Code's under "servers".
@@ -19,7 +24,10 @@ import { posix, win32 } from "node:path";
 export const CLIENTS = ["claude-desktop", "claude-code", "cursor", "vscode"] as const;
 export type ClientName = typeof CLIENTS[number];
 
-/** "local" is Claude Code's per-project entry in ~/.claude.json (its default scope). */
+/**
+ * "local" is Claude Code's per-project entry in ~/.claude.json (its default scope); "project" is
+ * a file in the current folder.
+ */
 export type Scope = "user" | "project" | "local";
 
 export interface Platform {
@@ -63,7 +71,10 @@ function appConfigDir(p: Platform): string {
   }
 }
 
-/** Every list of servers a client may hold for this user and folder, project ones first. */
+/**
+ * Every list of servers a client may hold for this user and folder: the user's own first (in
+ * the client's precedence: Claude Code's local list before its user list), the project file last.
+ */
 export function configSources(client: ClientName, p: Platform): ConfigSource[] {
   const path = p.os === "windows" ? win32 : posix;
   const at = (scope: Scope, file: string, keyPath: string[], project = false): ConfigSource => ({
@@ -86,21 +97,26 @@ export function configSources(client: ClientName, p: Platform): ConfigSource[] {
       const userFile = path.join(p.home, ".claude.json");
       return [
         at("local", userFile, ["projects", p.cwd, "mcpServers"], true),
-        at("project", path.join(p.cwd, ".mcp.json"), ["mcpServers"], true),
         at("user", userFile, ["mcpServers"]),
+        at("project", path.join(p.cwd, ".mcp.json"), ["mcpServers"], true),
       ];
     }
     case "cursor":
       return [
-        at("project", path.join(p.cwd, ".cursor", "mcp.json"), ["mcpServers"], true),
         at("user", path.join(p.home, ".cursor", "mcp.json"), ["mcpServers"]),
+        at("project", path.join(p.cwd, ".cursor", "mcp.json"), ["mcpServers"], true),
       ];
     case "vscode":
       return [
-        at("project", path.join(p.cwd, ".vscode", "mcp.json"), ["servers"], true),
         at("user", path.join(appConfigDir(p), "Code", "User", "mcp.json"), ["servers"]),
+        at("project", path.join(p.cwd, ".vscode", "mcp.json"), ["servers"], true),
       ];
   }
+}
+
+/** Whether a list is a file of the current folder (someone else's choice: see above). */
+export function isProjectFile(source: ConfigSource): boolean {
+  return source.scope === "project";
 }
 
 /** The list `install --client` writes to; null when the client has no such scope. */

@@ -2,10 +2,13 @@
  * One client's server entry -> one entry of our `mcp_servers.json` (pure). Decides what is kept,
  * what is dropped (with a note for the user) and what cannot be imported (with the reason).
  */
-import { isAbsolute, join, normalize, resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { parseConfigFile } from "../config/config.ts";
+import { isThisServer } from "../config/this_server.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
+import { hasUnsafeCharacters } from "./safe_text.ts";
+import { isSecretName } from "./secrets.ts";
 
 /** An entry as our config file spells it (the fields `parseConfigFile` knows). */
 export interface ServerEntry {
@@ -60,8 +63,31 @@ const EDITOR_VARIABLES = new Set([
   "selectedText",
   "defaultBuildTask",
 ]);
-/** Env names whose literal values are probably secrets. */
-const SECRET_NAME = /key|token|secret|passw|credential|auth/i;
+
+/**
+ * The first field of an entry (or its name) holding characters that change how text prints
+ * (see safe_text.ts), or null. Env values are left to the server: they are never printed.
+ */
+function unsafeField(clientName: string, raw: Record<string, unknown>): string | null {
+  if (hasUnsafeCharacters(clientName)) return "the name";
+  const strings = (value: unknown) => Array.isArray(value) ? value.map(String) : [];
+  const fields: [string, unknown][] = [
+    ["command", raw.command],
+    ["url", raw.url],
+    ["cwd", raw.cwd],
+    ...strings(raw.args).map((a, i): [string, unknown] => [`args[${i}]`, a]),
+    ...Object.entries(isRecord(raw.headers) ? raw.headers : {}).flatMap((
+      [k, v],
+    ): [string, unknown][] => [[`a header name`, k], [`header ${k}`, v]]),
+    ...Object.keys(isRecord(raw.env) ? raw.env : {}).map((
+      k,
+    ): [string, unknown] => [`an env name`, k]),
+  ];
+  for (const [field, value] of fields) {
+    if (typeof value === "string" && hasUnsafeCharacters(value)) return field;
+  }
+  return null;
+}
 
 /** A valid server name for our config from a client's (which may hold dots, spaces, @ or /). */
 export function ourServerName(name: string): string {
@@ -69,34 +95,6 @@ export function ourServerName(name: string): string {
   let valid = name.replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "");
   if (!/^[A-Za-z]/.test(valid)) valid = `mcp-${valid}`.replace(/-+$/, "");
   return valid.slice(0, 64);
-}
-
-/**
- * Whether a client entry starts this server: the `mcp-code-mode` command (or the single
- * binary), this project's main.ts, or `deno task --cwd <this project> serve`.
- */
-export function isThisServer(entry: Record<string, unknown>, projectRoot: string): boolean {
-  const command = typeof entry.command === "string" ? entry.command : "";
-  const base = command.split(/[\\/]/).pop()!.replace(/\.exe$/i, "");
-  if (base === "mcp-code-mode") return true;
-  const args = Array.isArray(entry.args)
-    ? entry.args.filter((a): a is string => typeof a === "string")
-    : [];
-  const cwd = typeof entry.cwd === "string" ? entry.cwd : undefined;
-  const root = samePath(projectRoot);
-  const isRoot = (path: string) => samePath(path, cwd) === root;
-  if (args.some((a) => a.endsWith("main.ts") && isRoot(join(a, "..")))) return true;
-  if (!args.includes("task") || !args.includes("serve")) return false;
-  const at = args.indexOf("--cwd");
-  const taskCwd = at >= 0
-    ? args[at + 1]
-    : args.find((a) => a.startsWith("--cwd="))?.slice("--cwd=".length) ?? cwd;
-  return taskCwd !== undefined && isRoot(taskCwd);
-}
-
-function samePath(path: string, base?: string): string {
-  const absolute = isAbsolute(path) || base === undefined ? path : resolve(base, path);
-  return normalize(absolute).replace(/[\\/]+$/, "");
 }
 
 /** Translates one entry named `clientName` of a client's list. */
@@ -114,6 +112,13 @@ export function translateEntry(
   }
   const skip = (reason: string): Translation => ({ outcome: "skip", name, reason, notes });
   if (!isRecord(raw)) return skip("the entry is not a JSON object");
+  const hidden = unsafeField(clientName, raw);
+  if (hidden) {
+    return skip(
+      `${hidden} holds control or text-direction characters, which can hide what it runs ` +
+        "or where it connects when printed",
+    );
+  }
   if (isThisServer(raw, ctx.projectRoot)) {
     return { outcome: "self", name, reason: "this server itself", notes };
   }
@@ -157,7 +162,7 @@ export function translateEntry(
     entry.url = raw.url;
     if (type === undefined && /\/sse\/?$/.test(raw.url)) {
       notes.push(
-        'no transport type given and the URL ends in /sse: connected with Streamable HTTP; if ' +
+        "no transport type given and the URL ends in /sse: connected with Streamable HTTP; if " +
           'the server speaks only the older HTTP+SSE transport, add "type": "sse" to its entry',
       );
     }
@@ -190,14 +195,22 @@ export function translateEntry(
   if (entry.headers) entry.headers = mapValues(entry.headers, rewrite);
   if (problems.length > 0) return skip([...new Set(problems)].join("; "));
 
-  // Project servers run in their project's folder (as the clients start them).
+  // Project servers run in their project's folder (as the clients start them); the user's own
+  // in the home folder, not in mcp_servers.json's (this checkout, whose deno.json and lock
+  // file a Deno-based server would otherwise pick up).
   if (kind === "stdio" && ctx.projectDir !== undefined) {
     entry.cwd = entry.cwd === undefined ? ctx.projectDir : resolve(ctx.projectDir, entry.cwd);
+  } else if (kind === "stdio" && entry.cwd === undefined) {
+    entry.cwd = ctx.home;
+    notes.push(
+      `runs in your home folder, as a client starts it: no "cwd" was given, and without one ` +
+        "it would run in mcp_servers.json's folder",
+    );
   } else if (entry.cwd !== undefined && !isAbsolute(entry.cwd) && !entry.cwd.startsWith("${")) {
     notes.push(`"cwd" ${entry.cwd} is relative: here it is taken from mcp_servers.json's folder`);
   }
   for (const [key, value] of Object.entries(entry.env ?? {})) {
-    if (SECRET_NAME.test(key) && value !== "" && !value.includes("${")) {
+    if (isSecretName(key) && value !== "" && !value.includes("${")) {
       notes.push(
         `env ${key} holds a literal value: better as "\${${key}}" with ${key} set in the ` +
           "environment (values from the environment are scrubbed from results and logs)",
@@ -207,8 +220,10 @@ export function translateEntry(
   const unset = [...used].filter((v) => v !== "CONFIG_DIR" && !ctx.isSet(v)).sort();
   if (unset.length > 0) {
     notes.push(
-      `needs ${unset.join(", ")} in the environment (not set now; the server refuses to start ` +
-        "without them)",
+      `needs ${
+        unset.join(", ")
+      } in the environment (not set now; code mode leaves this server out ` +
+        "until they are set)",
     );
   }
   const invalid = refusal(name, entry);

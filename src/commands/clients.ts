@@ -12,12 +12,17 @@ import {
   installScopes,
   installTarget,
   isClientName,
+  isProjectFile,
   isRecord,
   type Platform,
   type Scope,
   valueAt,
 } from "../clients/client_configs.ts";
-import { parseJsonc } from "../clients/jsonc.ts";
+import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
+import { configMode, HIDDEN, maskConfig, maskEntry } from "../clients/secrets.ts";
+import { isInside, realTarget } from "../clients/real_target.ts";
+import { describeEntry } from "../clients/describe_entry.ts";
+import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
 import {
   type Candidate,
   type CandidateStatus,
@@ -26,7 +31,8 @@ import {
 } from "../clients/merge.ts";
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
-import { writeFileAtomically } from "../_util/atomic_write.ts";
+import { escapeUnsafe } from "../clients/safe_text.ts";
+import { assertReplaceable, writeFileAtomically } from "../_util/atomic_write.ts";
 import { PROJECT_ROOT } from "../config/config.ts";
 import { readConfigVariable, readEnv } from "../config/environment.ts";
 import { UsageError } from "./usage_error.ts";
@@ -80,7 +86,7 @@ export function parseClients(names: string[]): ClientName[] {
 
 /** `import` as the CLI runs it. */
 export function importCommand(
-  flags: { from: string[]; dryRun: boolean; replace: boolean; config?: string },
+  flags: { from: string[]; dryRun: boolean; replace: boolean; project: boolean; config?: string },
   out: (text: string) => void,
 ): Promise<number> {
   const from = parseClients(flags.from);
@@ -88,7 +94,7 @@ export function importCommand(
     flags.config ?? readEnv("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json"),
   );
   return runImport(
-    { from, dryRun: flags.dryRun, replace: flags.replace, configPath },
+    { from, dryRun: flags.dryRun, replace: flags.replace, project: flags.project, configPath },
     systemDeps(out),
   );
 }
@@ -109,50 +115,30 @@ export function installCommand(
   return runInstall({ client: client!, scope, dryRun: flags.dryRun }, systemDeps(out));
 }
 
-type FileRead =
-  | { status: "missing" }
-  | { status: "broken"; message: string }
-  | { status: "ok"; value: unknown; hadComments: boolean; mode: number | null };
-
-async function readJsonFile(path: string): Promise<FileRead> {
-  let text: string;
-  let mode: number | null = null;
-  try {
-    text = await Deno.readTextFile(path);
-    mode = (await Deno.stat(path)).mode;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { status: "missing" };
-    return { status: "broken", message: (error as Error).message };
-  }
-  try {
-    return { status: "ok", ...parseJsonc(text), mode: mode === null ? null : mode & 0o777 };
-  } catch (error) {
-    return { status: "broken", message: `not valid JSON: ${(error as Error).message}` };
-  }
-}
-
 /**
- * Writes `value` as JSON to `path` atomically, keeping the old file's permissions and a
- * timestamped copy of it beside it (returned); creates the folder when the file is new. A
- * symlinked file is written through the link.
+ * Writes `value` as JSON to `path` atomically with permission bits `mode` (null: the default
+ * for a new file), keeping a timestamped copy of the old file, if any, beside it (returned);
+ * creates the folder when the file is new. A symlinked file is written through the link.
  */
 async function writeJsonWithBackup(
   path: string,
   value: unknown,
-  mode: number | null,
+  old: { exists: boolean; mode: number | null },
   now: Date,
 ): Promise<string | null> {
   const target = await Deno.realPath(path).catch(() => path);
   let backup: string | null = null;
-  if (mode !== null) {
+  await assertReplaceable(target); // before the backup: a refused write leaves nothing behind
+  if (old.exists) {
     backup = `${target}.${now.toISOString().replace(/[:.]/g, "-")}.bak`;
     await Deno.copyFile(target, backup);
-    if (Deno.build.os !== "windows") await Deno.chmod(backup, mode);
+    if (old.mode !== null && Deno.build.os !== "windows") await Deno.chmod(backup, old.mode);
   } else {
     await Deno.mkdir(dirname(target), { recursive: true });
   }
   await writeFileAtomically(target, JSON.stringify(value, null, 2) + "\n", {
-    mode: mode ?? undefined,
+    mode: old.mode ?? undefined,
+    userFile: true,
   });
   return backup;
 }
@@ -164,7 +150,9 @@ function describeSource(s: ConfigSource): string {
   return `${s.client} ${s.scope}: ${s.path}${where}`;
 }
 
-function summary(entry: ServerEntry): string {
+/** An entry's transport and command line or URL (a password in a URL hidden). */
+function summary(full: ServerEntry): string {
+  const entry = maskEntry(full) as ServerEntry;
   if (typeof entry.url === "string") {
     return `${entry.type === "sse" ? "sse " : "http"}  ${entry.url}`;
   }
@@ -176,6 +164,8 @@ export interface ImportOptions {
   from: ClientName[];
   dryRun: boolean;
   replace: boolean;
+  /** Take the servers of the current folder's project files too (else they are only shown). */
+  project: boolean;
   /** Our config file to write (resolved by the caller). */
   configPath: string;
 }
@@ -186,19 +176,32 @@ export interface ImportOptions {
  * read (what could be read is still merged).
  */
 export async function runImport(options: ImportOptions, deps: ClientsDeps): Promise<number> {
-  const { out } = deps;
+  const out = printer(deps.out);
   const clients = options.from.length > 0 ? options.from : [...CLIENTS];
   let failed = false;
   // In the order found: a list of servers, or a line saying why there is none.
-  const reports: { source: ConfigSource; message?: string; translations?: Translation[] }[] = [];
+  const reports: {
+    source: ConfigSource;
+    message?: string;
+    translations?: Translation[];
+    warnings?: string[];
+    /** The permission bits of the file read (null: unknown, as on Windows). */
+    mode?: number | null;
+  }[] = [];
   const seen = new Set<string>();
   const missing = new Set<string>();
+  // ~/.claude.json holds two lists and Claude Code's approvals: read each file once.
+  const reads = new Map<string, Promise<FileRead>>();
+  const readOnce = (path: string) => {
+    if (!reads.has(path)) reads.set(path, readJsonFile(path));
+    return reads.get(path)!;
+  };
   for (const client of clients) {
     for (const source of configSources(client, deps.platform)) {
       const id = JSON.stringify([source.path, source.keyPath]);
       if (seen.has(id)) continue; // e.g. Cursor's project file when the folder is HOME
       seen.add(id);
-      const read = await readJsonFile(source.path);
+      const read = await readOnce(source.path);
       if (read.status === "missing") {
         if (!missing.has(source.path)) reports.push({ source, message: "not found" });
         missing.add(source.path);
@@ -222,31 +225,64 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
         failed = true;
         continue;
       }
-      const translations = Object.entries(servers).map(([name, raw]) =>
-        translateEntry(name, raw, {
+      const claudeJson = client === "claude-code"
+        ? await readOnce(installTarget(client, "user", deps.platform)!.path)
+        : null;
+      const translations = Object.entries(servers).map(([name, raw]): Translation => {
+        const t = translateEntry(name, raw, {
           projectDir: source.projectDir,
           home: deps.platform.home,
           projectRoot: deps.projectRoot,
           isSet: (v) => deps.env(v) !== undefined,
-        })
-      );
-      reports.push({ source, translations });
+        });
+        const refused = t.outcome === "import" && claudeJson?.status === "ok"
+          ? claudeCodeRefusal(claudeJson.value, deps.platform.cwd, source.scope, name)
+          : null;
+        return refused ? { outcome: "skip", name: t.name, reason: refused, notes: t.notes } : t;
+      });
+      const prefix = source.keyPath.join(".") + ".";
+      const twice = read.duplicateKeys.filter((k) => k.startsWith(prefix));
+      const warnings = twice.length === 0 ? [] : [
+        `keys given twice (the last one is used, as the client does): ${twice.join(", ")}`,
+      ];
+      reports.push({ source, translations, warnings, mode: read.mode });
     }
   }
   const found = reports.filter((r) => r.translations !== undefined);
 
   const ours = await readJsonFile(options.configPath);
   if (ours.status === "broken") {
-    out(`Cannot import into ${options.configPath}: ${ours.message}\n`);
+    out(`Cannot import into ${options.configPath}: ${ours.message}`);
     return 1;
   }
+  if (ours.status === "ok" && ours.lossyNumbers.length > 0) {
+    out(
+      `Cannot import into ${options.configPath}: rewriting it would change these numbers, ` +
+        `which JSON cannot hold exactly: ${ours.lossyNumbers.join(", ")}`,
+    );
+    return 1;
+  }
+  // The user's own lists first, so their entries win a name over a project file's.
+  const taken = (source: ConfigSource) => !isProjectFile(source) || options.project;
+  const ordered = [
+    ...found.filter((r) => !isProjectFile(r.source)),
+    ...found.filter((r) => isProjectFile(r.source)),
+  ];
   const candidates: Candidate[] = [];
+  const candidateFiles: { sourcePath: string; sourceMode: number | null }[] = [];
   const index = new Map<Translation, number>();
-  for (const { source, translations } of found) {
+  for (const { source, translations, mode } of ordered) {
+    if (!taken(source)) continue;
     for (const t of translations!) {
       if (t.outcome !== "import") continue;
       index.set(t, candidates.length);
-      candidates.push({ name: t.name, entry: t.entry, from: `${source.client} ${source.scope}` });
+      candidateFiles.push({ sourcePath: source.path, sourceMode: mode ?? null });
+      candidates.push({
+        name: t.name,
+        entry: t.entry,
+        from: `${source.client} ${source.scope}`,
+        fromProject: isProjectFile(source),
+      });
     }
   }
   let plan;
@@ -255,54 +291,83 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
       replace: options.replace,
     });
   } catch (error) {
-    out(`Cannot import into ${options.configPath}: ${(error as Error).message}\n`);
+    out(`Cannot import into ${options.configPath}: ${(error as Error).message}`);
     return 1;
   }
 
-  for (const { source, message, translations } of reports) {
+  let held = 0;
+  for (const { source, message, translations, warnings } of reports) {
     if (translations === undefined) {
-      out(`${describeSource(source)}: ${message}\n`);
+      out(`${describeSource(source)}: ${message}`);
       continue;
     }
-    out(`${describeSource(source)}\n`);
-    if (translations.length === 0) out("  (no servers)\n");
+    out(`${describeSource(source)}`);
+    for (const warning of warnings ?? []) out(`  warning: ${warning}`);
+    if (translations.length === 0) out("  (no servers)");
     for (const t of translations) {
+      if (t.outcome === "import" && !taken(source)) held++;
       const line = t.outcome === "import"
-        ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!)
+        ? taken(source)
+          ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!, source)
+          : `  ? ${t.name}  ${summary(t.entry)}  (not imported without --project)`
         : t.outcome === "self"
         ? `  - ${t.name}  left out: ${t.reason}`
         : `  ! ${t.name}  not imported: ${t.reason}`;
-      out(line + "\n");
-      for (const note of t.notes) out(`      note: ${note}\n`);
+      out(line);
+      if (t.outcome === "import") {
+        const { details, warnings } = describeEntry(t.entry, {
+          fromProject: isProjectFile(source),
+        });
+        for (const detail of details) out(`      ${detail}`);
+        for (const warning of warnings) out(`      warning: ${warning}`);
+      }
+      for (const note of t.notes) out(`      note: ${note}`);
     }
+  }
+  if (held > 0) {
+    out(
+      `Not imported: ${held} server${held === 1 ? "" : "s"} marked ?. Project servers are not ` +
+        `imported without --project: they come from files in this folder ` +
+        `(${deps.platform.cwd}), chosen by whoever made it; read what each runs above first.`,
+    );
   }
 
   const added = plan.statuses.filter((s) => s.status === "added").length;
   const replaced = plan.statuses.filter((s) => s.status === "replaced").length;
   if (candidates.length === 0 && found.length === 0) {
-    out(`No client config found; ${options.configPath} left as it was.\n`);
+    out(`No client config found; ${options.configPath} left as it was.`);
     return failed ? 1 : 0;
   }
   if (!plan.changed) {
-    out(`Nothing to add to ${options.configPath}.\n`);
+    out(`Nothing to add to ${options.configPath}.`);
     return failed ? 1 : 0;
   }
   const counts = `${added} added` + (replaced ? `, ${replaced} replaced` : "");
+  const written = candidates.flatMap((c, i) => {
+    const status = plan.statuses[i]!.status;
+    return status === "added" || status === "replaced"
+      ? [{ entry: c.entry, name: c.name, ...candidateFiles[i]! }]
+      : [];
+  });
+  const { mode, why } = configMode(ours.status === "ok" ? ours.mode : null, written);
+  const privately = `${options.configPath} ${options.dryRun ? "would be" : "is"} written ` +
+    `owner-only (mode 0${mode?.toString(8)}): ${why.join("; ")}`;
   if (options.dryRun) {
-    out(`Dry run: ${options.configPath} would be (${counts}):\n`);
-    out(JSON.stringify(plan.file, null, 2) + "\n");
+    out(`Dry run: ${options.configPath} would be (${counts}; literal secrets shown as ${HIDDEN}):`);
+    const shown = JSON.stringify(maskConfig(plan.file), null, 2);
+    deps.out(escapeUnsafe(shown, { keepNewlines: true }) + "\n");
+    if (why.length > 0) out(privately);
     return failed ? 1 : 0;
   }
+  if (why.length > 0) out(privately);
   try {
-    const backup = await writeJsonWithBackup(
-      options.configPath,
-      plan.file,
-      ours.status === "ok" ? ours.mode : null,
-      deps.now(),
-    );
-    out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.\n`);
+    const backup = await writeJsonWithBackup(options.configPath, plan.file, {
+      exists: ours.status === "ok",
+      mode,
+    }, deps.now());
+    out(`Wrote ${options.configPath} (${counts})${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
-    out(`Cannot write ${options.configPath}: ${writeFailure(error)}\n`);
+    out(writeFailure(options.configPath, error));
     return 1;
   }
   return failed ? 1 : 0;
@@ -316,7 +381,7 @@ export interface InstallOptions {
 
 /** Adds this server to a client's list (idempotent). Exit 0, or 1 when the file cannot change. */
 export async function runInstall(options: InstallOptions, deps: ClientsDeps): Promise<number> {
-  const { out } = deps;
+  const out = printer(deps.out);
   const target = installScopes(options.client).includes(options.scope)
     ? installTarget(options.client, options.scope, deps.platform)
     : null;
@@ -326,6 +391,27 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
         installScopes(options.client).join(", ")
       })`,
     );
+  }
+  if (options.scope === "project") {
+    // A project file must stay in the project: not a link to another of the user's files.
+    const real = await realTarget(target.path);
+    const folder = await Deno.realPath(deps.platform.cwd);
+    if (real.status === "dangling") {
+      out(
+        `Cannot install into ${target.path}: it is a symlink to ${real.points}, which does not ` +
+          "exist (the file was not changed)",
+      );
+      return 1;
+    }
+    if (!isInside(real.path, folder)) {
+      out(
+        `Cannot install into ${target.path}: it resolves to ${real.path}, outside this folder ` +
+          `(${folder}) through a symlink; a project file is written only inside the project ` +
+          "(nothing was changed)",
+      );
+      return 1;
+    }
+    if (real.path !== target.path) out(`(${target.path} is a symlink to ${real.path})`);
   }
   const launch = chooseLaunch({
     installedCommand: deps.which("mcp-code-mode"),
@@ -337,7 +423,14 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   const entry = clientEntry(options.client, launch);
   const read = await readJsonFile(target.path);
   if (read.status === "broken") {
-    out(`Cannot install into ${target.path}: ${read.message} (the file was not changed)\n`);
+    out(`Cannot install into ${target.path}: ${read.message} (the file was not changed)`);
+    return 1;
+  }
+  if (read.status === "ok" && read.lossyNumbers.length > 0) {
+    out(
+      `Cannot install into ${target.path}: rewriting it would change these numbers, which ` +
+        `JSON cannot hold exactly: ${read.lossyNumbers.join(", ")} (the file was not changed)`,
+    );
     return 1;
   }
   let plan;
@@ -349,47 +442,62 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
       entry,
     );
   } catch (error) {
-    out(`${(error as Error).message} (${target.path} was not changed)\n`);
+    out(`${(error as Error).message} (${target.path} was not changed)`);
     return 1;
   }
-  out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}\n`);
-  out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}\n`);
-  out(`  because ${launch.why}\n`);
+  out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}`);
+  out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}`);
+  out(`  because ${launch.why}`);
   if (plan.change === "none") {
-    out(`Already installed: ${target.path} is unchanged.\n`);
+    out(`Already installed: ${target.path} is unchanged.`);
     return 0;
   }
   const names = (servers: Record<string, unknown>) =>
     Object.keys(servers).map((n) => n === OUR_SERVER_NAME ? `${n} (${plan.change})` : n);
-  out(`  servers before: ${Object.keys(plan.before).join(", ") || "(none)"}\n`);
-  out(`  servers after:  ${names(plan.after).join(", ")}\n`);
-  if (plan.previous !== undefined) {
-    out(`  - "${OUR_SERVER_NAME}": ${JSON.stringify(plan.previous)}\n`);
-    out(`  + "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}\n`);
+  out(`  servers before: ${Object.keys(plan.before).join(", ") || "(none)"}`);
+  out(`  servers after:  ${names(plan.after).join(", ")}`);
+  if (plan.previousFields !== undefined) {
+    // Field names only: the old entry's values may be secrets (an API key in its env).
+    out(
+      `  updated ${Object.keys(entry).join(", ")} of the "${OUR_SERVER_NAME}" entry there ` +
+        `(its fields: ${plan.previousFields.join(", ") || "none"}; kept as they were: ${
+          plan.keptFields!.join(", ") || "none"
+        })`,
+    );
   }
   if (read.status === "ok" && read.hadComments) {
-    out("  note: the file's comments are not kept (the backup has them)\n");
+    out("  note: the file's comments are not kept (the backup has them)");
+  }
+  if (read.status === "ok" && read.duplicateKeys.length > 0) {
+    out(
+      `  warning: keys given twice, of which only the last is kept: ${
+        read.duplicateKeys.join(", ")
+      }`,
+    );
   }
   if (options.dryRun) {
-    out("Dry run: nothing written.\n");
+    out("Dry run: nothing written.");
     return 0;
   }
   try {
-    const backup = await writeJsonWithBackup(
-      target.path,
-      plan.file,
-      read.status === "ok" ? read.mode : null,
-      deps.now(),
-    );
-    out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.\n`);
+    const backup = await writeJsonWithBackup(target.path, plan.file, {
+      exists: read.status === "ok",
+      mode: read.status === "ok" ? read.mode : null,
+    }, deps.now());
+    out(`Wrote ${target.path}${backup ? `; the old file is ${backup}` : ""}.`);
   } catch (error) {
-    out(`Cannot write ${target.path}: ${writeFailure(error)}\n`);
+    out(writeFailure(target.path, error));
     return 1;
   }
   return 0;
 }
 
-function statusLine(name: string, what: string, s: CandidateStatus): string {
+function statusLine(
+  name: string,
+  what: string,
+  s: CandidateStatus,
+  source: ConfigSource,
+): string {
   switch (s.status) {
     case "added":
       return `  + ${name}  ${what}`;
@@ -398,7 +506,13 @@ function statusLine(name: string, what: string, s: CandidateStatus): string {
     case "present":
       return `  = ${name}  already there`;
     case "kept":
-      return `  ! ${name}  not imported: a different "${name}" is there (--replace overwrites it)`;
+      return isProjectFile(source)
+        ? `  ! ${name}  not imported: a different "${name}" is there (a project file's entry ` +
+          "never replaces it, even with --replace)"
+        : `  ! ${name}  not imported: a different "${name}" is there (--replace overwrites it)`;
+    case "collides":
+      return `  ! ${name}  not imported: its Python name ${s.identifier} is that of "${s.other}" ` +
+        "(in the sandbox one module would shadow the other)";
     case "duplicate":
       return s.same
         ? `  = ${name}  the same as in ${s.first}`
@@ -406,10 +520,23 @@ function statusLine(name: string, what: string, s: CandidateStatus): string {
   }
 }
 
-function writeFailure(error: unknown): string {
-  return error instanceof Deno.errors.NotCapable
-    ? "this process may not write there (run it with --allow-write, or -A)"
-    : (error as Error).message;
+/**
+ * Prints one line per call, every unsafe character of it escaped: names, commands and messages
+ * from client files cannot start lines of their own or hide text (see safe_text.ts).
+ */
+function printer(out: (text: string) => void): (line: string) => void {
+  return (line) => out(escapeUnsafe(line) + "\n");
+}
+
+/** Why `path` could not be written, as one "Cannot ..." sentence. */
+function writeFailure(path: string, error: unknown): string {
+  const message = (error as Error).message;
+  if (error instanceof Deno.errors.NotCapable) {
+    return `Cannot write ${path}: this process may not write there (run it with ` +
+      "--allow-write, or -A)";
+  }
+  // atomic_write's own refusals already say what and why.
+  return message.startsWith("Cannot ") ? message : `Cannot write ${path}: ${message}`;
 }
 
 /** Where `command` is on `path` (a PATH value), if anywhere. */

@@ -1,0 +1,105 @@
+/**
+ * What an imported entry will do when the server starts it, as lines for the user (pure): the
+ * command line alone hides what matters most, such as a header that sends a variable away or an
+ * env key that makes a well-known program load other code.
+ */
+import type { ServerEntry } from "./translate.ts";
+
+export interface EntryDescription {
+  /** Header names, env keys, cwd, and every ${VAR} read with where. */
+  details: string[];
+  warnings: string[];
+}
+
+/**
+ * Env keys that change which code a program loads or runs first: with one of these, `node`,
+ * `python` or a shell runs code of the key's choosing, whatever the command line says.
+ */
+const LOADER_ENV: RegExp[] = [
+  /^NODE_OPTIONS$/,
+  /^NODE_PATH$/,
+  /^LD_PRELOAD$/,
+  /^LD_LIBRARY_PATH$/,
+  /^LD_AUDIT$/,
+  /^DYLD_/,
+  /^PYTHONPATH$/,
+  /^PYTHONSTARTUP$/,
+  /^PYTHONHOME$/,
+  /^npm_config_/i,
+  /^BASH_ENV$/,
+  /^JAVA_TOOL_OPTIONS$/,
+  /^PERL5OPT$/,
+  /^RUBYOPT$/,
+];
+
+const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+const ONLY_PLACEHOLDER = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
+
+export function isLoaderEnv(key: string): boolean {
+  return LOADER_ENV.some((pattern) => pattern.test(key));
+}
+
+export function describeEntry(
+  entry: ServerEntry,
+  options: { fromProject: boolean },
+): EntryDescription {
+  const details: string[] = [];
+  const warnings: string[] = [];
+  const headers = Object.keys(entry.headers ?? {});
+  if (headers.length > 0) details.push(`headers: ${headers.join(", ")} (values not shown)`);
+  const env = Object.entries(entry.env ?? {});
+  if (env.length > 0) {
+    const shown = env.map(([k, v]) => ONLY_PLACEHOLDER.test(v) ? `${k}=${v}` : k);
+    details.push(`env: ${shown.join(", ")}`);
+  }
+  if (entry.cwd !== undefined) details.push(`cwd: ${entry.cwd}`);
+
+  // Every variable read, with where: a value the server sends or hands to a program.
+  const places: [string, string | undefined][] = [
+    ["command", entry.command],
+    ...(entry.args ?? []).map((a, i): [string, string] => [`args[${i}]`, a]),
+    ["cwd", entry.cwd],
+    ...env.map(([k, v]): [string, string] => [`env ${k}`, v]),
+    ["url", entry.url],
+    ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`header ${k}`, v]),
+  ];
+  const reads = new Map<string, string[]>();
+  for (const [where, value] of places) {
+    for (const [, name] of (value ?? "").matchAll(PLACEHOLDER)) {
+      reads.set(name!, [...(reads.get(name!) ?? []), where]);
+    }
+  }
+  if (reads.size > 0) {
+    details.push(
+      `reads: ${[...reads].map(([name, where]) => `\${${name}} (${where.join(", ")})`).join(", ")}`,
+    );
+  }
+
+  for (const [key, value] of env) {
+    if (isLoaderEnv(key)) {
+      warnings.push(
+        `env ${key}=${JSON.stringify(value)} changes how the program loads code: it can run ` +
+          "code other than the command shown",
+      );
+    }
+  }
+  if (options.fromProject && entry.url !== undefined) {
+    const host = hostOf(entry.url);
+    const sent: [string, string][] = [
+      ["in the url", entry.url],
+      ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`header ${k}`, v]),
+    ];
+    for (const [where, value] of sent) {
+      for (const [, name] of value.matchAll(PLACEHOLDER)) {
+        warnings.push(`sends $${name} to ${host} (${where})`);
+      }
+    }
+  }
+  return { details, warnings };
+}
+
+/** The host a URL names (placeholders in it shown as they are). */
+function hostOf(url: string): string {
+  const match = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(url);
+  return (match?.[1] ?? url).replace(/^[^@]*@/, "");
+}

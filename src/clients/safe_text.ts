@@ -1,0 +1,30 @@
+/**
+ * Text from client files is printed to a terminal, so it must not be able to move the cursor,
+ * recolour or hide text, start a new line, or reorder what follows (bidi marks). This module
+ * finds such characters and shows them escaped (`\u{1b}`), so a printed line is what it says.
+ */
+
+/**
+ * C0 and C1 controls (newline, carriage return and escape among them), the line and paragraph
+ * separators, and the bidi marks, embeddings, overrides and isolates.
+ */
+// deno-lint-ignore no-control-regex -- finding control characters is the point
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+/** Whether `text` holds a character that a terminal or text view would act on. */
+export function hasUnsafeCharacters(text: string): boolean {
+  UNSAFE.lastIndex = 0;
+  return UNSAFE.test(text);
+}
+
+/**
+ * `text` with every unsafe character written as `\u{hex}` (a backslash stays as it is: the
+ * escape is for the reader, not for parsing back). `keepNewlines` leaves `\n` alone, for text
+ * whose line breaks are ours (pretty-printed JSON, where strings' own newlines are escaped).
+ */
+export function escapeUnsafe(text: string, options: { keepNewlines?: boolean } = {}): string {
+  return text.replace(
+    UNSAFE,
+    (c) => c === "\n" && options.keepNewlines ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
+}

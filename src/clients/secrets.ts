@@ -1,0 +1,105 @@
+/**
+ * Literal secrets in imported entries (pure): which values are secrets, how to show a file
+ * without them, and how private the written file must be so a secret never moves to a file
+ * more readable than the one it came from.
+ *
+ * The name rule is broader than the server's (src/config/config.ts, which decides what is
+ * scrubbed from results): here a false positive only hides a value or tightens a file mode.
+ */
+import { isRecord } from "./client_configs.ts";
+import type { ServerEntry } from "./translate.ts";
+
+/** Env names whose literal values are probably secrets. */
+const SECRET_NAME = /key|token|secret|passw|credential|auth|pat$|cookie|session/i;
+/** user:password@ in a URL (a database URL in args, a proxy). */
+const URL_CREDENTIALS = /(\/\/[^/@\s:]*:)[^/@\s]+@/g;
+const PLACEHOLDER_ONLY = /^(\$\{[A-Za-z_][A-Za-z0-9_]*\}|Bearer \$\{[A-Za-z_][A-Za-z0-9_]*\})$/;
+export const HIDDEN = "[hidden]";
+
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
+/** Whether `value` is written out (not only read from the environment). */
+function isLiteral(value: string): boolean {
+  return value !== "" && !PLACEHOLDER_ONLY.test(value);
+}
+
+/** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
+export function literalSecrets(entry: ServerEntry): string[] {
+  const found: string[] = [];
+  for (const [key, value] of Object.entries(entry.env ?? {})) {
+    if (isSecretName(key) && isLiteral(value)) found.push(`env ${key}`);
+  }
+  // Every header value is a secret to the server (it scrubs them all).
+  for (const [key, value] of Object.entries(entry.headers ?? {})) {
+    if (isLiteral(value)) found.push(`header ${key}`);
+  }
+  const strings = [entry.url ?? "", ...(entry.args ?? [])];
+  if (strings.some((s) => new RegExp(URL_CREDENTIALS.source).test(s))) {
+    found.push("a password in a URL");
+  }
+  return found;
+}
+
+/** A server entry (in any shape) with its literal secrets replaced by `HIDDEN`, for printing. */
+export function maskEntry(entry: unknown): unknown {
+  if (!isRecord(entry)) return entry;
+  const masked: Record<string, unknown> = { ...entry };
+  const mapValues = (value: unknown, hide: (key: string, v: string) => boolean) =>
+    isRecord(value)
+      ? Object.fromEntries(
+        Object.entries(value).map((
+          [k, v],
+        ) => [k, typeof v === "string" && hide(k, v) ? HIDDEN : v]),
+      )
+      : value;
+  if ("env" in entry) {
+    masked.env = mapValues(entry.env, (k, v) => isSecretName(k) && isLiteral(v));
+  }
+  if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
+  const unpass = (v: unknown) =>
+    typeof v === "string" ? v.replace(URL_CREDENTIALS, `$1${HIDDEN}@`) : v;
+  if ("url" in entry) masked.url = unpass(entry.url);
+  if (Array.isArray(entry.args)) masked.args = entry.args.map(unpass);
+  return masked;
+}
+
+/** Our config with every server's literal secrets hidden (both server lists), for printing. */
+export function maskConfig(file: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...file };
+  for (const key of ["servers", "mcpServers"]) {
+    const servers = file[key];
+    if (isRecord(servers)) {
+      out[key] = Object.fromEntries(Object.entries(servers).map(([k, v]) => [k, maskEntry(v)]));
+    }
+  }
+  return out;
+}
+
+/**
+ * The mode to write our config with: owner-only (0600, or tighter if it was) when it takes in a
+ * literal secret or anything from a file others cannot read; else the file's mode as it was
+ * (null: the default for a new file). `why` says what made it private.
+ */
+export function configMode(
+  current: number | null,
+  taken: { entry: ServerEntry; name: string; sourcePath: string; sourceMode: number | null }[],
+): { mode: number | null; why: string[] } {
+  const why: string[] = [];
+  const secrets = taken.flatMap((t) => {
+    const found = literalSecrets(t.entry);
+    return found.length > 0 ? [`"${t.name}" (${found.join(", ")})`] : [];
+  });
+  if (secrets.length > 0) why.push(`literal secrets in ${secrets.join(", ")}`);
+  const privateFiles = new Set(
+    taken.filter((t) => t.sourceMode !== null && (t.sourceMode & 0o004) === 0)
+      .map((t) => t.sourcePath),
+  );
+  if (privateFiles.size > 0) {
+    why.push(`entries from ${[...privateFiles].join(", ")}, which others cannot read`);
+  }
+  if (why.length === 0) return { mode: current, why };
+  const mode = (current ?? 0o600) & 0o600;
+  return { mode, why: mode === current ? [] : why };
+}
