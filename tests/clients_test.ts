@@ -1302,11 +1302,15 @@ Deno.test("import keeps secrets as private as their source: owner-only file, mas
 });
 
 Deno.test(".gitignore keeps import's backups of mcp_servers.json out of git", async () => {
-  const ignored = await new Deno.Command("git", {
-    args: ["check-ignore", "-q", "mcp_servers.json.2026-01-01T00-00-00-000Z.bak"],
-    cwd: PROJECT,
-  }).output();
+  // In a repository of its own, so the test runs in any copy of the checkout, git's or not.
+  const repo = await Deno.makeTempDir({ prefix: "gitignore_test_" });
+  await Deno.copyFile(join(PROJECT, ".gitignore"), join(repo, ".gitignore"));
+  const git = (...args: string[]) => new Deno.Command("git", { args, cwd: repo }).output();
+  assert.equal((await git("init", "-q")).code, 0);
+  const ignored = await git("check-ignore", "-q", "mcp_servers.json.2026-01-01T00-00-00-000Z.bak");
   assert.equal(ignored.code, 0);
+  assert.equal((await git("check-ignore", "-q", "mcp_servers.json")).code, 1);
+  await Deno.remove(repo, { recursive: true });
 });
 
 Deno.test("writeFileAtomically() creates its temporary file private, and refuses read-only or hard-linked user files", async (t) => {

@@ -829,6 +829,42 @@ const MUTATIONS: Mutation[] = [
     to: "...given",
     tests: ["tests/redaction_test.ts"],
   },
+  // import and install (issue 18): a hostile project folder, a terminal, a client's file
+  {
+    name: "import takes a project folder's servers without --project",
+    file: "src/commands/clients.ts",
+    from: "const taken = (source: ConfigSource) => !isProjectFile(source) || options.project;",
+    to: "const taken = (_source: ConfigSource) => true;",
+    tests: ["tests/clients_test.ts"],
+  },
+  {
+    name: "import prints a client file's control characters as they are",
+    file: "src/clients/safe_text.ts",
+    from: "(c) => c === \"\\n\" && options.keepNewlines ? c : `\\\\u{${c.codePointAt(0)!.toString(16)}}`,",
+    to: "(c) => c,",
+    tests: ["tests/clients_test.ts"],
+  },
+  {
+    name: "secrets from a private client file land in a world-readable mcp_servers.json",
+    file: "src/clients/secrets.ts",
+    from: "if (why.length === 0) return { mode: current, why };",
+    to: "return { mode: current, why: [] };",
+    tests: ["tests/clients_test.ts"],
+  },
+  {
+    name: "install drops the user's fields of the code-mode entry",
+    file: "src/clients/merge.ts",
+    from: "const updated = previous ? { ...previous, ...entry } : entry;",
+    to: "const updated = entry;",
+    tests: ["tests/clients_test.ts"],
+  },
+  {
+    name: "import takes servers the user rejected in Claude Code",
+    file: "src/clients/claude_code_approval.ts",
+    from: "if (list(\"disabledMcpjsonServers\")?.includes(name)) {",
+    to: "if (false) {",
+    tests: ["tests/clients_test.ts"],
+  },
   // Tracing (issue 18)
   {
     name: "tool calls are not traced",
