@@ -89,6 +89,22 @@ export interface RuntimeFiles {
  * (V8's synchronous tier-up) took the boot from about 0.6 to 2.2 CPU-s. Deno keeps no compiled
  * WebAssembly between processes, so a fresh process per execution pays for whatever it optimizes;
  * this budget keeps that to the eval loop.
+ *
+ * Measured and not used (2026-11, Deno 2.9.6 / V8 15.0): V8's experimental WebAssembly PGO.
+ * With `--experimental-wasm-pgo-from-file` and a profile naming the ~200 functions a compute
+ * workload tiers up (loops, JSON, regex, sorting), those are compiled with TurboFan in the
+ * background at boot: a 2e6-iteration loop ran 1.6-1.7x and a 1 MB JSON round trip 1.8-1.9x
+ * faster, which is about the shared-interpreter peer's speed, for 0.3-0.6 CPU-s more per boot
+ * (a profile of the loop's 28 functions alone: +0.3 CPU-s, loop 1.4x). Not used because V8
+ * prints the profile's loading to stdout, our protocol channel (lines arrived prefixed with it);
+ * Deno never tears the module down, so V8 cannot write the profile itself (it has to be made
+ * from `--trace-wasm-compilation-times` output, a developer flag); and a profile that does not
+ * match the module aborts the process. Worth revisiting as an opt-in for compute-heavy profiles
+ * if the protocol moves off stdout. To repeat it: boot a sandbox with the default budget and
+ * `--trace-wasm-compilation-times`, run a training script, collect the `#N using TurboFan`
+ * indices; write `profile-wasm-<hash>` (the name V8 prints as "No Wasm PGO data found") into the
+ * sandbox's working folder: one 0 byte (no call feedback), then one byte per declared function
+ * of pyodide.asm.wasm (N minus the 268 imported ones), 2 for each tiered-up one.
  */
 export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000";
 
