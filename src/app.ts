@@ -51,7 +51,16 @@ export interface AppOptions {
   poolSize?: number;
   /** How upstream servers are reached (tests may inject their own). */
   transports?: TransportFactory;
+  /**
+   * How long start-up waits for upstream servers before it counts as started (the rest connect
+   * in the background). Default: until each has connected or failed once; `serve` uses
+   * `SERVE_UPSTREAM_WAIT_MS`, so one slow server does not hold up every client's tools/list.
+   */
+  upstreamWaitMs?: number;
 }
+
+/** How long `serve` lets upstream servers connect before it lists tools without the slow ones. */
+export const SERVE_UPSTREAM_WAIT_MS = 10_000;
 
 export interface App extends AsyncDisposable {
   config: Config;
@@ -139,7 +148,7 @@ export async function openApp(options: AppOptions): Promise<App> {
   // the event loop for ~0.14 s, which at start delayed the answer to the client's `initialize`
   // (433 -> 289-338 ms from spawn, measured).
   const toolsReady = Promise.all([
-    upstream.start().then(() => tokens.load()),
+    upstream.start({ waitMs: options.upstreamWaitMs }).then(() => tokens.load()),
     skills.load(),
     observed?.load(),
   ]).then(() => {});
@@ -212,7 +221,7 @@ export async function openApp(options: AppOptions): Promise<App> {
       tools: {
         approvalTimeoutMs: config.settings.approval_timeout_s * 1000,
         catalog: () => tools.current,
-        session: (server) => upstream.session(server),
+        session: (server) => upstream.settledSession(server),
         callTimeoutMs: config.settings.tool_timeout_s * 1000,
         observe: observed,
       },

@@ -584,7 +584,7 @@ function gateFor(upstream: Upstream, profile: Profile, callTimeoutMs = 5000) {
   return new ToolGate({
     profile,
     catalog: () => upstream.catalog,
-    session: (server) => sessions[server],
+    session: (server) => Promise.resolve(sessions[server]),
     redact: createRedactor([SECRET]),
     callTimeoutMs,
   });

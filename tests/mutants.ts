@@ -829,6 +829,14 @@ const MUTATIONS: Mutation[] = [
     to: "...given",
     tests: ["tests/redaction_test.ts"],
   },
+  {
+    name: "closing right after a failed connect leaves its server running",
+    file: "src/upstream/pool.ts",
+    from: "      this.#exiting.add(exited.promise);",
+    to: "",
+    tests: ["tests/upstream_pool_test.ts"],
+    filter: "right after a failed connect",
+  },
   // import and install (issue 18): a hostile project folder, a terminal, a client's file
   {
     name: "import takes a project folder's servers without --project",

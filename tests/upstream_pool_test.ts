@@ -237,6 +237,30 @@ Deno.test("UpstreamPool.close() stops a server still connecting, and the SDK's p
   }
 });
 
+Deno.test("UpstreamPool.close() right after a failed connect waits for that server to exit", async () => {
+  const { defaultTransportFactory } = await import("../src/upstream/transport.ts");
+  const pool = new UpstreamPool({
+    servers: [{
+      kind: "stdio",
+      name: "hang",
+      protocol: "2025-11-25",
+      command: "sleep",
+      args: ["9873"],
+      env: {},
+      cwd: "/",
+      description: "",
+    }],
+    transports: defaultTransportFactory,
+    log: silentLogger,
+    connectTimeoutMs: 500,
+  });
+  await pool.start();
+  assert.equal(pool.state("hang"), "reconnecting");
+  // The SDK stops the failed server 2 s after closing its stdin; closing now must not leave it.
+  await pool.close();
+  assert.equal(sleepers("9873"), 0, "sleep 9873 outlived the pool");
+});
+
 function sleepers(seconds: string): number {
   let count = 0;
   for (const entry of Deno.readDirSync("/proc")) {
@@ -254,3 +278,30 @@ function sleepers(seconds: string): number {
 }
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+Deno.test("UpstreamPool.start({ waitMs }) does not wait for a slow server; a call to it waits for its connect", async () => {
+  const { start } = serverFactory();
+  // The slow server's end of the pipe never answers `initialize`.
+  const silent = (): Transport => InMemoryTransport.createLinkedPair()[0];
+  const transports: TransportFactory = (server) => ({
+    transport: server.name === "slow" ? silent() : start(),
+  });
+  const pool = new UpstreamPool({
+    servers: [serverConfig("quick"), serverConfig("slow")],
+    transports,
+    log: silentLogger,
+    connectTimeoutMs: 1500,
+  });
+  const began = performance.now();
+  await within(pool.start({ waitMs: 300 }), "start with a 300 ms wait", 1200);
+  assert.ok(performance.now() - began < 1200);
+  assert.equal(pool.state("quick"), "connected");
+  assert.equal(pool.state("slow"), "connecting");
+  // Now, a call waits for the slow server's first connect to end, then says why it failed.
+  const session = await within(pool.settledSession("slow"), "the slow server's first connect");
+  assert.ok(session !== undefined && "unavailable" in session, JSON.stringify(session));
+  assert.match(session.unavailable, /not connected \(reconnecting\)/);
+  assert.ok("client" in (await pool.settledSession("quick"))!);
+  assert.equal(await pool.settledSession("nobody"), undefined);
+  await pool.close();
+});

@@ -7,7 +7,7 @@ import { INDEX_TOKEN_BUDGET } from "../catalog/tool_index.ts";
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
 import { serveStdio as serveMcpStdio } from "@modelcontextprotocol/server/stdio";
-import { openApp, startApp } from "../app.ts";
+import { openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
 import type { Host } from "../host/server.ts";
 import { formatResultText } from "../execution/execution_result.ts";
 import { runAgent } from "../agent/agent.ts";
@@ -28,7 +28,7 @@ export { formatChecks, runDoctor } from "./doctor.ts";
  */
 export async function serveStdio(configPath: string | undefined, log: Logger): Promise<number> {
   // Answers the handshake at once; scripts and tool requests wait for the start-up to finish.
-  const app = await openApp({ configPath, log });
+  const app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
   const owner = crypto.randomUUID();
   const hosts = new Set<Host>();
   const { stop, stopped } = stopOnce(log, async () => {
@@ -212,7 +212,7 @@ export async function serveOverHttp(
   const token = readEnv("CODEMODE_HTTP_TOKEN") || undefined;
   const refusal = checkBind(flags.host, token, flags.allowedHosts);
   if (refusal) throw new UsageError(refusal);
-  const app = await openApp({ configPath, log });
+  const app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
   const { sessionIdleS, ...options } = flags;
   const idleS = sessionIdleS ?? app.config.settings.session_idle_s;
   let http;

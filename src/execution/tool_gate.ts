@@ -20,7 +20,7 @@ export interface ToolGateDeps {
   /** The current catalog (which servers and tools exist). */
   catalog: () => Catalog;
   /** The upstream server's session (undefined: no such server). */
-  session: (server: string) => UpstreamSession | undefined;
+  session: (server: string) => Promise<UpstreamSession | undefined>;
   redact: Redactor;
   /** Per-call timeout. */
   callTimeoutMs: number;
@@ -170,8 +170,8 @@ export class ToolGate {
   }
 
   /** To the upstream session that has the tool, or an error saying why there is none. */
-  #route({ server, tool, arguments: args }: CallToolParams): Promise<ToolReply> {
-    const session = this.#deps.session(server);
+  async #route({ server, tool, arguments: args }: CallToolParams): Promise<ToolReply> {
+    const session = await this.#deps.session(server);
     if (session === undefined) return invalid(`no server named "${server}"`);
     // A server that is down keeps its last known tools in the catalog; its outage is the news.
     if ("unavailable" in session) return unavailable(session.unavailable);

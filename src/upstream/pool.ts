@@ -38,10 +38,12 @@ export interface UpstreamOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
-/** How long closing waits for a connect under way to stop its server processes. */
+/**
+ * How long closing waits for server processes to exit: a connect under way, and the process of a
+ * failed one, which the SDK stops with SIGTERM 2 s after closing its stdin, on a timer that does
+ * not keep the process alive (this wait does).
+ */
 const CLOSE_WAIT_MS = 5000;
-const delay = (ms: number) =>
-  new Promise<void>((resolve) => Deno.unrefTimer(setTimeout(resolve, ms)));
 /** How much of a server's stderr is kept (its last lines go into error messages). */
 const STDERR_KEPT_CHARS = 16_384;
 /**
@@ -65,6 +67,11 @@ class UpstreamConnection {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stderrTail = "";
   #stderrCut = false;
+  readonly #firstAttempt = Promise.withResolvers<void>();
+  /** Server processes of failed connects that have not exited yet. */
+  readonly #exiting = new Set<Promise<void>>();
+  /** Resolves once the first connect has succeeded or failed (or the pool closed). */
+  readonly firstAttempt = this.#firstAttempt.promise;
 
   constructor(readonly config: ServerConfig, readonly options: UpstreamOptions) {}
 
@@ -105,7 +112,9 @@ class UpstreamConnection {
       },
     });
     let connected = false;
+    const exited = Promise.withResolvers<void>();
     client.onclose = () => {
+      exited.resolve();
       if (!connected || this.#client !== client) return;
       this.#client = null;
       this.#dropped("the session closed");
@@ -129,6 +138,8 @@ class UpstreamConnection {
       this.options.onChange?.();
     } catch (error) {
       await client.close().catch(() => {});
+      this.#exiting.add(exited.promise);
+      void exited.promise.then(() => this.#exiting.delete(exited.promise));
       const stderr = this.#stderrLines(3, 500);
       this.lastError = `${this.#redact(errorText(error))}${stderr ? ` (stderr: ${stderr})` : ""}`;
       log.error("cannot connect upstream server", {
@@ -139,6 +150,7 @@ class UpstreamConnection {
     } finally {
       if (this.#connecting?.transport === transport) this.#connecting = null;
       attempt.ended.resolve();
+      this.#firstAttempt.resolve();
     }
   }
 
@@ -198,15 +210,21 @@ class UpstreamConnection {
 
   async close(): Promise<void> {
     this.state = "closed";
+    this.#firstAttempt.resolve();
     clearTimeout(this.#timer);
     const client = this.#client;
     const connecting = this.#connecting;
     this.#client = this.#connecting = null;
     await client?.close().catch(() => {});
-    if (connecting) {
-      await connecting.transport.close().catch(() => {});
-      await Promise.race([connecting.ended, delay(CLOSE_WAIT_MS)]);
-    }
+    await connecting?.transport.close().catch(() => {});
+    const exits = [connecting?.ended, ...this.#exiting].filter((p) => p !== undefined);
+    if (exits.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all(exits),
+      new Promise((resolve) => timer = setTimeout(resolve, CLOSE_WAIT_MS)),
+    ]);
+    clearTimeout(timer);
   }
 }
 
@@ -221,9 +239,26 @@ export class UpstreamPool implements AsyncDisposable {
     this.#unavailable = new Map((options.unavailable ?? []).map((s) => [s.name, s]));
   }
 
-  /** Connects every server in parallel; resolves when each has connected or failed once. */
-  async start(): Promise<void> {
-    await Promise.all([...this.#connections.values()].map((c) => c.connect()));
+  /**
+   * Connects every server in parallel; resolves when each has connected or failed once, or
+   * after `waitMs` (servers still connecting then go on in the background, and `onChange` says
+   * when they are done: one slow server does not hold up a client's tools/list).
+   */
+  async start(options: { waitMs?: number } = {}): Promise<void> {
+    const all = Promise.all([...this.#connections.values()].map((c) => c.connect()));
+    if (options.waitMs === undefined) return void await all;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([all, new Promise((resolve) => timer = setTimeout(resolve, options.waitMs))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Where a call to `server` goes, once its first connect has ended (a call made while a server
+   * is still connecting at start waits for it, rather than failing as unavailable).
+   */
+  async settledSession(server: string): Promise<UpstreamSession | undefined> {
+    await this.#connections.get(server)?.firstAttempt;
+    return this.session(server);
   }
 
   /**
