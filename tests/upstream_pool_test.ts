@@ -305,3 +305,15 @@ Deno.test("UpstreamPool.start({ waitMs }) does not wait for a slow server; a cal
   assert.equal(await pool.settledSession("nobody"), undefined);
   await pool.close();
 });
+
+Deno.test("errorText() says an error's causes too (fetch failed: why)", async () => {
+  const { errorText } = await import("../src/upstream/pool.ts");
+  const refused = new TypeError("fetch failed", {
+    cause: new Error("error sending request for url (http://h/mcp): connection refused"),
+  });
+  assert.equal(
+    errorText(new Error("probe failed: fetch failed", { cause: refused })),
+    "probe failed: fetch failed: error sending request for url (http://h/mcp): connection refused",
+  );
+  assert.equal(errorText("plain"), "plain");
+});

@@ -141,8 +141,10 @@ class UpstreamConnection {
       this.#exiting.add(exited.promise);
       void exited.promise.then(() => this.#exiting.delete(exited.promise));
       const stderr = this.#stderrLines(3, 500);
+      const previous = this.lastError;
       this.lastError = `${this.#redact(errorText(error))}${stderr ? ` (stderr: ${stderr})` : ""}`;
-      log.error("cannot connect upstream server", {
+      // Each retry failing the same way is news once; the rest go to the debug log.
+      log[this.lastError === previous ? "debug" : "error"]("cannot connect upstream server", {
         server: this.config.name,
         error: this.lastError,
       });
@@ -318,6 +320,13 @@ function versionNegotiation(protocol: UpstreamProtocol): ClientOptions["versionN
   }
 }
 
+/** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
 export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  const parts: string[] = [];
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 4; depth++) {
+    const message = e instanceof Error ? e.message : String(e);
+    if (message && !parts.some((p) => p.includes(message))) parts.push(message);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(": ");
 }
