@@ -837,6 +837,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/upstream_pool_test.ts"],
     filter: "right after a failed connect",
   },
+  {
+    name: "files the server writes are world-writable whatever the umask",
+    file: "src/_util/atomic_write.ts",
+    from:
+      "options.mode === undefined ? { createNew: true } : { createNew: true, mode: options.mode },",
+    to: "{ createNew: true, mode: options.mode ?? 0o666 },",
+    tests: ["tests/atomic_write_test.ts"],
+  },
   // import and install (issue 18): a hostile project folder, a terminal, a client's file
   {
     name: "import takes a project folder's servers without --project",
@@ -848,7 +856,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "import prints a client file's control characters as they are",
     file: "src/clients/safe_text.ts",
-    from: "(c) => c === \"\\n\" && options.keepNewlines ? c : `\\\\u{${c.codePointAt(0)!.toString(16)}}`,",
+    from:
+      '(c) => c === "\\n" && options.keepNewlines ? c : `\\\\u{${c.codePointAt(0)!.toString(16)}}`,',
     to: "(c) => c,",
     tests: ["tests/clients_test.ts"],
   },
@@ -869,7 +878,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "import takes servers the user rejected in Claude Code",
     file: "src/clients/claude_code_approval.ts",
-    from: "if (list(\"disabledMcpjsonServers\")?.includes(name)) {",
+    from: 'if (list("disabledMcpjsonServers")?.includes(name)) {',
     to: "if (false) {",
     tests: ["tests/clients_test.ts"],
   },

@@ -20,7 +20,13 @@ export async function writeFileAtomically(
   const tmp = `${path}.${crypto.randomUUID()}.tmp`;
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   try {
-    await Deno.writeFile(tmp, bytes, { createNew: true, mode: options.mode ?? 0o666 });
+    // Without a mode the umask decides, as for any new file (Deno applies a given mode exactly,
+    // so passing 0o666 would make the file writable by everyone).
+    await Deno.writeFile(
+      tmp,
+      bytes,
+      options.mode === undefined ? { createNew: true } : { createNew: true, mode: options.mode },
+    );
     if (options.mode !== undefined && Deno.build.os !== "windows") {
       await Deno.chmod(tmp, options.mode); // exactly: the umask may have taken bits away
     }
