@@ -407,7 +407,7 @@ Deno.test("settings.max_sessions_per_connection defaults to half of max_sessions
   }
 });
 
-Deno.test("a config error quotes the file's text, not a secret a variable expanded to", async () => {
+Deno.test("a server left out for its URL is named by the file's text, not a secret a variable expanded to", async () => {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/mcp_servers.json`;
   await Deno.writeTextFile(
@@ -419,11 +419,11 @@ Deno.test("a config error quotes the file's text, not a secret a variable expand
   );
   const env = (name: string) =>
     name === "REMOTE_URL" ? "htps://mcp.example/mcp?api_key=Sk_live_TopSecret12345" : undefined;
-  await assert.rejects(loadConfig({ path, env }), (error: Error) => {
-    assert.match(error.message, /"\$\{REMOTE_URL\}" is not an http\(s\) URL/);
-    assert.doesNotMatch(error.message, /TopSecret/);
-    return true;
-  });
+  const config = await loadConfig({ path, env });
+  assert.deepEqual(config.servers, []);
+  const reason = config.unavailable[0]!.reason;
+  assert.match(reason, /"\$\{REMOTE_URL\}" is not an http\(s\) URL/);
+  assert.doesNotMatch(reason + JSON.stringify(config.notes), /TopSecret/);
   await Deno.remove(dir, { recursive: true });
 });
 
@@ -464,4 +464,14 @@ Deno.test("parseConfigFile() suggests the field a typo meant", () => {
     () => parseConfigFile({ settings: { pool_sise: 2 } }, ctx),
     /settings\.pool_sise: unknown setting; did you mean "pool_size"\?/,
   );
+});
+
+Deno.test("parseConfigFile() leaves out a server whose URL a variable's value makes invalid", () => {
+  const parsed = parseConfigFile({
+    servers: {
+      tenant: { url: "https://${TENANT}.example.com/mcp" },
+    },
+  }, { ...ctx, env: (name) => name === "TENANT" ? "no spaces allowed here" : undefined });
+  assert.deepEqual(parsed.unavailable.map((u) => u.name), ["tenant"]);
+  assert.match(parsed.unavailable[0]!.reason, /is not an http\(s\) URL with this environment's/);
 });

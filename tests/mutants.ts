@@ -809,7 +809,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an unset variable stops the whole server again",
     file: "src/config/config.ts",
-    from: "if (!(error instanceof UnsetVariable)) throw error;",
+    from: "if (!(error instanceof EnvironmentProblem)) throw error;",
     to: "throw error;",
     tests: ["tests/config_test.ts"],
     filter: "leaves out a server whose variable",

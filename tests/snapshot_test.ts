@@ -17,6 +17,11 @@ Deno.test("the snapshot is built on first use, and a corrupt one is detected and
   await Deno.writeTextFile(`${path}.verified`, "[0]");
   assert.equal(await isSnapshotVerified(path), true);
   assert.equal(await Deno.readTextFile(`${path}.verified`), stamp);
+  // A snapshot others may write (as older versions created it) is not trusted.
+  assert.equal((await Deno.stat(path)).mode! & 0o022, 0, "built writable by others");
+  await Deno.chmod(path, 0o666);
+  assert.equal(await isSnapshotVerified(path), false, "a world-writable snapshot was trusted");
+  await Deno.chmod(path, 0o644);
 
   const file = await Deno.open(path, { write: true });
   await file.seek(4096, Deno.SeekMode.Start);

@@ -10,7 +10,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
-import { expandPlaceholders, UnsetVariable } from "./placeholders.ts";
+import { expandPlaceholders, EnvironmentProblem } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
@@ -299,7 +299,7 @@ export function parseConfigFile(
         note,
       });
     } catch (error) {
-      if (!(error instanceof UnsetVariable)) throw error;
+      if (!(error instanceof EnvironmentProblem)) throw error;
       server = null;
       unavailable.push({ name, description: descriptionOf(entry), reason: error.message });
     }
@@ -492,7 +492,12 @@ function parseServer(
       if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
     } catch {
       // The file's own text, not the expanded value: a ${VAR} in it may hold a secret.
-      throw new TypeError(ctx.where("url") + `: "${entry.url}" is not an http(s) URL`);
+      const message = `"${entry.url}" is not an http(s) URL`;
+      // Made so by a variable's value: only this server is left out.
+      if (String(entry.url).includes("${")) {
+        throw new EnvironmentProblem(`field "url": ${message} with this environment's values`);
+      }
+      throw new TypeError(ctx.where("url") + `: ${message}`);
     }
     for (const key of ["args", "env", "cwd"]) {
       if (entry[key] !== undefined) {

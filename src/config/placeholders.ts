@@ -18,10 +18,11 @@ const PLACEHOLDER =
   /\$\{(?:(input:[^}]*|workspaceFolder)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}/g;
 
 /**
- * A placeholder names a variable the environment does not hold: the file is right, this start's
- * environment is not, so only that server is left out.
+ * What the environment gave makes a server unusable (a placeholder names a variable that is not
+ * set, or a value that makes its URL invalid): the file is right, this start's environment is
+ * not, so only that server is left out.
  */
-export class UnsetVariable extends TypeError {}
+export class EnvironmentProblem extends TypeError {}
 
 /** Where a placeholder's value comes from: the config's folder, or the environment. */
 export interface PlaceholderSources {
@@ -49,7 +50,7 @@ export function expandPlaceholders(
       const found = sources.env(name!);
       if (fallback !== undefined) return found === undefined || found === "" ? fallback : found;
       if (found === undefined) {
-        throw new UnsetVariable(`${where}: environment variable ${name} is not set`);
+        throw new EnvironmentProblem(`${where}: environment variable ${name} is not set`);
       }
       return found;
     },

@@ -65,6 +65,8 @@ function fileStamp(info: Deno.FileInfo): string {
 export async function isSnapshotVerified(path: string): Promise<boolean> {
   const info = await Deno.stat(path).catch(() => null);
   if (info === null) return false;
+  // Writable by others (older versions created it so): not trusted, built again privately.
+  if (Deno.build.os !== "windows" && ((info.mode ?? 0) & 0o022) !== 0) return false;
   const stampPath = `${path}${STAMP_SUFFIX}`;
   if (await Deno.readTextFile(stampPath).catch(() => null) === fileStamp(info)) return true;
   if (!(await isSnapshotIntact(path))) return false;
