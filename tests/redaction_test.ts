@@ -19,7 +19,14 @@ const pythonJson = (value: unknown) =>
   );
 
 Deno.test("createRedactor() scrubs a secret in every encoding it can take in text", async (t) => {
-  const redact = createRedactor([SECRET, TOKEN, "abcdefgh12", "12XYZWVUTS", "???>>>~~~secret"]);
+  const redact = createRedactor([
+    SECRET,
+    TOKEN,
+    "abcdefgh12",
+    "12XYZWVUTS",
+    "???>>>~~~secret",
+    "müller0123456789abc",
+  ]);
   const escaped = JSON.stringify(SECRET).slice(1, -1);
   const table: [string, string, string][] = [
     ["as is", `key=${SECRET};`, `key=${REDACTED};`],
@@ -63,6 +70,11 @@ Deno.test("createRedactor() scrubs a secret in every encoding it can take in tex
     [
       "lower case, as a URL's host holds it",
       new URL(`https://${"12XYZWVUTS"}.mcp.example/`).host,
+      `${REDACTED}.mcp.example`,
+    ],
+    [
+      "punycode, as a URL's host holds a non-ASCII secret",
+      new URL(`https://${"müller0123456789abc"}.mcp.example/`).host,
       `${REDACTED}.mcp.example`,
     ],
     ["two secrets side by side make one marker", `${TOKEN}${SECRET}`, REDACTED],

@@ -11,6 +11,7 @@
  * | base64         | standard and URL-safe, alone or at any of the 3 alignments in a blob    |
  * | hex            | the UTF-8 bytes, either case                                            |
  * | lower case     | a URL's host (`https://${TENANT_KEY}.example` is read in lower case)     |
+ * | punycode       | a URL's host holding a non-ASCII secret (`xn--…`)                       |
  *
  * Base64 and hex cover the secret's bytes and the bytes of its JSON-escaped form. Out of reach:
  * base64 broken across lines (MIME), other escapes composed more than twice, and anything an
@@ -50,7 +51,8 @@ export function secretProblem(secret: string): string | null {
 
 export function createRedactor(secrets: Iterable<string>): Redactor {
   const given = [...secrets].filter((s) => secretProblem(s) === null);
-  const list = [...new Set([...given, ...given.map((s) => s.toLowerCase())])];
+  const hostForms = given.map(asHost).filter((s): s is string => s !== null && !secretProblem(s));
+  const list = [...new Set([...given, ...given.map((s) => s.toLowerCase()), ...hostForms])];
   if (list.length === 0) return { text: (v) => v, json: (v) => v };
   const sources = [...new Set(list.flatMap(secretPatterns))];
   // One pass answers "any secret here?" (almost always no); only then is each form looked for.
@@ -71,6 +73,17 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
     return value;
   };
   return { text, json };
+}
+
+/** `secret` as a URL's host spells it (lower case, punycode), when that differs; else null. */
+function asHost(secret: string): string | null {
+  if (/^[\x00-\x7f]*$/.test(secret)) return null; // only case changes: covered already
+  try {
+    const host = new URL(`http://${secret}.invalid/`).hostname.slice(0, -".invalid".length);
+    return host === secret.toLowerCase() ? null : host;
+  } catch {
+    return null; // not something a host can hold
+  }
 }
 
 /** Regular expression sources, one per form of `secret` (see the table above). */
