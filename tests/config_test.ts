@@ -475,3 +475,22 @@ Deno.test("parseConfigFile() leaves out a server whose URL a variable's value ma
   assert.deepEqual(parsed.unavailable.map((u) => u.name), ["tenant"]);
   assert.match(parsed.unavailable[0]!.reason, /is not an http\(s\) URL with this environment's/);
 });
+
+Deno.test("parseConfigFile() scrubs tokens written into args and a URL's query", () => {
+  const parsed = parseConfigFile({
+    servers: {
+      supabase: {
+        command: "npx",
+        args: ["server", "--access-token=sbp_0123456789abcdef", "--api-key", "lin_api_0123456789"],
+      },
+      short: { command: "x", args: ["--auth-type", "basic"] },
+      remote: { url: "https://mcp.example/mcp?api_key=k_0123456789abcdef&region=eu" },
+    },
+  }, ctx);
+  assert.deepEqual(parsed.servers.map((s) => s.name), ["supabase", "short", "remote"]);
+  assert.deepEqual(parsed.secrets.sort(), [
+    "k_0123456789abcdef",
+    "lin_api_0123456789",
+    "sbp_0123456789abcdef",
+  ]);
+});

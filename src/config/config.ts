@@ -10,7 +10,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
-import { expandPlaceholders, EnvironmentProblem } from "./placeholders.ts";
+import { EnvironmentProblem, expandPlaceholders } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
@@ -324,6 +324,11 @@ export function parseConfigFile(
     }
     servers.push(server);
     for (const value of own.keys()) secrets.add(value);
+    // Tokens written into args or a URL's query (`--api-key=…`, `?access_token=…`): scrubbed
+    // when long enough to scrub safely; a guess from the name, so a short one leaves nothing out.
+    for (const value of literalSecretValues(server)) {
+      if (!secretProblem(value)) secrets.add(value);
+    }
   }
   for (const { name, reason } of unavailable) {
     notes.push({ level: "warn", message: `server "${name}" not started: ${reason}` });
@@ -362,6 +367,30 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length]!;
+}
+
+/**
+ * Values a server's args or URL hold under a secret-looking name: `--token=V`, `--api-key V`,
+ * and query parameters such as `?api_key=V` (`-` in a name is read as `_`).
+ */
+export function literalSecretValues(server: ServerConfig): string[] {
+  const isSecret = (name: string) => SECRET_NAME.test(name.replace(/^-+/, "").replace(/-/g, "_"));
+  const found: string[] = [];
+  if (server.kind === "stdio") {
+    server.args.forEach((arg, i) => {
+      const assigned = /^(--?[A-Za-z][\w-]*)=(.+)$/.exec(arg);
+      if (assigned && isSecret(assigned[1]!)) found.push(assigned[2]!);
+      const next = server.args[i + 1];
+      if (/^--?[A-Za-z][\w-]*$/.test(arg) && isSecret(arg) && next && !next.startsWith("-")) {
+        found.push(next);
+      }
+    });
+  } else {
+    for (const [name, value] of new URL(server.url).searchParams) {
+      if (isSecret(name) && value) found.push(value);
+    }
+  }
+  return found;
 }
 
 function descriptionOf(entry: unknown): string {
