@@ -845,6 +845,29 @@ const MUTATIONS: Mutation[] = [
     to: "{ createNew: true, mode: options.mode ?? 0o666 },",
     tests: ["tests/atomic_write_test.ts"],
   },
+  {
+    name: "a token written into a server's args is not scrubbed",
+    file: "src/config/config.ts",
+    from: "      if (!secretProblem(value)) secrets.add(value);",
+    to: "",
+    tests: ["tests/config_test.ts"],
+    filter: "tokens written into args",
+  },
+  {
+    name: "a non-ASCII secret in a URL's host is not scrubbed (punycode)",
+    file: "src/policy/redaction.ts",
+    from: "...given.map((s) => s.toLowerCase()), ...hostForms]",
+    to: "...given.map((s) => s.toLowerCase())]",
+    tests: ["tests/redaction_test.ts"],
+  },
+  {
+    name: "a server whose URL a variable makes invalid stops the whole server",
+    file: "src/config/config.ts",
+    from: 'if (String(entry.url).includes("${")) {',
+    to: "if (false) {",
+    tests: ["tests/config_test.ts"],
+    filter: "URL a variable's value makes invalid",
+  },
   // import and install (issue 18): a hostile project folder, a terminal, a client's file
   {
     name: "import takes a project folder's servers without --project",
