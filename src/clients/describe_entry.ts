@@ -3,6 +3,7 @@
  * command line alone hides what matters most, such as a header that sends a variable away or an
  * env key that makes a well-known program load other code.
  */
+import { placeholderNames } from "../config/placeholders.ts";
 import type { ServerEntry } from "./translate.ts";
 
 export interface EntryDescription {
@@ -32,7 +33,6 @@ const LOADER_ENV: RegExp[] = [
   /^RUBYOPT$/,
 ];
 
-const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const ONLY_PLACEHOLDER = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
 
 export function isLoaderEnv(key: string): boolean {
@@ -65,8 +65,9 @@ export function describeEntry(
   ];
   const reads = new Map<string, string[]>();
   for (const [where, value] of places) {
-    for (const [, name] of (value ?? "").matchAll(PLACEHOLDER)) {
-      reads.set(name!, [...(reads.get(name!) ?? []), where]);
+    // The server's own parser: what is shown is what it will expand.
+    for (const name of placeholderNames(value ?? "")) {
+      reads.set(name, [...(reads.get(name) ?? []), where]);
     }
   }
   if (reads.size > 0) {
@@ -90,7 +91,7 @@ export function describeEntry(
       ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`header ${k}`, v]),
     ];
     for (const [where, value] of sent) {
-      for (const [, name] of value.matchAll(PLACEHOLDER)) {
+      for (const name of placeholderNames(value)) {
         warnings.push(`sends $${name} to ${host} (${where})`);
       }
     }

@@ -4,6 +4,7 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseConfigFile } from "../config/config.ts";
+import { placeholderNames } from "../config/placeholders.ts";
 import { isThisServer } from "../config/this_server.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
@@ -184,9 +185,8 @@ export function translateEntry(
   }
 
   // Placeholders: every client's forms become ours (${NAME}), or the entry cannot be imported.
-  const used = new Set<string>();
   const problems: string[] = [];
-  const rewrite = (value: string) => rewriteVariables(value, ctx, used, notes, problems);
+  const rewrite = (value: string) => rewriteVariables(value, ctx, notes, problems);
   if (entry.command !== undefined) entry.command = rewrite(entry.command);
   if (entry.args) entry.args = entry.args.map(rewrite);
   if (entry.env) entry.env = mapValues(entry.env, rewrite);
@@ -217,7 +217,8 @@ export function translateEntry(
       );
     }
   }
-  const unset = [...used].filter((v) => v !== "CONFIG_DIR" && !ctx.isSet(v)).sort();
+  // Read with the server's own parser from the rewritten entry: what the server will expand.
+  const unset = entryVariables(entry).filter((v) => !ctx.isSet(v)).sort();
   if (unset.length > 0) {
     notes.push(
       `needs ${
@@ -239,20 +240,17 @@ export function translateEntry(
 function rewriteVariables(
   value: string,
   ctx: TranslateContext,
-  used: Set<string>,
   notes: string[],
   problems: string[],
 ): string {
   return value.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
     const env = /^env:(.+)$/.exec(inner);
     if (env && VAR_NAME.test(env[1]!)) {
-      used.add(env[1]!);
       return `\${${env[1]}}`;
     }
     const input = /^input:(.+)$/.exec(inner);
     if (input) {
       const name = inputVariable(input[1]!);
-      used.add(name);
       notes.push(
         `${whole} is asked of the user by VS Code, which cannot happen here: it became \${${name}}`,
       );
@@ -264,15 +262,17 @@ function rewriteVariables(
       return whole;
     }
     if (inner === "userHome") return ctx.home;
-    if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) {
-      used.add(inner);
-      return whole;
-    }
+    if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) return whole;
     const fallback = /^([A-Za-z_][A-Za-z0-9_]*):-(.*)$/.exec(inner);
     if (fallback) {
       const [, name, otherwise] = fallback as unknown as [string, string, string];
+      if (/[${}]/.test(otherwise)) {
+        // The rewrite is one pass: "${A:-$}{env:B}" would become "${env:B}", a read of B that
+        // nothing here showed.
+        problems.push(`uses ${whole}, whose default holds $, { or }`);
+        return whole;
+      }
       if (ctx.isSet(name)) {
-        used.add(name);
         notes.push(`${whole} became \${${name}} (no defaults here; ${name} is set now)`);
         return `\${${name}}`;
       }
@@ -282,6 +282,19 @@ function rewriteVariables(
     problems.push(`uses ${whole}, which has no equivalent here`);
     return whole;
   });
+}
+
+/** Every variable `entry` reads through placeholders, as the server's parser finds them. */
+export function entryVariables(entry: ServerEntry): string[] {
+  const strings = [
+    entry.command,
+    ...(entry.args ?? []),
+    entry.cwd,
+    ...Object.values(entry.env ?? {}),
+    entry.url,
+    ...Object.values(entry.headers ?? {}),
+  ];
+  return [...new Set(strings.flatMap((s) => placeholderNames(s ?? "")))];
 }
 
 /** The environment variable standing for a VS Code input id ("api-key" -> API_KEY). */
