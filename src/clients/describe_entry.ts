@@ -4,6 +4,7 @@
  * env key that makes a well-known program load other code.
  */
 import { placeholderNames } from "../config/placeholders.ts";
+import { hostOf } from "./entry_url.ts";
 import type { ServerEntry } from "./translate.ts";
 
 export interface EntryDescription {
@@ -97,10 +98,4 @@ export function describeEntry(
     }
   }
   return { details, warnings };
-}
-
-/** The host a URL names (placeholders in it shown as they are). */
-function hostOf(url: string): string {
-  const match = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(url);
-  return (match?.[1] ?? url).replace(/^[^@]*@/, "");
 }

@@ -7,6 +7,7 @@
  * scrubbed from results): here a false positive only hides a value or tightens a file mode.
  */
 import { isRecord } from "./client_configs.ts";
+import { parseEntryUrl } from "./entry_url.ts";
 import type { ServerEntry } from "./translate.ts";
 
 /** Env names whose literal values are probably secrets. */
@@ -25,6 +26,31 @@ function isLiteral(value: string): boolean {
   return value !== "" && !PLACEHOLDER_ONLY.test(value);
 }
 
+/** Stands for HIDDEN inside a parsed URL (which would percent-encode the brackets). */
+const MARK = "codemodehiddenx";
+
+/**
+ * `text` parsed as fetch reads it, with its literal secrets hidden (a password, query
+ * parameters with secret-looking names), and what was hidden; null when it is no URL.
+ */
+function maskUrl(text: string): { shown: string; hidden: string[] } | null {
+  const parsed = parseEntryUrl(text);
+  if (!parsed) return null;
+  const { url, show } = parsed;
+  const hidden: string[] = [];
+  if (url.password !== "" && isLiteral(show(url.password))) {
+    url.password = MARK;
+    hidden.push("a password in a URL");
+  }
+  for (const [key, value] of [...url.searchParams]) {
+    if (isSecretName(key) && isLiteral(show(value))) {
+      url.searchParams.set(key, MARK);
+      hidden.push(`URL parameter ${key}`);
+    }
+  }
+  return { shown: show(url.href).replaceAll(MARK, HIDDEN), hidden };
+}
+
 /** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
 export function literalSecrets(entry: ServerEntry): string[] {
   const found: string[] = [];
@@ -35,11 +61,11 @@ export function literalSecrets(entry: ServerEntry): string[] {
   for (const [key, value] of Object.entries(entry.headers ?? {})) {
     if (isLiteral(value)) found.push(`header ${key}`);
   }
-  const strings = [entry.url ?? "", ...(entry.args ?? [])];
-  if (strings.some((s) => new RegExp(URL_CREDENTIALS.source).test(s))) {
+  if (entry.url !== undefined) found.push(...(maskUrl(entry.url)?.hidden ?? []));
+  if ((entry.args ?? []).some((s) => new RegExp(URL_CREDENTIALS.source).test(s))) {
     found.push("a password in a URL");
   }
-  return found;
+  return [...new Set(found)];
 }
 
 /** A server entry (in any shape) with its literal secrets replaced by `HIDDEN`, for printing. */
@@ -60,7 +86,7 @@ export function maskEntry(entry: unknown): unknown {
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
   const unpass = (v: unknown) =>
     typeof v === "string" ? v.replace(URL_CREDENTIALS, `$1${HIDDEN}@`) : v;
-  if ("url" in entry) masked.url = unpass(entry.url);
+  if (typeof entry.url === "string") masked.url = maskUrl(entry.url)?.shown ?? unpass(entry.url);
   if (Array.isArray(entry.args)) masked.args = entry.args.map(unpass);
   return masked;
 }

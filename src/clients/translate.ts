@@ -8,6 +8,7 @@ import { placeholderNames } from "../config/placeholders.ts";
 import { isThisServer } from "../config/this_server.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
+import { deceptiveUrl } from "./entry_url.ts";
 import { hasUnsafeCharacters } from "./safe_text.ts";
 import { isSecretName } from "./secrets.ts";
 
@@ -161,6 +162,8 @@ export function translateEntry(
   } else {
     if (typeof raw.url !== "string" || raw.url === "") return skip('no "url"');
     entry.url = raw.url;
+    const deceptive = ctx.projectDir !== undefined ? deceptiveUrl(raw.url) : null;
+    if (deceptive) return skip(deceptive);
     if (type === undefined && /\/sse\/?$/.test(raw.url)) {
       notes.push(
         "no transport type given and the URL ends in /sse: connected with Streamable HTTP; if " +
