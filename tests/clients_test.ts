@@ -24,6 +24,11 @@ import {
 import { installServer, mergeServers } from "../src/clients/merge.ts";
 import { chooseLaunch, clientEntry } from "../src/clients/our_entry.ts";
 import { describeEntry, isLoaderEnv } from "../src/clients/describe_entry.ts";
+import {
+  claudeCodeRefusal,
+  folderKey,
+  matchingProjectKeys,
+} from "../src/clients/claude_code_approval.ts";
 import { configMode, literalSecrets, maskEntry } from "../src/clients/secrets.ts";
 import { escapeUnsafe, hasUnsafeCharacters } from "../src/clients/safe_text.ts";
 import { loadConfig } from "../src/config/config.ts";
@@ -993,6 +998,8 @@ Deno.test("import follows Claude Code's approvals for this folder", async (t) =>
   const rows: {
     name: string;
     folder: Record<string, unknown>;
+    key?: "elsewhere" | "trailing";
+    settingsLocal?: unknown;
     imported: string[];
     says?: RegExp[];
   }[] = [
@@ -1011,6 +1018,25 @@ Deno.test("import follows Claude Code's approvals for this folder", async (t) =>
       imported: ["approved", "mine", "unasked"],
     },
     {
+      name: "no entry for this folder: every .mcp.json server is not approved (fails closed)",
+      folder: {},
+      key: "elsewhere",
+      imported: ["mine"],
+      says: [/! approved {2}not imported: not approved in Claude Code/],
+    },
+    {
+      name: "the folder's key with a trailing slash still counts",
+      folder: { enabledMcpjsonServers: ["approved"] },
+      key: "trailing",
+      imported: ["approved", "mine"],
+    },
+    {
+      name: "a rejection in .claude/settings.local.json is followed",
+      folder: { enableAllProjectMcpServers: true },
+      settingsLocal: { disabledMcpjsonServers: ["rejected"] },
+      imported: ["approved", "mine", "unasked"],
+    },
+    {
       name: "disabledMcpServers skips a server of any scope",
       folder: { disabledMcpServers: ["mine", "approved"], enableAllProjectMcpServers: true },
       imported: ["rejected", "unasked"],
@@ -1020,16 +1046,85 @@ Deno.test("import follows Claude Code's approvals for this folder", async (t) =>
     await t.step(row.name, async () => {
       await using s = await tempHome();
       await writeJson(join(s.project, ".mcp.json"), mcpJson);
+      const key = row.key === "elsewhere"
+        ? join(s.home, "elsewhere")
+        : row.key === "trailing"
+        ? `${s.project}/`
+        : s.project;
       await writeJson(join(s.home, ".claude.json"), {
         mcpServers: { mine: { command: "node", args: ["mine.js"] } },
-        projects: { [s.project]: row.folder },
+        projects: { [key]: row.folder },
       });
+      if (row.settingsLocal !== undefined) {
+        await writeJson(join(s.project, ".claude", "settings.local.json"), row.settingsLocal);
+      }
       const r = await s.run(["import", "--from", "claude-code", "--project", "--config", s.out]);
       assert.equal(r.code, 0, r.stdout);
       assert.deepEqual(Object.keys((await readJson(s.out)).servers).sort(), row.imported);
       for (const says of row.says ?? []) assert.match(r.stdout, says);
     });
   }
+});
+
+Deno.test("claudeCodeRefusal() fails closed for .mcp.json servers; folderKey() matches every spelling of the folder", async (t) => {
+  const none = { unreadable: null, folders: [], settings: [] };
+  await t.step("no entry for the folder: a project server is not approved, a user one is", () => {
+    assert.match(claudeCodeRefusal(none, "project", "x")!, /^not approved in Claude Code/);
+    assert.equal(claudeCodeRefusal(none, "user", "x"), null);
+  });
+  await t.step("an entry without any approval: not approved", () => {
+    const r = claudeCodeRefusal({ ...none, folders: [{ allowedTools: [] }] }, "project", "x");
+    assert.match(r!, /^not approved/);
+  });
+  await t.step("an unreadable ~/.claude.json: not approved", () => {
+    const r = claudeCodeRefusal({ ...none, unreadable: "~/.claude.json" }, "project", "x");
+    assert.match(r!, /not approved .*~\/\.claude\.json, where Claude Code keeps approvals/);
+  });
+  await t.step("a rejection in any matching entry or settings file wins", () => {
+    const folders = [{ enabledMcpjsonServers: ["x"] }, { disabledMcpjsonServers: ["x"] }];
+    assert.match(claudeCodeRefusal({ ...none, folders }, "project", "x")!, /^rejected/);
+    const settings = [{
+      path: "/p/.claude/settings.local.json",
+      value: { disabledMcpjsonServers: ["x"] },
+    }];
+    assert.match(
+      claudeCodeRefusal(
+        { ...none, folders: [{ enableAllProjectMcpServers: true }], settings },
+        "project",
+        "x",
+      )!,
+      /rejected .*settings\.local\.json/,
+    );
+  });
+  await t.step("settings files approve only a folder Claude Code knows", () => {
+    const settings = [{
+      path: "/p/.claude/settings.json",
+      value: { enableAllProjectMcpServers: true },
+    }];
+    assert.match(claudeCodeRefusal({ ...none, settings }, "project", "x")!, /^not approved/);
+    assert.equal(claudeCodeRefusal({ ...none, folders: [{}], settings }, "project", "x"), null);
+  });
+  await t.step(
+    "every spelling of a folder is one key; case folds on Windows and macOS only",
+    () => {
+      for (const key of ["/w/p/", "/w//p", "/w/./p", "/w/q/../p", "/w/p//"]) {
+        assert.equal(folderKey(key, "linux"), "/w/p", key);
+      }
+      assert.notEqual(folderKey("/W/P", "linux"), folderKey("/w/p", "linux"));
+      assert.equal(folderKey("/Users/U/P/", "darwin"), folderKey("/users/u/p", "darwin"));
+      assert.equal(folderKey("C:\\Users\\U\\P\\", "windows"), folderKey("c:/users/u/p", "windows"));
+    },
+  );
+  await t.step("matchingProjectKeys() takes every spelling and a symlink's target", () => {
+    const json = { projects: { "/w/p/": {}, "/w//p": {}, "/link": {}, "/other": {} } };
+    const keys = matchingProjectKeys(
+      json,
+      { path: "/w/p", realPath: "/real/p" },
+      "linux",
+      new Map([["/link", "/real/p"]]),
+    );
+    assert.deepEqual(keys, ["/w/p/", "/w//p", "/link"]);
+  });
 });
 
 Deno.test("import into a config with both server lists writes one that still loads", async () => {

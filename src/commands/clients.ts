@@ -22,7 +22,11 @@ import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
 import { configMode, HIDDEN, maskConfig, maskEntry } from "../clients/secrets.ts";
 import { isInside, realTarget } from "../clients/real_target.ts";
 import { describeEntry } from "../clients/describe_entry.ts";
-import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
+import {
+  type ClaudeCodeApprovals,
+  claudeCodeRefusal,
+  matchingProjectKeys,
+} from "../clients/claude_code_approval.ts";
 import {
   type Candidate,
   type CandidateStatus,
@@ -143,6 +147,41 @@ async function writeJsonWithBackup(
   return backup;
 }
 
+/**
+ * Claude Code's approvals for the current folder: every ~/.claude.json "projects" entry naming
+ * it in any spelling (or through a symlink), and the project's .claude/settings*.json.
+ */
+async function readClaudeCodeApprovals(
+  claudeJson: FileRead,
+  platform: Platform,
+): Promise<ClaudeCodeApprovals> {
+  const realPath = (path: string) => Deno.realPath(path).catch(() => undefined);
+  const settings: ClaudeCodeApprovals["settings"] = [];
+  let unreadable = claudeJson.status === "broken" ? "~/.claude.json" : null;
+  for (const file of ["settings.local.json", "settings.json"]) {
+    const path = join(platform.cwd, ".claude", file);
+    const read = await readJsonFile(path);
+    if (read.status === "broken" || (read.status === "ok" && !isRecord(read.value))) {
+      unreadable ??= path;
+    } else if (read.status === "ok") {
+      settings.push({ path, value: read.value as Record<string, unknown> });
+    }
+  }
+  if (claudeJson.status !== "ok") return { unreadable, folders: [], settings };
+  const projects = valueAt(claudeJson.value, ["projects"]);
+  const keys = isRecord(projects) ? Object.keys(projects) : [];
+  const realPaths = new Map<string, string>();
+  for (const key of keys) {
+    const real = await realPath(key);
+    if (real !== undefined) realPaths.set(key, real);
+  }
+  const folder = { path: platform.cwd, realPath: await realPath(platform.cwd) };
+  const folders = matchingProjectKeys(claudeJson.value, folder, platform.os, realPaths)
+    .map((key) => (projects as Record<string, unknown>)[key])
+    .filter(isRecord);
+  return { unreadable, folders, settings };
+}
+
 function describeSource(s: ConfigSource): string {
   const where = s.keyPath.length > 1
     ? ` (${s.keyPath.slice(0, -1).map((k) => `[${JSON.stringify(k)}]`).join("")})`
@@ -225,8 +264,11 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
         failed = true;
         continue;
       }
-      const claudeJson = client === "claude-code"
-        ? await readOnce(installTarget(client, "user", deps.platform)!.path)
+      const approvals = client === "claude-code"
+        ? await readClaudeCodeApprovals(
+          await readOnce(installTarget(client, "user", deps.platform)!.path),
+          deps.platform,
+        )
         : null;
       const translations = Object.entries(servers).map(([name, raw]): Translation => {
         const t = translateEntry(name, raw, {
@@ -235,8 +277,8 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
           projectRoot: deps.projectRoot,
           isSet: (v) => deps.env(v) !== undefined,
         });
-        const refused = t.outcome === "import" && claudeJson?.status === "ok"
-          ? claudeCodeRefusal(claudeJson.value, deps.platform.cwd, source.scope, name)
+        const refused = t.outcome === "import" && approvals !== null
+          ? claudeCodeRefusal(approvals, source.scope, name)
           : null;
         return refused ? { outcome: "skip", name: t.name, reason: refused, notes: t.notes } : t;
       });
