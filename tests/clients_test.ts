@@ -23,7 +23,8 @@ import {
 } from "../src/clients/translate.ts";
 import { installServer, mergeServers } from "../src/clients/merge.ts";
 import { chooseLaunch, clientEntry } from "../src/clients/our_entry.ts";
-import { describeEntry, isLoaderEnv } from "../src/clients/describe_entry.ts";
+import { describeEntry } from "../src/clients/describe_entry.ts";
+import { envRisk } from "../src/clients/risky_env.ts";
 import {
   claudeCodeRefusal,
   folderKey,
@@ -473,11 +474,45 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
     ]);
     assert.doesNotMatch(JSON.stringify(d), /sk-literal/);
   });
-  await t.step("each loader variable is known", () => {
-    for (const key of ["LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP"]) {
-      assert.ok(isLoaderEnv(key), key);
+  await t.step("each env key that changes what runs is known, in any letter case", () => {
+    const risky = [
+      "LD_PRELOAD",
+      "LD_LIBRARY_PATH",
+      "PYTHONPATH",
+      "PYTHONSTARTUP",
+      "PATH",
+      "Path",
+      "HOME",
+      "HTTPS_PROXY",
+      "http_proxy",
+      "NO_PROXY",
+      "NODE_TLS_REJECT_UNAUTHORIZED",
+      "NODE_EXTRA_CA_CERTS",
+      "SSL_CERT_FILE",
+      "REQUESTS_CA_BUNDLE",
+      "UV_INDEX_URL",
+      "PIP_INDEX_URL",
+      "npm_config_registry",
+      "DENO_DIR",
+      "DENO_CERT",
+      "DENO_AUTH_TOKENS",
+      "PERL5LIB",
+      "RUBYLIB",
+      "RUBYOPT",
+      "GIT_SSH_COMMAND",
+      "GIT_CONFIG_COUNT",
+      "node_options",
+    ];
+    for (const key of risky) assert.ok(envRisk(key), key);
+    for (const key of ["PATHS", "MY_NODE_OPTIONS", "LEVEL", "GITHUB_TOKEN", "PROXYLESS"]) {
+      assert.equal(envRisk(key), null, key);
     }
-    assert.ok(!isLoaderEnv("PATHS") && !isLoaderEnv("MY_NODE_OPTIONS"));
+  });
+  await t.step("PATH is warned of with its value", () => {
+    const d = describeEntry({ command: "npx", env: { PATH: "./bin:/usr/bin" } }, {
+      fromProject: true,
+    });
+    assert.match(d.warnings[0]!, /^env PATH="\.\/bin:\/usr\/bin" changes which programs run/);
   });
 });
 

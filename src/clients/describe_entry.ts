@@ -5,6 +5,7 @@
  */
 import { placeholderNames } from "../config/placeholders.ts";
 import { hostOf } from "./entry_url.ts";
+import { envRisk } from "./risky_env.ts";
 import type { ServerEntry } from "./translate.ts";
 
 export interface EntryDescription {
@@ -13,32 +14,7 @@ export interface EntryDescription {
   warnings: string[];
 }
 
-/**
- * Env keys that change which code a program loads or runs first: with one of these, `node`,
- * `python` or a shell runs code of the key's choosing, whatever the command line says.
- */
-const LOADER_ENV: RegExp[] = [
-  /^NODE_OPTIONS$/,
-  /^NODE_PATH$/,
-  /^LD_PRELOAD$/,
-  /^LD_LIBRARY_PATH$/,
-  /^LD_AUDIT$/,
-  /^DYLD_/,
-  /^PYTHONPATH$/,
-  /^PYTHONSTARTUP$/,
-  /^PYTHONHOME$/,
-  /^npm_config_/i,
-  /^BASH_ENV$/,
-  /^JAVA_TOOL_OPTIONS$/,
-  /^PERL5OPT$/,
-  /^RUBYOPT$/,
-];
-
 const ONLY_PLACEHOLDER = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
-
-export function isLoaderEnv(key: string): boolean {
-  return LOADER_ENV.some((pattern) => pattern.test(key));
-}
 
 export function describeEntry(
   entry: ServerEntry,
@@ -78,12 +54,8 @@ export function describeEntry(
   }
 
   for (const [key, value] of env) {
-    if (isLoaderEnv(key)) {
-      warnings.push(
-        `env ${key}=${JSON.stringify(value)} changes how the program loads code: it can run ` +
-          "code other than the command shown",
-      );
-    }
+    const risk = envRisk(key);
+    if (risk) warnings.push(`env ${key}=${JSON.stringify(value)} ${risk}`);
   }
   if (options.fromProject && entry.url !== undefined) {
     const host = hostOf(entry.url);
