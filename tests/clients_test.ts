@@ -31,7 +31,7 @@ import {
   matchingProjectKeys,
 } from "../src/clients/claude_code_approval.ts";
 import { configMode, literalSecrets, maskEntry } from "../src/clients/secrets.ts";
-import { escapeUnsafe, hasUnsafeCharacters } from "../src/clients/safe_text.ts";
+import { escapeUnsafe, hasUnsafeCharacters, shortenSpaces } from "../src/clients/safe_text.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { isThisServer } from "../src/config/this_server.ts";
 import { writeFileAtomically } from "../src/_util/atomic_write.ts";
@@ -323,7 +323,7 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       name: "a newline in args (a forged report line) is refused",
       raw: { command: "npx", args: ["-y", "pkg\n      note: verified publisher"] },
       outcome: "skip",
-      reason: /args\[1\] holds control or text-direction characters/,
+      reason: /args\[1\] holds control, text-direction or invisible characters/,
     },
     {
       name: "an escape sequence in a url is refused",
@@ -357,6 +357,12 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       ctx: { projectDir: "/work/p" },
       outcome: "skip",
       reason: /non-ASCII letters \(it connects to xn--/,
+    },
+    {
+      name: "invisible tag characters in a description (text the model reads) are refused",
+      raw: { command: "x", description: "Search docs\u{e0049}\u{e0067}\u{e006e}" },
+      outcome: "skip",
+      reason: /description holds control, text-direction or invisible characters/,
     },
     {
       name: "this server itself is left out",
@@ -395,6 +401,12 @@ Deno.test("escapeUnsafe() shows controls, separators and bidi marks escaped; has
     ["line and paragraph separators", "\u2028\u2029", "\\u{2028}\\u{2029}"],
     ["bidi override and isolate", "\u202eabc\u2066", "\\u{202e}abc\\u{2066}"],
     ["left-to-right mark", "\u200e", "\\u{200e}"],
+    [
+      "zero-width space, joiner, word joiner, BOM",
+      "a\u200bb\u200dc\u2060d\ufeff",
+      "a\\u{200b}b\\u{200d}c\\u{2060}d\\u{feff}",
+    ],
+    ["tag characters (invisible ASCII)", "ok\u{e0049}\u{e007f}", "ok\\u{e0049}\\u{e007f}"],
     ["plain text, accents and emoji stay", "café ✓ 🙂 \\n", "café ✓ 🙂 \\n"],
   ];
   for (const [name, input, shown] of rows) {
@@ -404,6 +416,13 @@ Deno.test("escapeUnsafe() shows controls, separators and bidi marks escaped; has
     });
   }
   assert.equal(escapeUnsafe("a\nb\u001b", { keepNewlines: true }), "a\nb\\u{1b}");
+});
+
+Deno.test("shortenSpaces() writes whitespace runs of more than 8 as ␣×N, keeping indentation", () => {
+  assert.equal(shortenSpaces(`npx -y pkg${" ".repeat(4000)}--evil`), "npx -y pkg␣×4000--evil");
+  assert.equal(shortenSpaces(`a${" ".repeat(8)}b`), `a${" ".repeat(8)}b`);
+  assert.equal(shortenSpaces(`a\u3000${"\u00a0".repeat(9)}b`), "a␣×10b");
+  assert.equal(shortenSpaces(`${" ".repeat(12)}"key": 1`), `${" ".repeat(12)}"key": 1`);
 });
 
 Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, variables read, and warns", async (t) => {
@@ -441,6 +460,12 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
     const h = describeEntry({ url: "https://${HOST}:${PORT}/mcp" }, { fromProject: true });
     // No URL until the port is known: the whole of it is shown.
     assert.match(h.warnings[0]!, /sends \$HOST to https:\/\/\$\{HOST\}:\$\{PORT\}\/mcp /);
+  });
+  await t.step("the description is shown, quoted and shortened", () => {
+    const d = describeEntry({ command: "x", description: `Ignore${"!".repeat(300)}` }, {
+      fromProject: false,
+    });
+    assert.match(d.details[0]!, /^description: "Ignore!{154}… \(306 characters\)"$/);
   });
   await t.step("the same from the user's own file: shown, not warned", () => {
     const d = describeEntry({ url: "https://x.example/mcp", headers: { A: "${TOK}" } }, {
@@ -543,6 +568,37 @@ Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the passwo
       assert.deepEqual(literalSecrets({ url }), found);
     });
   }
+  await t.step("token-like args are secrets: flag values, URL passwords and parameters", () => {
+    const args = [
+      "--token=ghp_0123456789",
+      "--api-key",
+      "sk-0123456789",
+      "--access-token=${TOK}",
+      "--password",
+      "hunter2",
+      "--port",
+      "8080",
+      "https://x.example/mcp?key=abc123&team=eng",
+      "--verbose",
+    ];
+    assert.deepEqual((maskEntry({ command: "x", args }) as { args: string[] }).args, [
+      "--token=[hidden]",
+      "--api-key",
+      "[hidden]",
+      "--access-token=${TOK}",
+      "--password",
+      "[hidden]",
+      "--port",
+      "8080",
+      "https://x.example/mcp?key=[hidden]&team=eng",
+      "--verbose",
+    ]);
+    assert.deepEqual(literalSecrets({ command: "x", args }), ["args"]);
+    assert.deepEqual(
+      literalSecrets({ command: "x", args: ["--port", "8080", "--token=${T}"] }),
+      [],
+    );
+  });
 });
 
 Deno.test("configMode() makes our config owner-only when it takes a literal secret or a private file's entry", async (t) => {
@@ -1388,7 +1444,8 @@ Deno.test("import prints no control or bidi character from a client file: names 
   assert.match(r.stdout, /! fs-2K-fs {2}not imported: the name holds control/);
   assert.match(r.stdout, /renamed from "fs\\u\{1b\}\[2K\\u\{d\} {2}\+ fs"/);
   assert.match(r.stdout, /! gh {2}not imported: args\[1\] holds control/);
-  assert.match(r.stdout, /"description": "fine\\u\{202e\}"/);
+  // The model reads a description in the tool index: one with such characters is refused too.
+  assert.match(r.stdout, /! ok {2}not imported: description holds control/);
 });
 
 Deno.test("import reads only regular files of sane size, and never quotes a broken file", async () => {

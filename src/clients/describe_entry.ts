@@ -14,6 +14,9 @@ export interface EntryDescription {
   warnings: string[];
 }
 
+/** Characters of a description shown (the rest is elided). */
+const DESCRIPTION_SHOWN = 160;
+
 const ONLY_PLACEHOLDER = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
 
 export function describeEntry(
@@ -22,6 +25,10 @@ export function describeEntry(
 ): EntryDescription {
   const details: string[] = [];
   const warnings: string[] = [];
+  if (entry.description !== undefined) {
+    // The model reads it in the tool index: the user should see it too (escaped when printed).
+    details.push(`description: ${JSON.stringify(shorten(entry.description, DESCRIPTION_SHOWN))}`);
+  }
   const headers = Object.keys(entry.headers ?? {});
   if (headers.length > 0) details.push(`headers: ${headers.join(", ")} (values not shown)`);
   const env = Object.entries(entry.env ?? {});
@@ -70,4 +77,11 @@ export function describeEntry(
     }
   }
   return { details, warnings };
+}
+
+function shorten(text: string, length: number): string {
+  const chars = [...text];
+  return chars.length <= length
+    ? text
+    : `${chars.slice(0, length).join("")}… (${chars.length} characters)`;
 }

@@ -50,7 +50,7 @@ export function deceptiveUrl(text: string): string | null {
     return `its url has user info before the host (it connects to ${parsed.show(parsed.url.host)})`;
   }
   const written = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(text)?.[1] ?? "";
-  if (/[^\x00-\x7f]/.test(written)) {
+  if ([...written].some((c) => c.codePointAt(0)! > 0x7f)) {
     return `its url's host is written in non-ASCII letters (it connects to ${
       parsed.show(parsed.url.hostname)
     })`;

@@ -51,6 +51,47 @@ function maskUrl(text: string): { shown: string; hidden: string[] } | null {
   return { shown: show(url.href).replaceAll(MARK, HIDDEN), hidden };
 }
 
+/** A flag with its value: `--token=X`, `-p=X`. */
+const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_-]*)=)(.*)$/s;
+/** A flag alone, whose value is the next arg: `--api-key X`. */
+const FLAG = /^--?([A-Za-z][A-Za-z0-9_-]*)$/;
+
+/** Whether a flag's name is a secret's ("api-key" read as "api_key"). */
+function isSecretFlag(name: string): boolean {
+  return isSecretName(name.replaceAll("-", "_"));
+}
+
+/**
+ * `args` with literal secrets hidden: values of secret-named flags (`--token=X`,
+ * `--api-key X`), passwords in URLs and secret-named URL parameters; and whether any was.
+ */
+function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
+  let hidden = false;
+  const shown = args.map((arg, i) => {
+    const withValue = FLAG_WITH_VALUE.exec(arg);
+    if (withValue && isSecretFlag(withValue[2]!) && isLiteral(withValue[3]!)) {
+      hidden = true;
+      return `${withValue[1]}${HIDDEN}`;
+    }
+    const flag = i > 0 ? FLAG.exec(args[i - 1]!) : null;
+    if (flag && isSecretFlag(flag[1]!) && isLiteral(arg) && !arg.startsWith("-")) {
+      hidden = true;
+      return HIDDEN;
+    }
+    if (/^https?:\/\//i.test(arg)) {
+      const url = maskUrl(arg);
+      if (url && url.hidden.length > 0) {
+        hidden = true;
+        return url.shown;
+      }
+    }
+    const unpassed = arg.replace(URL_CREDENTIALS, `$1${HIDDEN}@`);
+    if (unpassed !== arg) hidden = true;
+    return unpassed;
+  });
+  return { shown, hidden };
+}
+
 /** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
 export function literalSecrets(entry: ServerEntry): string[] {
   const found: string[] = [];
@@ -62,9 +103,7 @@ export function literalSecrets(entry: ServerEntry): string[] {
     if (isLiteral(value)) found.push(`header ${key}`);
   }
   if (entry.url !== undefined) found.push(...(maskUrl(entry.url)?.hidden ?? []));
-  if ((entry.args ?? []).some((s) => new RegExp(URL_CREDENTIALS.source).test(s))) {
-    found.push("a password in a URL");
-  }
+  if (maskArgs(entry.args ?? []).hidden) found.push("args");
   return [...new Set(found)];
 }
 
@@ -84,10 +123,14 @@ export function maskEntry(entry: unknown): unknown {
     masked.env = mapValues(entry.env, (k, v) => isSecretName(k) && isLiteral(v));
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
-  const unpass = (v: unknown) =>
-    typeof v === "string" ? v.replace(URL_CREDENTIALS, `$1${HIDDEN}@`) : v;
-  if (typeof entry.url === "string") masked.url = maskUrl(entry.url)?.shown ?? unpass(entry.url);
-  if (Array.isArray(entry.args)) masked.args = entry.args.map(unpass);
+  if (typeof entry.url === "string") {
+    masked.url = maskUrl(entry.url)?.shown ??
+      entry.url.replace(URL_CREDENTIALS, `$1${HIDDEN}@`);
+  }
+  if (Array.isArray(entry.args)) {
+    const shown = maskArgs(entry.args.map(String)).shown;
+    masked.args = entry.args.map((a, i) => typeof a === "string" ? shown[i] : a);
+  }
   return masked;
 }
 

@@ -77,6 +77,7 @@ function unsafeField(clientName: string, raw: Record<string, unknown>): string |
     ["command", raw.command],
     ["url", raw.url],
     ["cwd", raw.cwd],
+    ["description", raw.description],
     ...strings(raw.args).map((a, i): [string, unknown] => [`args[${i}]`, a]),
     ...Object.entries(isRecord(raw.headers) ? raw.headers : {}).flatMap((
       [k, v],
@@ -117,8 +118,8 @@ export function translateEntry(
   const hidden = unsafeField(clientName, raw);
   if (hidden) {
     return skip(
-      `${hidden} holds control or text-direction characters, which can hide what it runs ` +
-        "or where it connects when printed",
+      `${hidden} holds control, text-direction or invisible characters, which can hide what ` +
+        "it runs or where it connects when printed, or what the model is told",
     );
   }
   if (isThisServer(raw, ctx.projectRoot)) {

@@ -35,7 +35,7 @@ import {
 } from "../clients/merge.ts";
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
-import { escapeUnsafe } from "../clients/safe_text.ts";
+import { escapeUnsafe, shortenSpaces } from "../clients/safe_text.ts";
 import { assertReplaceable, writeFileAtomically } from "../_util/atomic_write.ts";
 import { PROJECT_ROOT } from "../config/config.ts";
 import { readConfigVariable, readEnv } from "../config/environment.ts";
@@ -397,7 +397,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
   if (options.dryRun) {
     out(`Dry run: ${options.configPath} would be (${counts}; literal secrets shown as ${HIDDEN}):`);
     const shown = JSON.stringify(maskConfig(plan.file), null, 2);
-    deps.out(escapeUnsafe(shown, { keepNewlines: true }) + "\n");
+    deps.out(escapeUnsafe(shortenSpaces(shown), { keepNewlines: true }) + "\n");
     if (why.length > 0) out(privately);
     return failed ? 1 : 0;
   }
@@ -563,11 +563,12 @@ function statusLine(
 }
 
 /**
- * Prints one line per call, every unsafe character of it escaped: names, commands and messages
- * from client files cannot start lines of their own or hide text (see safe_text.ts).
+ * Prints one line per call, every unsafe character of it escaped and long whitespace shortened:
+ * names, commands and messages from client files cannot start lines of their own, hide text or
+ * push it off screen (see safe_text.ts).
  */
 function printer(out: (text: string) => void): (line: string) => void {
-  return (line) => out(escapeUnsafe(line) + "\n");
+  return (line) => out(escapeUnsafe(shortenSpaces(line)) + "\n");
 }
 
 /** Why `path` could not be written, as one "Cannot ..." sentence. */
