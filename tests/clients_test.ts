@@ -533,12 +533,26 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
       assert.equal(envRisk(key), null, key);
     }
   });
-  await t.step("PATH is warned of with its value", () => {
-    const d = describeEntry({ command: "npx", env: { PATH: "./bin:/usr/bin" } }, {
-      fromProject: true,
-    });
-    assert.match(d.warnings[0]!, /^env PATH="\.\/bin:\/usr\/bin" changes which programs run/);
-  });
+  await t.step(
+    "PATH and TLS settings are warned of with their values, a token among them not",
+    () => {
+      const d = describeEntry({
+        command: "npx",
+        env: {
+          PATH: "./bin:/usr/bin",
+          NODE_TLS_REJECT_UNAUTHORIZED: "0",
+          DENO_AUTH_TOKENS: "abcdef0123456789@deno.land",
+        },
+      }, { fromProject: true });
+      assert.match(d.warnings[0]!, /^env PATH="\.\/bin:\/usr\/bin" changes which programs run/);
+      assert.match(d.warnings[1]!, /^env NODE_TLS_REJECT_UNAUTHORIZED="0" changes where packages/);
+      assert.match(d.warnings[2]!, /^env DENO_AUTH_TOKENS="\[hidden\]" changes where packages/);
+      assert.deepEqual(
+        literalSecrets({ command: "npx", env: { NODE_TLS_REJECT_UNAUTHORIZED: "0" } }),
+        [],
+      );
+    },
+  );
 });
 
 Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the password and secret parameters hidden, the port kept", async (t) => {

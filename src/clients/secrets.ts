@@ -11,7 +11,8 @@ import { parseEntryUrl } from "./entry_url.ts";
 import type { ServerEntry } from "./translate.ts";
 
 /** Env names whose literal values are probably secrets. */
-const SECRET_NAME = /key|token|secret|passw|credential|auth|pat$|cookie|session/i;
+// "unauth" is a setting, not a secret (NODE_TLS_REJECT_UNAUTHORIZED, whose value is shown).
+const SECRET_NAME = /key|token|secret|passw|credential|(?<!un)auth|pat$|cookie|session/i;
 /** user:password@ in a URL (a database URL in args, a proxy). */
 const URL_CREDENTIALS = /(\/\/[^/@\s:]*:)[^/@\s]+@/g;
 const PLACEHOLDER_ONLY = /^(\$\{[A-Za-z_][A-Za-z0-9_]*\}|Bearer \$\{[A-Za-z_][A-Za-z0-9_]*\})$/;
