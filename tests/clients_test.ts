@@ -406,6 +406,7 @@ Deno.test("escapeUnsafe() shows controls, separators and bidi marks escaped; has
       "a\u200bb\u200dc\u2060d\ufeff",
       "a\\u{200b}b\\u{200d}c\\u{2060}d\\u{feff}",
     ],
+    ["Hangul filler and invisible times", "a\u3164b\u2062", "a\\u{3164}b\\u{2062}"],
     ["tag characters (invisible ASCII)", "ok\u{e0049}\u{e007f}", "ok\\u{e0049}\\u{e007f}"],
     ["plain text, accents and emoji stay", "café ✓ 🙂 \\n", "café ✓ 🙂 \\n"],
   ];

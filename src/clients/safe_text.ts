@@ -7,12 +7,13 @@
 /**
  * C0 and C1 controls (newline, carriage return and escape among them), the line and paragraph
  * separators, the bidi marks, embeddings, overrides and isolates, and invisible characters that
- * can carry text a reader does not see (zero-width ones, the word joiner, the byte-order mark,
- * and the tag characters U+E0000-E007F, which spell ASCII that models read and terminals hide).
+ * can carry text a reader does not see (zero-width ones, the word joiner and invisible operators,
+ * the Hangul fillers, the Mongolian vowel separator, the byte-order mark, and the tag characters
+ * U+E0000-E007F, which spell ASCII that models read and terminals hide).
  */
 const UNSAFE =
   // deno-lint-ignore no-control-regex -- finding control characters is the point
-  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
+  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\u115f\u1160\u180e\u3164\uffa0\ufeff\u{e0000}-\u{e007f}]/gu;
 
 /** Whether `text` holds a character that a terminal or text view would act on. */
 export function hasUnsafeCharacters(text: string): boolean {
