@@ -3,6 +3,10 @@
  * command line alone hides what matters most, such as a header that sends a variable away or an
  * env key that makes a well-known program load other code.
  */
+import { placeholderNames } from "../config/placeholders.ts";
+import { hostOf } from "./entry_url.ts";
+import { envRisk } from "./risky_env.ts";
+import { HIDDEN, isSecretName } from "./secrets.ts";
 import type { ServerEntry } from "./translate.ts";
 
 export interface EntryDescription {
@@ -11,33 +15,10 @@ export interface EntryDescription {
   warnings: string[];
 }
 
-/**
- * Env keys that change which code a program loads or runs first: with one of these, `node`,
- * `python` or a shell runs code of the key's choosing, whatever the command line says.
- */
-const LOADER_ENV: RegExp[] = [
-  /^NODE_OPTIONS$/,
-  /^NODE_PATH$/,
-  /^LD_PRELOAD$/,
-  /^LD_LIBRARY_PATH$/,
-  /^LD_AUDIT$/,
-  /^DYLD_/,
-  /^PYTHONPATH$/,
-  /^PYTHONSTARTUP$/,
-  /^PYTHONHOME$/,
-  /^npm_config_/i,
-  /^BASH_ENV$/,
-  /^JAVA_TOOL_OPTIONS$/,
-  /^PERL5OPT$/,
-  /^RUBYOPT$/,
-];
+/** Characters of a description shown (the rest is elided). */
+const DESCRIPTION_SHOWN = 160;
 
-const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const ONLY_PLACEHOLDER = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
-
-export function isLoaderEnv(key: string): boolean {
-  return LOADER_ENV.some((pattern) => pattern.test(key));
-}
 
 export function describeEntry(
   entry: ServerEntry,
@@ -45,6 +26,10 @@ export function describeEntry(
 ): EntryDescription {
   const details: string[] = [];
   const warnings: string[] = [];
+  if (entry.description !== undefined) {
+    // The model reads it in the tool index: the user should see it too (escaped when printed).
+    details.push(`description: ${JSON.stringify(shorten(entry.description, DESCRIPTION_SHOWN))}`);
+  }
   const headers = Object.keys(entry.headers ?? {});
   if (headers.length > 0) details.push(`headers: ${headers.join(", ")} (values not shown)`);
   const env = Object.entries(entry.env ?? {});
@@ -65,8 +50,9 @@ export function describeEntry(
   ];
   const reads = new Map<string, string[]>();
   for (const [where, value] of places) {
-    for (const [, name] of (value ?? "").matchAll(PLACEHOLDER)) {
-      reads.set(name!, [...(reads.get(name!) ?? []), where]);
+    // The server's own parser: what is shown is what it will expand.
+    for (const name of placeholderNames(value ?? "")) {
+      reads.set(name, [...(reads.get(name) ?? []), where]);
     }
   }
   if (reads.size > 0) {
@@ -76,12 +62,10 @@ export function describeEntry(
   }
 
   for (const [key, value] of env) {
-    if (isLoaderEnv(key)) {
-      warnings.push(
-        `env ${key}=${JSON.stringify(value)} changes how the program loads code: it can run ` +
-          "code other than the command shown",
-      );
-    }
+    const risk = envRisk(key);
+    // A setting is shown; a secret among them (DENO_AUTH_TOKENS) is not.
+    const shown = isSecretName(key) && !ONLY_PLACEHOLDER.test(value) ? HIDDEN : value;
+    if (risk) warnings.push(`env ${key}=${JSON.stringify(shown)} ${risk}`);
   }
   if (options.fromProject && entry.url !== undefined) {
     const host = hostOf(entry.url);
@@ -90,7 +74,7 @@ export function describeEntry(
       ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`header ${k}`, v]),
     ];
     for (const [where, value] of sent) {
-      for (const [, name] of value.matchAll(PLACEHOLDER)) {
+      for (const name of placeholderNames(value)) {
         warnings.push(`sends $${name} to ${host} (${where})`);
       }
     }
@@ -98,8 +82,9 @@ export function describeEntry(
   return { details, warnings };
 }
 
-/** The host a URL names (placeholders in it shown as they are). */
-function hostOf(url: string): string {
-  const match = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(url);
-  return (match?.[1] ?? url).replace(/^[^@]*@/, "");
+function shorten(text: string, length: number): string {
+  const chars = [...text];
+  return chars.length <= length
+    ? text
+    : `${chars.slice(0, length).join("")}… (${chars.length} characters)`;
 }

@@ -6,10 +6,14 @@
 
 /**
  * C0 and C1 controls (newline, carriage return and escape among them), the line and paragraph
- * separators, and the bidi marks, embeddings, overrides and isolates.
+ * separators, the bidi marks, embeddings, overrides and isolates, and invisible characters that
+ * can carry text a reader does not see (zero-width ones, the word joiner and invisible operators,
+ * the Hangul fillers, the Mongolian vowel separator, the byte-order mark, and the tag characters
+ * U+E0000-E007F, which spell ASCII that models read and terminals hide).
  */
-// deno-lint-ignore no-control-regex -- finding control characters is the point
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+const UNSAFE =
+  // deno-lint-ignore no-control-regex -- finding control characters is the point
+  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\u115f\u1160\u180e\u3164\uffa0\ufeff\u{e0000}-\u{e007f}]/gu;
 
 /** Whether `text` holds a character that a terminal or text view would act on. */
 export function hasUnsafeCharacters(text: string): boolean {
@@ -27,4 +31,15 @@ export function escapeUnsafe(text: string, options: { keepNewlines?: boolean } =
     UNSAFE,
     (c) => c === "\n" && options.keepNewlines ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`,
   );
+}
+
+/** Runs of whitespace longer than this are shortened in printed text. */
+const LONG_SPACE = /(?<=\S)[^\S\n]{9,}/gu;
+
+/**
+ * `text` with every run of more than 8 whitespace characters inside a line written as `␣×N`:
+ * padding cannot push the rest of a command line off screen.
+ */
+export function shortenSpaces(text: string): string {
+  return text.replace(LONG_SPACE, (run) => `␣×${[...run].length}`);
 }

@@ -7,10 +7,12 @@
  * scrubbed from results): here a false positive only hides a value or tightens a file mode.
  */
 import { isRecord } from "./client_configs.ts";
+import { parseEntryUrl } from "./entry_url.ts";
 import type { ServerEntry } from "./translate.ts";
 
 /** Env names whose literal values are probably secrets. */
-const SECRET_NAME = /key|token|secret|passw|credential|auth|pat$|cookie|session/i;
+// "unauth" is a setting, not a secret (NODE_TLS_REJECT_UNAUTHORIZED, whose value is shown).
+const SECRET_NAME = /key|token|secret|passw|credential|(?<!un)auth|pat$|cookie|session/i;
 /** user:password@ in a URL (a database URL in args, a proxy). */
 const URL_CREDENTIALS = /(\/\/[^/@\s:]*:)[^/@\s]+@/g;
 const PLACEHOLDER_ONLY = /^(\$\{[A-Za-z_][A-Za-z0-9_]*\}|Bearer \$\{[A-Za-z_][A-Za-z0-9_]*\})$/;
@@ -25,6 +27,72 @@ function isLiteral(value: string): boolean {
   return value !== "" && !PLACEHOLDER_ONLY.test(value);
 }
 
+/** Stands for HIDDEN inside a parsed URL (which would percent-encode the brackets). */
+const MARK = "codemodehiddenx";
+
+/**
+ * `text` parsed as fetch reads it, with its literal secrets hidden (a password, query
+ * parameters with secret-looking names), and what was hidden; null when it is no URL.
+ */
+function maskUrl(text: string): { shown: string; hidden: string[] } | null {
+  const parsed = parseEntryUrl(text);
+  if (!parsed) return null;
+  const { url, show } = parsed;
+  const hidden: string[] = [];
+  if (url.password !== "" && isLiteral(show(url.password))) {
+    url.password = MARK;
+    hidden.push("a password in a URL");
+  }
+  for (const [key, value] of [...url.searchParams]) {
+    if (isSecretName(key) && isLiteral(show(value))) {
+      url.searchParams.set(key, MARK);
+      hidden.push(`URL parameter ${key}`);
+    }
+  }
+  return { shown: show(url.href).replaceAll(MARK, HIDDEN), hidden };
+}
+
+/** A flag with its value: `--token=X`, `-p=X`. */
+const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_-]*)=)(.*)$/s;
+/** A flag alone, whose value is the next arg: `--api-key X`. */
+const FLAG = /^--?([A-Za-z][A-Za-z0-9_-]*)$/;
+
+/** Whether a flag's name is a secret's ("api-key" read as "api_key"). */
+function isSecretFlag(name: string): boolean {
+  return isSecretName(name.replaceAll("-", "_"));
+}
+
+/**
+ * `args` with literal secrets hidden: values of secret-named flags (`--token=X`,
+ * `--api-key X`), passwords in URLs and secret-named URL parameters; and whether any was.
+ */
+function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
+  let hidden = false;
+  const shown = args.map((arg, i) => {
+    const withValue = FLAG_WITH_VALUE.exec(arg);
+    if (withValue && isSecretFlag(withValue[2]!) && isLiteral(withValue[3]!)) {
+      hidden = true;
+      return `${withValue[1]}${HIDDEN}`;
+    }
+    const flag = i > 0 ? FLAG.exec(args[i - 1]!) : null;
+    if (flag && isSecretFlag(flag[1]!) && isLiteral(arg) && !arg.startsWith("-")) {
+      hidden = true;
+      return HIDDEN;
+    }
+    if (/^https?:\/\//i.test(arg)) {
+      const url = maskUrl(arg);
+      if (url && url.hidden.length > 0) {
+        hidden = true;
+        return url.shown;
+      }
+    }
+    const unpassed = arg.replace(URL_CREDENTIALS, `$1${HIDDEN}@`);
+    if (unpassed !== arg) hidden = true;
+    return unpassed;
+  });
+  return { shown, hidden };
+}
+
 /** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
 export function literalSecrets(entry: ServerEntry): string[] {
   const found: string[] = [];
@@ -35,11 +103,9 @@ export function literalSecrets(entry: ServerEntry): string[] {
   for (const [key, value] of Object.entries(entry.headers ?? {})) {
     if (isLiteral(value)) found.push(`header ${key}`);
   }
-  const strings = [entry.url ?? "", ...(entry.args ?? [])];
-  if (strings.some((s) => new RegExp(URL_CREDENTIALS.source).test(s))) {
-    found.push("a password in a URL");
-  }
-  return found;
+  if (entry.url !== undefined) found.push(...(maskUrl(entry.url)?.hidden ?? []));
+  if (maskArgs(entry.args ?? []).hidden) found.push("args");
+  return [...new Set(found)];
 }
 
 /** A server entry (in any shape) with its literal secrets replaced by `HIDDEN`, for printing. */
@@ -58,10 +124,14 @@ export function maskEntry(entry: unknown): unknown {
     masked.env = mapValues(entry.env, (k, v) => isSecretName(k) && isLiteral(v));
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
-  const unpass = (v: unknown) =>
-    typeof v === "string" ? v.replace(URL_CREDENTIALS, `$1${HIDDEN}@`) : v;
-  if ("url" in entry) masked.url = unpass(entry.url);
-  if (Array.isArray(entry.args)) masked.args = entry.args.map(unpass);
+  if (typeof entry.url === "string") {
+    masked.url = maskUrl(entry.url)?.shown ??
+      entry.url.replace(URL_CREDENTIALS, `$1${HIDDEN}@`);
+  }
+  if (Array.isArray(entry.args)) {
+    const shown = maskArgs(entry.args.map(String)).shown;
+    masked.args = entry.args.map((a, i) => typeof a === "string" ? shown[i] : a);
+  }
   return masked;
 }
 

@@ -4,9 +4,11 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseConfigFile } from "../config/config.ts";
+import { placeholderNames } from "../config/placeholders.ts";
 import { isThisServer } from "../config/this_server.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
+import { deceptiveUrl } from "./entry_url.ts";
 import { hasUnsafeCharacters } from "./safe_text.ts";
 import { isSecretName } from "./secrets.ts";
 
@@ -75,6 +77,7 @@ function unsafeField(clientName: string, raw: Record<string, unknown>): string |
     ["command", raw.command],
     ["url", raw.url],
     ["cwd", raw.cwd],
+    ["description", raw.description],
     ...strings(raw.args).map((a, i): [string, unknown] => [`args[${i}]`, a]),
     ...Object.entries(isRecord(raw.headers) ? raw.headers : {}).flatMap((
       [k, v],
@@ -115,8 +118,8 @@ export function translateEntry(
   const hidden = unsafeField(clientName, raw);
   if (hidden) {
     return skip(
-      `${hidden} holds control or text-direction characters, which can hide what it runs ` +
-        "or where it connects when printed",
+      `${hidden} holds control, text-direction or invisible characters, which can hide what ` +
+        "it runs or where it connects when printed, or what the model is told",
     );
   }
   if (isThisServer(raw, ctx.projectRoot)) {
@@ -160,6 +163,8 @@ export function translateEntry(
   } else {
     if (typeof raw.url !== "string" || raw.url === "") return skip('no "url"');
     entry.url = raw.url;
+    const deceptive = ctx.projectDir !== undefined ? deceptiveUrl(raw.url) : null;
+    if (deceptive) return skip(deceptive);
     if (type === undefined && /\/sse\/?$/.test(raw.url)) {
       notes.push(
         "no transport type given and the URL ends in /sse: connected with Streamable HTTP; if " +
@@ -184,9 +189,8 @@ export function translateEntry(
   }
 
   // Placeholders: every client's forms become ours (${NAME}), or the entry cannot be imported.
-  const used = new Set<string>();
   const problems: string[] = [];
-  const rewrite = (value: string) => rewriteVariables(value, ctx, used, notes, problems);
+  const rewrite = (value: string) => rewriteVariables(value, ctx, notes, problems);
   if (entry.command !== undefined) entry.command = rewrite(entry.command);
   if (entry.args) entry.args = entry.args.map(rewrite);
   if (entry.env) entry.env = mapValues(entry.env, rewrite);
@@ -217,7 +221,8 @@ export function translateEntry(
       );
     }
   }
-  const unset = [...used].filter((v) => v !== "CONFIG_DIR" && !ctx.isSet(v)).sort();
+  // Read with the server's own parser from the rewritten entry: what the server will expand.
+  const unset = entryVariables(entry).filter((v) => !ctx.isSet(v)).sort();
   if (unset.length > 0) {
     notes.push(
       `needs ${
@@ -239,20 +244,17 @@ export function translateEntry(
 function rewriteVariables(
   value: string,
   ctx: TranslateContext,
-  used: Set<string>,
   notes: string[],
   problems: string[],
 ): string {
   return value.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
     const env = /^env:(.+)$/.exec(inner);
     if (env && VAR_NAME.test(env[1]!)) {
-      used.add(env[1]!);
       return `\${${env[1]}}`;
     }
     const input = /^input:(.+)$/.exec(inner);
     if (input) {
       const name = inputVariable(input[1]!);
-      used.add(name);
       notes.push(
         `${whole} is asked of the user by VS Code, which cannot happen here: it became \${${name}}`,
       );
@@ -264,15 +266,17 @@ function rewriteVariables(
       return whole;
     }
     if (inner === "userHome") return ctx.home;
-    if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) {
-      used.add(inner);
-      return whole;
-    }
+    if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) return whole;
     const fallback = /^([A-Za-z_][A-Za-z0-9_]*):-(.*)$/.exec(inner);
     if (fallback) {
       const [, name, otherwise] = fallback as unknown as [string, string, string];
+      if (/[${}]/.test(otherwise)) {
+        // The rewrite is one pass: "${A:-$}{env:B}" would become "${env:B}", a read of B that
+        // nothing here showed.
+        problems.push(`uses ${whole}, whose default holds $, { or }`);
+        return whole;
+      }
       if (ctx.isSet(name)) {
-        used.add(name);
         notes.push(`${whole} became \${${name}} (no defaults here; ${name} is set now)`);
         return `\${${name}}`;
       }
@@ -282,6 +286,19 @@ function rewriteVariables(
     problems.push(`uses ${whole}, which has no equivalent here`);
     return whole;
   });
+}
+
+/** Every variable `entry` reads through placeholders, as the server's parser finds them. */
+export function entryVariables(entry: ServerEntry): string[] {
+  const strings = [
+    entry.command,
+    ...(entry.args ?? []),
+    entry.cwd,
+    ...Object.values(entry.env ?? {}),
+    entry.url,
+    ...Object.values(entry.headers ?? {}),
+  ];
+  return [...new Set(strings.flatMap((s) => placeholderNames(s ?? "")))];
 }
 
 /** The environment variable standing for a VS Code input id ("api-key" -> API_KEY). */

@@ -22,7 +22,11 @@ import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
 import { configMode, HIDDEN, maskConfig, maskEntry } from "../clients/secrets.ts";
 import { isInside, realTarget } from "../clients/real_target.ts";
 import { describeEntry } from "../clients/describe_entry.ts";
-import { claudeCodeRefusal } from "../clients/claude_code_approval.ts";
+import {
+  type ClaudeCodeApprovals,
+  claudeCodeRefusal,
+  matchingProjectKeys,
+} from "../clients/claude_code_approval.ts";
 import {
   type Candidate,
   type CandidateStatus,
@@ -31,7 +35,7 @@ import {
 } from "../clients/merge.ts";
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
-import { escapeUnsafe } from "../clients/safe_text.ts";
+import { escapeUnsafe, shortenSpaces } from "../clients/safe_text.ts";
 import { assertReplaceable, writeFileAtomically } from "../_util/atomic_write.ts";
 import { PROJECT_ROOT } from "../config/config.ts";
 import { readConfigVariable, readEnv } from "../config/environment.ts";
@@ -143,6 +147,41 @@ async function writeJsonWithBackup(
   return backup;
 }
 
+/**
+ * Claude Code's approvals for the current folder: every ~/.claude.json "projects" entry naming
+ * it in any spelling (or through a symlink), and the project's .claude/settings*.json.
+ */
+async function readClaudeCodeApprovals(
+  claudeJson: FileRead,
+  platform: Platform,
+): Promise<ClaudeCodeApprovals> {
+  const realPath = (path: string) => Deno.realPath(path).catch(() => undefined);
+  const settings: ClaudeCodeApprovals["settings"] = [];
+  let unreadable = claudeJson.status === "broken" ? "~/.claude.json" : null;
+  for (const file of ["settings.local.json", "settings.json"]) {
+    const path = join(platform.cwd, ".claude", file);
+    const read = await readJsonFile(path);
+    if (read.status === "broken" || (read.status === "ok" && !isRecord(read.value))) {
+      unreadable ??= path;
+    } else if (read.status === "ok") {
+      settings.push({ path, value: read.value as Record<string, unknown> });
+    }
+  }
+  if (claudeJson.status !== "ok") return { unreadable, folders: [], settings };
+  const projects = valueAt(claudeJson.value, ["projects"]);
+  const keys = isRecord(projects) ? Object.keys(projects) : [];
+  const realPaths = new Map<string, string>();
+  for (const key of keys) {
+    const real = await realPath(key);
+    if (real !== undefined) realPaths.set(key, real);
+  }
+  const folder = { path: platform.cwd, realPath: await realPath(platform.cwd) };
+  const folders = matchingProjectKeys(claudeJson.value, folder, platform.os, realPaths)
+    .map((key) => (projects as Record<string, unknown>)[key])
+    .filter(isRecord);
+  return { unreadable, folders, settings };
+}
+
 function describeSource(s: ConfigSource): string {
   const where = s.keyPath.length > 1
     ? ` (${s.keyPath.slice(0, -1).map((k) => `[${JSON.stringify(k)}]`).join("")})`
@@ -225,8 +264,11 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
         failed = true;
         continue;
       }
-      const claudeJson = client === "claude-code"
-        ? await readOnce(installTarget(client, "user", deps.platform)!.path)
+      const approvals = client === "claude-code"
+        ? await readClaudeCodeApprovals(
+          await readOnce(installTarget(client, "user", deps.platform)!.path),
+          deps.platform,
+        )
         : null;
       const translations = Object.entries(servers).map(([name, raw]): Translation => {
         const t = translateEntry(name, raw, {
@@ -235,8 +277,8 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
           projectRoot: deps.projectRoot,
           isSet: (v) => deps.env(v) !== undefined,
         });
-        const refused = t.outcome === "import" && claudeJson?.status === "ok"
-          ? claudeCodeRefusal(claudeJson.value, deps.platform.cwd, source.scope, name)
+        const refused = t.outcome === "import" && approvals !== null
+          ? claudeCodeRefusal(approvals, source.scope, name)
           : null;
         return refused ? { outcome: "skip", name: t.name, reason: refused, notes: t.notes } : t;
       });
@@ -355,7 +397,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
   if (options.dryRun) {
     out(`Dry run: ${options.configPath} would be (${counts}; literal secrets shown as ${HIDDEN}):`);
     const shown = JSON.stringify(maskConfig(plan.file), null, 2);
-    deps.out(escapeUnsafe(shown, { keepNewlines: true }) + "\n");
+    deps.out(escapeUnsafe(shortenSpaces(shown), { keepNewlines: true }) + "\n");
     if (why.length > 0) out(privately);
     return failed ? 1 : 0;
   }
@@ -521,11 +563,12 @@ function statusLine(
 }
 
 /**
- * Prints one line per call, every unsafe character of it escaped: names, commands and messages
- * from client files cannot start lines of their own or hide text (see safe_text.ts).
+ * Prints one line per call, every unsafe character of it escaped and long whitespace shortened:
+ * names, commands and messages from client files cannot start lines of their own, hide text or
+ * push it off screen (see safe_text.ts).
  */
 function printer(out: (text: string) => void): (line: string) => void {
-  return (line) => out(escapeUnsafe(line) + "\n");
+  return (line) => out(escapeUnsafe(shortenSpaces(line)) + "\n");
 }
 
 /** Why `path` could not be written, as one "Cannot ..." sentence. */
