@@ -901,8 +901,15 @@ const MUTATIONS: Mutation[] = [
   {
     name: "import takes servers the user rejected in Claude Code",
     file: "src/clients/claude_code_approval.ts",
-    from: 'if (list("disabledMcpjsonServers")?.includes(name)) {',
-    to: "if (false) {",
+    from: 'const rejectedIn = sources.find(([, r]) => listed(r, "disabledMcpjsonServers"));',
+    to: "const rejectedIn = sources.find(() => false);",
+    tests: ["tests/clients_test.ts"],
+  },
+  {
+    name: "import takes .mcp.json servers Claude Code never approved",
+    file: "src/clients/claude_code_approval.ts",
+    from: "  if (approved) return null;",
+    to: "  return null;",
     tests: ["tests/clients_test.ts"],
   },
   // Tracing (issue 18)

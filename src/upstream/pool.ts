@@ -250,7 +250,10 @@ export class UpstreamPool implements AsyncDisposable {
     const all = Promise.all([...this.#connections.values()].map((c) => c.connect()));
     if (options.waitMs === undefined) return void await all;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([all, new Promise((resolve) => timer = setTimeout(resolve, options.waitMs))]);
+    await Promise.race([
+      all,
+      new Promise((resolve) => timer = setTimeout(resolve, options.waitMs)),
+    ]);
     clearTimeout(timer);
   }
 
