@@ -289,7 +289,7 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       name: "a short literal header (which the server could not scrub) is refused",
       raw: { url: "https://m.example/mcp", headers: { "X-Env": "dev" } },
       outcome: "skip",
-      reason: /header X-Env: the secret is 3 characters/,
+      reason: /header "X-Env": the secret is 3 characters/,
     },
     {
       name: "an entry without a command is refused",

@@ -46,7 +46,7 @@ Deno.test("parseConfigFile() resolves stdio and HTTP servers", () => {
   assert.equal(settings.pool_size, 3);
 });
 
-Deno.test("parseConfigFile() names the file, the server and the field in every error", async (t) => {
+Deno.test("parseConfigFile() refuses a file whose shape or settings are wrong, naming the field", async (t) => {
   const cases: [string, unknown, RegExp][] = [
     ["not an object", [], /must hold a JSON object/],
     ["servers not an object", { mcpServers: [] }, /"mcpServers" must be an object/],
@@ -54,51 +54,6 @@ Deno.test("parseConfigFile() names the file, the server and the field in every e
       "one name in both lists",
       { servers: { a: { command: "x" } }, mcpServers: { a: { command: "y" } } },
       /server "a" is in both "servers" and "mcpServers"/,
-    ],
-    [
-      "an unknown transport type",
-      { mcpServers: { a: { type: "websocket", url: "ws://h" } } },
-      /server "a", field "type": must be one of "stdio", "http"/,
-    ],
-    [
-      "a type that contradicts the entry",
-      { mcpServers: { a: { type: "http", command: "x" } } },
-      /server "a", field "type": "http" needs "url"/,
-    ],
-    [
-      "a stdio type with a url",
-      { mcpServers: { a: { transportType: "stdio", url: "http://h" } } },
-      /server "a", field "transportType": "stdio" needs "command"/,
-    ],
-    [
-      "neither command nor url",
-      { servers: { a: {} } },
-      /server "a", field "command": give exactly one/,
-    ],
-    [
-      "both command and url",
-      { servers: { a: { command: "x", url: "http://h" } } },
-      /give exactly one/,
-    ],
-    [
-      "an unknown protocol revision",
-      { servers: { a: { command: "x", protocol: "2024-01-01" } } },
-      /server "a", field "protocol": must be one of "auto", "2025-11-25", "2026-07-28"/,
-    ],
-    [
-      "args not strings",
-      { servers: { a: { command: "x", args: [1] } } },
-      /server "a", field "args": must be an array of strings/,
-    ],
-    [
-      "a bad URL",
-      { servers: { a: { url: "ftp://x" } } },
-      /server "a", field "url": "ftp:\/\/x" is not an http\(s\) URL/,
-    ],
-    [
-      "a bad name",
-      { servers: { "9lives": { command: "x" } } },
-      /server "9lives": the name must start with a letter/,
     ],
     [
       "a bad setting",
@@ -115,6 +70,71 @@ Deno.test("parseConfigFile() names the file, the server and the field in every e
         assert.match(e.message, message);
         return true;
       });
+    });
+  }
+});
+
+Deno.test("parseConfigFile() leaves out an entry with a mistake, naming the field; the rest start", async (t) => {
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    [
+      "an unknown transport type",
+      { mcpServers: { a: { type: "websocket", url: "ws://h" } } },
+      /^field "type": must be one of "stdio", "http"/,
+    ],
+    [
+      "a type that contradicts the entry",
+      { mcpServers: { a: { type: "http", command: "x" } } },
+      /^field "type": "http" needs "url"/,
+    ],
+    [
+      "a stdio type with a url",
+      { mcpServers: { a: { transportType: "stdio", url: "http://h" } } },
+      /^field "transportType": "stdio" needs "command"/,
+    ],
+    [
+      "neither command nor url",
+      { servers: { a: {} } },
+      /^field "command": give exactly one/,
+    ],
+    [
+      "both command and url",
+      { servers: { a: { command: "x", url: "http://h" } } },
+      /give exactly one/,
+    ],
+    [
+      "an unknown protocol revision",
+      { servers: { a: { command: "x", protocol: "2024-01-01" } } },
+      /^field "protocol": must be one of "auto", "2025-11-25", "2026-07-28"/,
+    ],
+    [
+      "args not strings",
+      { servers: { a: { command: "x", args: [1] } } },
+      /^field "args": must be an array of strings/,
+    ],
+    [
+      "a bad URL",
+      { servers: { a: { url: "ftp://x" } } },
+      /^field "url": "ftp:\/\/x" is not an http\(s\) URL/,
+    ],
+    [
+      "a bad name",
+      { servers: { "9lives": { command: "x" } } },
+      /^the name must start with a letter/,
+    ],
+  ];
+  for (const [name, raw, message] of cases) {
+    await t.step(name, () => {
+      const lists = raw as Record<string, Record<string, unknown>>;
+      const list = lists.servers ? "servers" : "mcpServers";
+      const good = { [list]: { ...lists[list], good: { command: "deno" } } };
+      const parsed = parseConfigFile(good, ctx);
+      assert.deepEqual(parsed.servers.map((s) => s.name), ["good"]);
+      assert.equal(parsed.unavailable.length, 1);
+      assert.match(parsed.unavailable[0]!.reason, message);
+      const bad = parsed.unavailable[0]!.name;
+      assert.ok(
+        parsed.notes.some((n) => n.level === "warn" && n.message.startsWith(`server "${bad}"`)),
+      );
     });
   }
 });
@@ -456,8 +476,8 @@ Deno.test("parseConfigFile() suggests the field a typo meant", () => {
     warnings.includes('server "a": ignored unknown field "arg"; did you mean "args"?'),
     JSON.stringify(warnings),
   );
-  assert.throws(
-    () => parseConfigFile({ servers: { a: { comand: "x" } } }, ctx),
+  assert.match(
+    parseConfigFile({ servers: { a: { comand: "x" } } }, ctx).unavailable[0]!.reason,
     /give exactly one of "command" \(stdio\) or "url" \(HTTP\) \(found "comand"; did you mean "command"\?\)/,
   );
   assert.throws(

@@ -807,9 +807,9 @@ const MUTATIONS: Mutation[] = [
     filter: "still connecting",
   },
   {
-    name: "an unset variable stops the whole server again",
+    name: "an entry's mistake or unset variable stops the whole server again",
     file: "src/config/config.ts",
-    from: "if (!(error instanceof EnvironmentProblem)) throw error;",
+    from: "if (!(error instanceof TypeError)) throw error;",
     to: "throw error;",
     tests: ["tests/config_test.ts"],
     filter: "leaves out a server whose variable",

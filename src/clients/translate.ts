@@ -6,7 +6,6 @@ import { isAbsolute, resolve } from "node:path";
 import { parseConfigFile } from "../config/config.ts";
 import { placeholderNames } from "../config/placeholders.ts";
 import { isThisServer } from "../config/this_server.ts";
-import { secretProblem } from "../policy/redaction.ts";
 import { isRecord } from "./client_configs.ts";
 import { deceptiveUrl } from "./entry_url.ts";
 import { hasUnsafeCharacters } from "./safe_text.ts";
@@ -312,16 +311,12 @@ function refusal(name: string, entry: ServerEntry): string | null {
   // Placeholders are checked for form only: any variable stands for a long, URL-shaped value.
   const placeholder = () => "https://placeholder.invalid";
   try {
-    parseConfigFile({ servers: { [name]: entry } }, {
+    const parsed = parseConfigFile({ servers: { [name]: entry } }, {
       path: "mcp_servers.json",
       env: placeholder,
     });
-    for (const [header, value] of Object.entries(entry.headers ?? {})) {
-      if (value.includes("${")) continue;
-      const problem = secretProblem(value);
-      // Every header value is a secret to the server, which refuses ones it cannot scrub.
-      if (problem) return `header ${header}: ${problem}`;
-    }
+    // An entry the server would leave out (a mistake, a literal secret too short to scrub).
+    if (parsed.unavailable.length > 0) return parsed.unavailable[0]!.reason;
     return null;
   } catch (error) {
     return (error as Error).message.replace(/^Cannot load config mcp_servers\.json: /, "");

@@ -293,13 +293,14 @@ export function parseConfigFile(
     let server: ServerConfig | null;
     try {
       server = parseServer(name, entry, {
-        where: (field) => at(`server "${name}", field "${field}"`),
+        where: (field) => `field "${field}"`,
         expand: (value, field) => expandPlaceholders(value, { configDir, env }, `field "${field}"`),
         configDir,
         note,
       });
     } catch (error) {
-      if (!(error instanceof EnvironmentProblem)) throw error;
+      // A mistake in one entry (or a value this environment gives it) leaves out that server.
+      if (!(error instanceof TypeError)) throw error;
       server = null;
       unavailable.push({ name, description: descriptionOf(entry), reason: error.message });
     }
@@ -433,11 +434,10 @@ function parseServer(
 ): ServerConfig | null {
   if (!SERVER_NAME.test(name)) {
     throw new TypeError(
-      ctx.where("name").replace(/, field "name"$/, "") +
-        ": the name must start with a letter and hold only letters, digits, _ and - (max 64)",
+      "the name must start with a letter and hold only letters, digits, _ and - (max 64)",
     );
   }
-  if (!isRecord(entry)) throw new TypeError(ctx.where("(entry)") + ": must be an object");
+  if (!isRecord(entry)) throw new TypeError("the entry must be an object");
   for (const key of Object.keys(entry)) {
     if (SERVER_FIELDS.includes(key)) continue;
     if (key === "includeTools" || key === "excludeTools") {
