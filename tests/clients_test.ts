@@ -232,15 +232,14 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       entry: { command: "/home/u/bin/srv" },
     },
     {
-      name: "Claude Code ${VAR:-default}: the default when VAR is unset",
+      name: "Claude Code ${VAR:-default} is kept: the server reads VAR when set, else the default",
       raw: { url: "${UNSET_VAR:-https://api.example.com}/mcp", type: "http" },
-      entry: { url: "https://api.example.com/mcp" },
-      notes: [/became its default/],
+      entry: { url: "${UNSET_VAR:-https://api.example.com}/mcp" },
     },
     {
-      name: "Claude Code ${VAR:-default}: ${VAR} when VAR is set",
+      name: "Claude Code ${VAR:-default} is kept when VAR is set too",
       raw: { command: "x", args: ["${SET_VAR:-y}"] },
-      entry: { command: "x", args: ["${SET_VAR}"] },
+      entry: { command: "x", args: ["${SET_VAR:-y}"] },
     },
     {
       name: "a default holding $ (which would complete a second placeholder) is refused",
@@ -1012,13 +1011,17 @@ Deno.test("import finds every client's servers in a temporary HOME and writes a 
     "search",
     "sqlite",
   ]);
-  // Project servers run in their project; placeholders are ours; defaults are written out.
+  // Project servers run in their project; placeholders are ours; defaults are kept.
   assert.deepEqual(written.servers.docs, {
     command: "node",
     args: [`${s.project}/docs-server.js`],
     cwd: s.project,
   });
-  assert.deepEqual(written.servers.sqlite.args, ["mcp-server-sqlite", "--db-path", "data.db"]);
+  assert.deepEqual(written.servers.sqlite.args, [
+    "mcp-server-sqlite",
+    "--db-path",
+    "${DB_PATH:-data.db}",
+  ]);
   assert.deepEqual(written.servers.perplexity.env, {
     PERPLEXITY_API_KEY: "${PERPLEXITY_KEY}",
     HOME_DIR: "${HOME}",

@@ -268,19 +268,16 @@ function rewriteVariables(
     if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) return whole;
     const fallback = /^([A-Za-z_][A-Za-z0-9_]*):-(.*)$/.exec(inner);
     if (fallback) {
-      const [, name, otherwise] = fallback as unknown as [string, string, string];
+      const [, , otherwise] = fallback as unknown as [string, string, string];
       if (/[${}]/.test(otherwise)) {
         // The rewrite is one pass: "${A:-$}{env:B}" would become "${env:B}", a read of B that
         // nothing here showed.
         problems.push(`uses ${whole}, whose default holds $, { or }`);
         return whole;
       }
-      if (ctx.isSet(name)) {
-        notes.push(`${whole} became \${${name}} (no defaults here; ${name} is set now)`);
-        return `\${${name}}`;
-      }
-      notes.push(`${whole} became its default "${otherwise}" (${name} is not set now)`);
-      return otherwise;
+      // Kept as written: the server reads the variable when set, else the default, as Claude
+      // Code does (a default baked in now would ignore the variable set later).
+      return whole;
     }
     problems.push(`uses ${whole}, which has no equivalent here`);
     return whole;
