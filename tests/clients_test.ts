@@ -802,22 +802,24 @@ Deno.test("installServer() adds our entry, keeps every other key, and is idempot
   assert.throws(() => installServer({ mcpServers: [] }, ["mcpServers"], "c", ours), TypeError);
 });
 
-Deno.test("chooseLaunch() prefers mcp-code-mode on PATH, else deno task --cwd", () => {
-  const facts = { denoOnPath: true, execPath: "/x/deno", standalone: false, projectRoot: "/r" };
+Deno.test("chooseLaunch() prefers mcp-code-mode on PATH, else deno task --cwd, by full paths", () => {
+  const facts = { execPath: "/x/deno", standalone: false, projectRoot: "/r" };
   const installed = chooseLaunch({ ...facts, installedCommand: "/bin/mcp-code-mode" });
-  assert.deepEqual([installed.command, installed.args], ["mcp-code-mode", ["serve"]]);
+  assert.deepEqual([installed.command, installed.args], ["/bin/mcp-code-mode", ["serve"]]);
   const task = chooseLaunch(facts);
-  assert.deepEqual([task.command, task.args], ["deno", ["task", "--cwd", "/r", "serve"]]);
+  assert.deepEqual([task.command, task.args], ["/x/deno", ["task", "--cwd", "/r", "serve"]]);
   assert.match(task.why, /no mcp-code-mode command on PATH/);
-  assert.equal(chooseLaunch({ ...facts, denoOnPath: false }).command, "/x/deno");
   const binary = chooseLaunch({ ...facts, standalone: true, execPath: "/d/mcp-cm" });
   assert.deepEqual([binary.command, binary.args], ["/d/mcp-cm", ["serve"]]);
   assert.deepEqual(clientEntry("vscode", installed), {
     type: "stdio",
-    command: "mcp-code-mode",
+    command: "/bin/mcp-code-mode",
     args: ["serve"],
   });
-  assert.deepEqual(clientEntry("cursor", installed), { command: "mcp-code-mode", args: ["serve"] });
+  assert.deepEqual(clientEntry("cursor", installed), {
+    command: "/bin/mcp-code-mode",
+    args: ["serve"],
+  });
 });
 
 // ---- The real CLI in a temporary HOME ----
@@ -1377,10 +1379,10 @@ for (const client of CLIENTS) {
     await Deno.chmod(join(s.bin, "mcp-code-mode"), 0o755);
     const switched = await s.run(["install", "--client", client]);
     assert.equal(switched.code, 0, switched.stdout);
-    assert.match(switched.stdout, /because the mcp-code-mode command is on PATH/);
+    assert.match(switched.stdout, /because the mcp-code-mode command on PATH, by its full path/);
     assert.match(switched.stdout, /^ {2}updated .*command, args of the "code-mode" entry there/m);
     const now = (await readJson(path))[key]["code-mode"];
-    assert.deepEqual([now.command, now.args], ["mcp-code-mode", ["serve"]]);
+    assert.deepEqual([now.command, now.args], [join(s.bin, "mcp-code-mode"), ["serve"]]);
   });
 }
 
@@ -1412,7 +1414,7 @@ Deno.test("install again keeps the user's env of our entry and never prints the 
   assert.doesNotMatch(r.stdout, /SECRETSECRET|work\.json/);
   assert.match(r.stdout, /its fields: command, args, env; kept as they were: env\)/);
   assert.deepEqual((await readJson(path)).mcpServers["code-mode"], {
-    command: "mcp-code-mode",
+    command: join(s.bin, "mcp-code-mode"),
     args: ["serve"],
     env: old.env,
   });

@@ -129,7 +129,11 @@ Deno.test("after deno task install, mcp-code-mode serve works from any folder", 
     new TextDecoder().decode(installed.stderr);
   assert.equal(installed.code, 0, out);
   const cursor = JSON.parse(await Deno.readTextFile(cursorFile));
-  assert.equal(cursor.mcpServers["code-mode"].command, "mcp-code-mode", JSON.stringify(cursor));
+  assert.equal(
+    cursor.mcpServers["code-mode"].command,
+    `${bin}/mcp-code-mode`,
+    JSON.stringify(cursor),
+  );
   await Deno.remove(home, { recursive: true });
   await Deno.remove(elsewhere, { recursive: true });
 });

@@ -17,19 +17,18 @@ export interface Launch {
 export function chooseLaunch(facts: {
   /** Where `mcp-code-mode` is on PATH, if it is. */
   installedCommand?: string;
-  /** Whether `deno` is on PATH. */
-  denoOnPath: boolean;
   /** The running executable (deno, or the single binary). */
   execPath: string;
   /** Whether this is the single binary (`deno compile`). */
   standalone: boolean;
   projectRoot: string;
 }): Launch {
+  // Commands by their full path: desktop apps often start servers without the user's PATH.
   if (facts.installedCommand) {
     return {
-      command: "mcp-code-mode",
+      command: facts.installedCommand,
       args: ["serve"],
-      why: `the mcp-code-mode command is on PATH (${facts.installedCommand})`,
+      why: `the mcp-code-mode command on PATH, by its full path (${facts.installedCommand})`,
     };
   }
   if (facts.standalone) {
@@ -40,11 +39,10 @@ export function chooseLaunch(facts: {
     };
   }
   return {
-    command: facts.denoOnPath ? "deno" : facts.execPath,
+    command: facts.execPath,
     args: ["task", "--cwd", facts.projectRoot, "serve"],
     why: "no mcp-code-mode command on PATH (`deno task install` puts one there): " +
-      `deno task --cwd ${facts.projectRoot} serve` +
-      (facts.denoOnPath ? "" : ` (deno is not on PATH either: ${facts.execPath})`),
+      `deno task --cwd ${facts.projectRoot} serve, with this Deno by its full path`,
   };
 }
 

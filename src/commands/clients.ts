@@ -457,7 +457,6 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   }
   const launch = chooseLaunch({
     installedCommand: deps.which("mcp-code-mode"),
-    denoOnPath: deps.which("deno") !== undefined,
     execPath: deps.execPath,
     standalone: deps.standalone,
     projectRoot: deps.projectRoot,
