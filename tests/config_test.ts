@@ -157,7 +157,7 @@ Deno.test("expandPlaceholders() reads the placeholder forms of the common MCP cl
   await t.step("a missing variable", () => {
     assert.throws(
       () => expandPlaceholders("${env:NOPE}", sources, "here"),
-      /^TypeError: here: environment variable NOPE is not set$/,
+      /^TypeError: here: environment variable NOPE is not set \(where code mode starts/,
     );
   });
   await t.step("a VS Code input", () => {
@@ -304,7 +304,8 @@ Deno.test("parseConfigFile() leaves out a server whose variable is not set, and 
   assert.deepEqual(parsed.unavailable, [{
     name: "a",
     description: "the a server",
-    reason: 'field "env.K": environment variable NOPE is not set',
+    reason: 'field "env.K": environment variable NOPE is not set (where code mode starts: for a ' +
+      'server an MCP client starts, in the "env" of its entry)',
   }]);
   assert.ok(
     parsed.notes.some((n) => n.level === "warn" && /server "a" not started/.test(n.message)),

@@ -50,7 +50,10 @@ export function expandPlaceholders(
       const found = sources.env(name!);
       if (fallback !== undefined) return found === undefined || found === "" ? fallback : found;
       if (found === undefined) {
-        throw new EnvironmentProblem(`${where}: environment variable ${name} is not set`);
+        throw new EnvironmentProblem(
+          `${where}: environment variable ${name} is not set (where code mode starts: for a ` +
+            `server an MCP client starts, in the "env" of its entry)`,
+        );
       }
       return found;
     },

@@ -142,7 +142,11 @@ class UpstreamConnection {
       void exited.promise.then(() => this.#exiting.delete(exited.promise));
       const stderr = this.#stderrLines(3, 500);
       const previous = this.lastError;
-      this.lastError = `${this.#redact(errorText(error))}${stderr ? ` (stderr: ${stderr})` : ""}`;
+      const why = this.config.kind === "stdio" && /\bENOENT\b/.test(errorText(error))
+        ? `command "${this.config.command}" not found (not on the PATH code mode was started ` +
+          "with, or not installed)"
+        : errorText(error);
+      this.lastError = `${this.#redact(why)}${stderr ? ` (stderr: ${stderr})` : ""}`;
       // Each retry failing the same way is news once; the rest go to the debug log.
       log[this.lastError === previous ? "debug" : "error"]("cannot connect upstream server", {
         server: this.config.name,
