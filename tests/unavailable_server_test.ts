@@ -61,6 +61,9 @@ Deno.test("a server that cannot start with this environment does not stop the ot
     });
     assert.equal(fn.success, false);
     assert.match(JSON.stringify(fn), /has no function 'gret'\. Did you mean: 'greet'/);
+    // Once: Python's own suggestion is not appended to ours.
+    const traceback = fn.diagnostics?.traceback ?? "";
+    assert.equal(traceback.split("Did you mean").length, 2, traceback);
   });
   await Deno.remove(dir, { recursive: true });
 });

@@ -305,6 +305,14 @@ def _error_type(exc):
     return type(exc).__name__
 
 
+def _one_suggestion(text, message):
+    """Python appends its own "Did you mean" to a message that already gives ours: keep ours."""
+    if "Did you mean" not in message:
+        return text
+    import re
+    return re.sub(re.escape(message) + r"\. Did you mean: '[^'\n]*'\?", lambda m: message, text)
+
+
 def describe_error(exc):
     """Error type, message, traceback without internal frames, and line number."""
     te = traceback.TracebackException.from_exception(exc, limit=-40)
@@ -325,7 +333,7 @@ def describe_error(exc):
     return {
         "error_type": _error_type(exc),
         "message": message,
-        "traceback": "".join(te.format()),
+        "traceback": _one_suggestion("".join(te.format()), str(exc)),
         "lineno": lineno,
     }
 
