@@ -3,6 +3,7 @@
  * (a FIFO or device named by a cloned project would hang or never end), at most
  * `MAX_CONFIG_BYTES`, and parse errors by position only (see jsonc.ts).
  */
+import { concatBytes } from "../_util/bytes.ts";
 import { type JsoncResult, parseJsonc } from "./jsonc.ts";
 
 /**
@@ -59,11 +60,5 @@ async function readAtMost(file: Deno.FsFile, limit: number): Promise<Uint8Array>
     chunks.push(buffer.slice(0, n));
     total += n;
   }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
+  return concatBytes(chunks, total);
 }
