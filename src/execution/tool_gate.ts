@@ -14,6 +14,7 @@ import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
 import { NO_TRACING, type TraceSpan, type Tracing } from "../_util/tracing.ts";
 import { type Approver, denialReason, nobodyToAsk, unshowableReason } from "./approval.ts";
+import { waitAtMost } from "../_util/wait_at_most.ts";
 
 export interface ToolGateDeps {
   profile: Profile;
@@ -159,12 +160,7 @@ export class ToolGate {
   async close(graceMs = PENDING_CALLS_GRACE_MS): Promise<void> {
     this.#closed = true;
     if (this.#inFlight.size > 0) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.#inFlight]),
-        new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
-      ]);
-      clearTimeout(timer);
+      await waitAtMost(Promise.allSettled([...this.#inFlight]), graceMs);
     }
     if (this.calls.length > 0) await this.#deps.observe?.settle();
   }

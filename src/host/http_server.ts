@@ -32,6 +32,7 @@ import { ExecutionLimit } from "./concurrency.ts";
 import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
 import { statelessLegacy } from "./stateless_legacy.ts";
+import { waitAtMost } from "../_util/wait_at_most.ts";
 
 export interface HttpOptions {
   host: string;
@@ -331,15 +332,9 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     await Promise.all(open.map(close));
     // In-flight requests get a few seconds to finish; a stream a client left open does not
     // keep the server from stopping.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        log.warn(`requests still open after ${SHUTDOWN_GRACE_MS / 1000} s; stopping anyway`);
-        resolve();
-      }, SHUTDOWN_GRACE_MS);
-    });
-    await Promise.race([closing, deadline]);
-    clearTimeout(timer);
+    if (!await waitAtMost(closing, SHUTDOWN_GRACE_MS)) {
+      log.warn(`requests still open after ${SHUTDOWN_GRACE_MS / 1000} s; stopping anyway`);
+    }
   }
 
   return Promise.resolve({

@@ -13,6 +13,7 @@ import type { ToolInfo } from "../catalog/python_stubs.ts";
 import type { Logger } from "../_util/log.ts";
 import { VERSION } from "../_util/version.ts";
 import type { TransportFactory } from "./transport.ts";
+import { waitAtMost } from "../_util/wait_at_most.ts";
 
 export type UpstreamState = "connecting" | "connected" | "reconnecting" | "closed";
 
@@ -224,13 +225,7 @@ class UpstreamConnection {
     await client?.close().catch(() => {});
     await connecting?.transport.close().catch(() => {});
     const exits = [connecting?.ended, ...this.#exiting].filter((p) => p !== undefined);
-    if (exits.length === 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.all(exits),
-      new Promise((resolve) => timer = setTimeout(resolve, CLOSE_WAIT_MS)),
-    ]);
-    clearTimeout(timer);
+    if (exits.length > 0) await waitAtMost(Promise.all(exits), CLOSE_WAIT_MS);
   }
 }
 
@@ -252,13 +247,8 @@ export class UpstreamPool implements AsyncDisposable {
    */
   async start(options: { waitMs?: number } = {}): Promise<void> {
     const all = Promise.all([...this.#connections.values()].map((c) => c.connect()));
-    if (options.waitMs === undefined) return void await all;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      all,
-      new Promise((resolve) => timer = setTimeout(resolve, options.waitMs)),
-    ]);
-    clearTimeout(timer);
+    if (options.waitMs === undefined) await all;
+    else await waitAtMost(all, options.waitMs);
   }
 
   /**
