@@ -144,6 +144,21 @@ export function childPids(ppid: number): number[] {
   return pids;
 }
 
+/** How many processes have a command line (its arguments) that `matches` (Linux /proc). */
+export function countProcesses(matches: (argv: string[]) => boolean): number {
+  let count = 0;
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const argv = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
+      if (matches(argv)) count++;
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return count;
+}
+
 /** Whether process `pid` is running (not gone, not a zombie). */
 export function isAlive(pid: number): boolean {
   try {

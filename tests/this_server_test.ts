@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { parseConfigFile } from "../src/config/config.ts";
 import { childNesting, isThisServer, nestingRefusal } from "../src/config/this_server.ts";
-import { delay, MAIN, ROOT, SERVE_FLAGS, startServer, writeConfig } from "./_helpers.ts";
+import {
+  countProcesses,
+  delay,
+  MAIN,
+  ROOT,
+  SERVE_FLAGS,
+  startServer,
+  writeConfig,
+} from "./_helpers.ts";
 
 Deno.test("an entry that starts code mode itself is left out, with a warning", () => {
   const parsed = parseConfigFile({
@@ -34,20 +42,6 @@ Deno.test("nesting: one code mode under another is allowed, a chain is refused",
   assert.match(nestingRefusal("2")!, /refusing to start/);
 });
 
-/** Processes whose command line names `marker`. */
-function processesNaming(marker: string): number {
-  let count = 0;
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      if (Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).includes(marker)) count++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return count;
-}
-
 Deno.test("a config that starts this server through a wrapper does not multiply it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "codemode-self-" });
   const config = `${dir}/mcp_servers.json`;
@@ -64,7 +58,7 @@ Deno.test("a config that starts this server through a wrapper does not multiply 
   await using server = await startServer({ args: ["--config", config] });
   let most = 0;
   for (let i = 0; i < 16; i++) {
-    most = Math.max(most, processesNaming(config));
+    most = Math.max(most, countProcesses((argv) => argv.some((a) => a.includes(config))));
     await delay(500);
   }
   // This server and the one it wraps, each a launcher and its restricted host, plus at most

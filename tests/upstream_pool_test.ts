@@ -12,6 +12,7 @@ import { silentLogger } from "../src/_util/log.ts";
 import type { ServerConfig } from "../src/config/config.ts";
 import { UpstreamPool } from "../src/upstream/pool.ts";
 import type { TransportFactory } from "../src/upstream/transport.ts";
+import { countProcesses, delay } from "./_helpers.ts";
 
 function serverConfig(name: string): ServerConfig {
   return {
@@ -261,23 +262,12 @@ Deno.test("UpstreamPool.close() right after a failed connect waits for that serv
   assert.equal(sleepers("9873"), 0, "sleep 9873 outlived the pool");
 });
 
+/** Running `sleep` processes with `seconds` as their argument. */
 function sleepers(seconds: string): number {
-  let count = 0;
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const argv = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).split("\0");
-      if (argv.includes("sleep") || argv[0]?.endsWith("/sleep")) {
-        if (argv.includes(seconds)) count++;
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return count;
+  return countProcesses((argv) =>
+    (argv.includes("sleep") || argv[0]!.endsWith("/sleep")) && argv.includes(seconds)
+  );
 }
-
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 Deno.test("UpstreamPool.start({ waitMs }) does not wait for a slow server; a call to it waits for its connect", async () => {
   const { start } = serverFactory();
