@@ -8,6 +8,7 @@
  */
 import { isRecord } from "./client_configs.ts";
 import { parseEntryUrl } from "./entry_url.ts";
+import { secretFlagValues } from "../config/secret_flags.ts";
 import type { ServerEntry } from "./translate.ts";
 
 /** Env names whose literal values are probably secrets. */
@@ -52,32 +53,20 @@ function maskUrl(text: string): { shown: string; hidden: string[] } | null {
   return { shown: show(url.href).replaceAll(MARK, HIDDEN), hidden };
 }
 
-/** A flag with its value: `--token=X`, `-p=X`. */
-const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_-]*)=)(.*)$/s;
-/** A flag alone, whose value is the next arg: `--api-key X`. */
-const FLAG = /^--?([A-Za-z][A-Za-z0-9_-]*)$/;
-
-/** Whether a flag's name is a secret's ("api-key" read as "api_key"). */
-function isSecretFlag(name: string): boolean {
-  return isSecretName(name.replaceAll("-", "_"));
-}
-
 /**
  * `args` with literal secrets hidden: values of secret-named flags (`--token=X`,
  * `--api-key X`), passwords in URLs and secret-named URL parameters; and whether any was.
  */
 function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
   let hidden = false;
+  const flagged = new Map(
+    secretFlagValues(args, isSecretName).filter((f) => isLiteral(f.value)).map((f) => [f.index, f]),
+  );
   const shown = args.map((arg, i) => {
-    const withValue = FLAG_WITH_VALUE.exec(arg);
-    if (withValue && isSecretFlag(withValue[2]!) && isLiteral(withValue[3]!)) {
+    const flag = flagged.get(i);
+    if (flag) {
       hidden = true;
-      return `${withValue[1]}${HIDDEN}`;
-    }
-    const flag = i > 0 ? FLAG.exec(args[i - 1]!) : null;
-    if (flag && isSecretFlag(flag[1]!) && isLiteral(arg) && !arg.startsWith("-")) {
-      hidden = true;
-      return HIDDEN;
+      return `${flag.prefix}${HIDDEN}`;
     }
     if (/^https?:\/\//i.test(arg)) {
       const url = maskUrl(arg);

@@ -15,6 +15,7 @@ import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
 import { didYouMean } from "./did_you_mean.ts";
+import { secretFlagValues } from "./secret_flags.ts";
 import { parseJsonc } from "../clients/jsonc.ts";
 
 /**
@@ -349,23 +350,13 @@ export function parseConfigFile(
  * and query parameters such as `?api_key=V` (`-` in a name is read as `_`).
  */
 export function literalSecretValues(server: ServerConfig): string[] {
-  const isSecret = (name: string) => SECRET_NAME.test(name.replace(/^-+/, "").replace(/-/g, "_"));
-  const found: string[] = [];
+  const isSecret = (name: string) => SECRET_NAME.test(name.replace(/-/g, "_"));
   if (server.kind === "stdio") {
-    server.args.forEach((arg, i) => {
-      const assigned = /^(--?[A-Za-z][\w-]*)=(.+)$/.exec(arg);
-      if (assigned && isSecret(assigned[1]!)) found.push(assigned[2]!);
-      const next = server.args[i + 1];
-      if (/^--?[A-Za-z][\w-]*$/.test(arg) && isSecret(arg) && next && !next.startsWith("-")) {
-        found.push(next);
-      }
-    });
-  } else {
-    for (const [name, value] of new URL(server.url).searchParams) {
-      if (isSecret(name) && value) found.push(value);
-    }
+    return secretFlagValues(server.args, isSecret).map((f) => f.value).filter((v) => v !== "");
   }
-  return found;
+  return [...new URL(server.url).searchParams].flatMap(([name, value]) =>
+    isSecret(name) && value ? [value] : []
+  );
 }
 
 function descriptionOf(entry: unknown): string {
