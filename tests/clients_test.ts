@@ -14,7 +14,7 @@ import {
   isRecord,
   type Platform,
 } from "../src/clients/client_configs.ts";
-import { parseJsonc } from "../src/clients/jsonc.ts";
+import { parseJsonc } from "../src/_util/jsonc.ts";
 import {
   inputVariable,
   ourServerName,

@@ -4,7 +4,7 @@
  * `MAX_CONFIG_BYTES`, and parse errors by position only (see jsonc.ts).
  */
 import { concatBytes } from "../_util/bytes.ts";
-import { type JsoncResult, parseJsonc } from "./jsonc.ts";
+import { type JsoncResult, parseJsonc } from "../_util/jsonc.ts";
 
 /**
  * Far above any real client file, yet bounded: Claude Code keeps each project's history in

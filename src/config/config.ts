@@ -16,7 +16,7 @@ import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
 import { didYouMean } from "./did_you_mean.ts";
 import { secretFlagValues } from "./secret_flags.ts";
-import { parseJsonc } from "../clients/jsonc.ts";
+import { parseJsonc } from "../_util/jsonc.ts";
 
 /**
  * Which MCP revision to speak to an upstream server: "auto" asks with `server/discover` first
