@@ -10,7 +10,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { isHttpUrl } from "../packages/hosts.ts";
 import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
-import { EnvironmentProblem, expandPlaceholders } from "./placeholders.ts";
+import { expandPlaceholders } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
@@ -486,12 +486,8 @@ function parseServer(
       if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("scheme");
     } catch {
       // The file's own text, not the expanded value: a ${VAR} in it may hold a secret.
-      const message = `"${entry.url}" is not an http(s) URL`;
-      // Made so by a variable's value: only this server is left out.
-      if (String(entry.url).includes("${")) {
-        throw new EnvironmentProblem(`field "url": ${message} with this environment's values`);
-      }
-      throw new TypeError(ctx.where("url") + `: ${message}`);
+      const why = String(entry.url).includes("${") ? " with this environment's values" : "";
+      throw new TypeError(ctx.where("url") + `: "${entry.url}" is not an http(s) URL${why}`);
     }
     for (const key of ["args", "env", "cwd"]) {
       if (entry[key] !== undefined) {

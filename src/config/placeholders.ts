@@ -17,13 +17,6 @@
 const PLACEHOLDER =
   /\$\{(?:(input:[^}]*|workspaceFolder)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}/g;
 
-/**
- * What the environment gave makes a server unusable (a placeholder names a variable that is not
- * set, or a value that makes its URL invalid): the file is right, this start's environment is
- * not, so only that server is left out.
- */
-export class EnvironmentProblem extends TypeError {}
-
 /** Where a placeholder's value comes from: the config's folder, or the environment. */
 export interface PlaceholderSources {
   configDir: string;
@@ -50,7 +43,7 @@ export function expandPlaceholders(
       const found = sources.env(name!);
       if (fallback !== undefined) return found === undefined || found === "" ? fallback : found;
       if (found === undefined) {
-        throw new EnvironmentProblem(
+        throw new TypeError(
           `${where}: environment variable ${name} is not set (where code mode starts: for a ` +
             `server an MCP client starts, in the "env" of its entry)`,
         );
