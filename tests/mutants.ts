@@ -699,6 +699,20 @@ const MUTATIONS: Mutation[] = [
     to: "const max = 64;",
     tests: ["tests/sandbox_pool_test.ts"],
   },
+  {
+    name: "a replacement boots beside the script it slows",
+    file: "src/sandbox/pool.ts",
+    from: "this.#refillAfter(sandbox);",
+    to: "setTimeout(() => this.#refill(), 0);",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
+    name: "a long script's sandbox is never replaced while it runs",
+    file: "src/sandbox/pool.ts",
+    from: "const timer = setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
+    to: "const timer = 0;",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
   // Typed stubs and observed results (issue 17)
   {
     name: "an observed shape keeps the values",

@@ -355,6 +355,8 @@ async function serve(): Promise<void> {
     dropAllPermissions(); // before any user code can run
   }
   hideHostPaths();
+  // Last, after the optimized code is in place: the first run after that is slow (see settle).
+  await codemode.settle!.callPromising();
 
   let executed = false;
   let running = false;

@@ -687,6 +687,14 @@ def warm_up():
     linecache.cache.pop(SCRIPT, None)
 
 
+def settle():
+    """Runs a trivial script once more, after V8 has put the optimized eval loop in place (see
+    compilationSettled in worker.ts): the first run after that costs about 6 ms more than the
+    ones after it (measured), and that run must not be the caller's script."""
+    execute(_dumps({"code": "pass", "result_bytes": 100, "output_files_bytes": 0}))
+    linecache.cache.pop(SCRIPT, None)
+
+
 def _frame_visible(frame):
     return not frame.filename.startswith(_HIDDEN_PREFIXES)
 
@@ -1138,6 +1146,7 @@ async function serve() {
     dropAllPermissions();
   }
   hideHostPaths();
+  await codemode.settle.callPromising();
   let executed = false;
   let running = false;
   let persistent = false;
