@@ -12,6 +12,8 @@ import { parseAllowedHost } from "./host/http_guard.ts";
 import { writeAllSync } from "./_util/write_all.ts";
 import { readEnv } from "./config/environment.ts";
 import { NESTING_VARIABLE, nestingRefusal } from "./config/this_server.ts";
+import { answerOpening } from "./host/stdio_opening.ts";
+import process from "node:process";
 
 /** The commands' code (the whole server), loaded when a command runs in this process. */
 const commands = () => import("./commands/commands.ts");
@@ -174,10 +176,15 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         const refusal = nestingRefusal(readEnv(NESTING_VARIABLE));
         if (refusal) throw new Error(refusal);
         if (restrict) return await relaunch([], http);
+        // Over stdio, the client's opening message is answered before the server's code loads.
+        const answered = http ? null : await answerOpening(
+          process.stdin,
+          (line) => writeAllSync(Deno.stdout, new TextEncoder().encode(line)),
+        );
         const { serveOverHttp, serveStdio } = await commands();
         return http
           ? await serveOverHttp(values.config, log, http)
-          : await serveStdio(values.config, log);
+          : await serveStdio(values.config, log, answered);
       }
       case "run": {
         if (rest.length !== 1) throw new UsageError("run takes exactly one FILE.py (or -)");

@@ -7,17 +7,13 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { silentLogger } from "../src/_util/log.ts";
-import { Catalog } from "../src/catalog/catalog.ts";
 import { type ExecutionResult, formatResultText } from "../src/execution/execution_result.ts";
 import type { ExecuteOptions, ExecuteRequest, Executor } from "../src/execution/executor.ts";
-import { ParkedRuns } from "../src/host/approvals.ts";
 import { createHost } from "../src/host/server.ts";
-import { TaskStore } from "../src/host/tasks.ts";
+import { testHostDeps } from "./_host.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import { SessionManager } from "../src/sandbox/sessions.ts";
-import { SkillStore } from "../src/skills/skill_store.ts";
 
 const success: ExecutionResult = {
   success: true,
@@ -39,24 +35,6 @@ const timedOut: ExecutionResult = {
   tool_calls: { count: 0, calls: [] },
   diagnostics: { error_type: "TIMEOUT", reported_by: "host", message: "The script ran past 2 s" },
 };
-
-/** A stand-in sandbox for the session manager (it only needs these). */
-function fakeSandbox(profile: Profile) {
-  const exited = Promise.withResolvers<Deno.CommandStatus>();
-  const sandbox = {
-    profile,
-    ready: Promise.resolve(),
-    exited: exited.promise,
-    disposed: false,
-    kill: () => exited.resolve({ success: false, code: 137, signal: "SIGKILL" }),
-    [Symbol.asyncDispose]: () => {
-      sandbox.disposed = true;
-      sandbox.kill();
-      return Promise.resolve();
-    },
-  };
-  return sandbox;
-}
 
 const profile: Profile = {
   name: "work",
@@ -86,41 +64,11 @@ async function startHost(
       return answer(request, options, sessions);
     },
   };
-  const skillsDir = await Deno.makeTempDir();
-  const catalog = new Catalog([]);
-  const sessions = new SessionManager({
-    max: 4,
-    idleMs: 60_000,
-    launch: (p) => fakeSandbox(p) as unknown as Sandbox,
-    log: silentLogger,
-  });
-  const listeners = new Set<() => void>();
-  let description = "Run Python (test description).";
-  const host = createHost({
-    started,
+  const { deps, sessions, listeners, setDescription, cleanup } = await testHostDeps(
     executor,
-    describeExecuteCode: () => description,
-    catalog: () => catalog,
-    onCatalogChange: (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    profiles: ["default", "work"],
-    defaultProfile: "default",
-    openAI: null,
-    agent: () => {
-      throw new Error("the agent is not used in these tests");
-    },
-    skills: {
-      store: new SkillStore(skillsDir, silentLogger),
-      catalog: () => catalog,
-      analyse: () => Promise.reject(new Error("the analysis is not used in these tests")),
-    },
-    sessions,
-    parked: new ParkedRuns({ timeoutMs: 1000 }),
-    tasks: new TaskStore(),
-    taskAfterMs: 5000,
-  }, { era: "legacy", owner: crypto.randomUUID() });
+    started,
+  );
+  const host = createHost(deps, { era: "legacy", owner: crypto.randomUUID() });
   const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
   await host.server.connect(serverEnd);
   const client = new Client({ name: "host-test", version: "1.0.0" });
@@ -131,12 +79,11 @@ async function startHost(
     sessions,
     received,
     listeners,
-    setDescription: (text: string) => description = text,
+    setDescription,
     close: async () => {
       await host.close();
       await client.close();
-      await sessions.closeAll();
-      await Deno.remove(skillsDir, { recursive: true });
+      await cleanup();
     },
   };
 }

@@ -713,6 +713,42 @@ const MUTATIONS: Mutation[] = [
     to: "const timer = 0;",
     tests: ["tests/sandbox_pool_test.ts"],
   },
+  // The opening answered before the SDK loads (issue 16)
+  {
+    name: "the SDK answers an opening answered early again",
+    file: "src/commands/commands.ts",
+    from: "if (answered !== null) {",
+    to: "if (answered === -1) {",
+    tests: ["tests/opening_answer_test.ts"],
+  },
+  {
+    name: "the opening read early is not put back for the SDK",
+    file: "src/host/stdio_opening.ts",
+    from: "stdin.unshift(read);",
+    to: "",
+    tests: ["tests/opening_answer_test.ts"],
+  },
+  {
+    name: "start-up waits for the opening message for ever",
+    file: "src/host/stdio_opening.ts",
+    from: "const timer = setTimeout(() => done(false), waitMs);",
+    to: "const timer = 0;",
+    tests: ["tests/opening_answer_test.ts"],
+  },
+  {
+    name: "the early answer announces other capabilities than the SDK",
+    file: "src/host/opening_answer.ts",
+    from: "capabilities: ANNOUNCED_CAPABILITIES.legacy,",
+    to: "capabilities: ANNOUNCED_CAPABILITIES.modern,",
+    tests: ["tests/opening_answer_test.ts"],
+  },
+  {
+    name: "an opening the SDK refuses is answered early",
+    file: "src/host/opening_answer.ts",
+    from: '? typeof member === "boolean"',
+    to: "? true",
+    tests: ["tests/opening_answer_test.ts"],
+  },
   // Typed stubs and observed results (issue 17)
   {
     name: "an observed shape keeps the values",

@@ -6,7 +6,12 @@
 import { INDEX_TOKEN_BUDGET } from "../catalog/tool_index.ts";
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
-import { serveStdio as serveMcpStdio } from "@modelcontextprotocol/server/stdio";
+import {
+  serveStdio as serveMcpStdio,
+  StdioServerTransport,
+} from "@modelcontextprotocol/server/stdio";
+import { dropAnswerTo } from "../host/stdio_opening.ts";
+import type { RequestId } from "../host/opening_answer.ts";
 import { openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
 import type { Host } from "../host/server.ts";
 import { formatResultText } from "../execution/execution_result.ts";
@@ -26,7 +31,11 @@ export { formatChecks, runDoctor } from "./doctor.ts";
  * (a 2026-07-28 request, or a 2025-11-25 `initialize`), and one MCP server serves the
  * connection. Its persistent sessions belong to the connection and end with it.
  */
-export async function serveStdio(configPath: string | undefined, log: Logger): Promise<number> {
+export async function serveStdio(
+  configPath: string | undefined,
+  log: Logger,
+  answered: RequestId | null = null,
+): Promise<number> {
   // Answers the handshake at once; scripts and tool requests wait for the start-up to finish.
   const app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
   const owner = crypto.randomUUID();
@@ -38,13 +47,27 @@ export async function serveStdio(configPath: string | undefined, log: Logger): P
     await app.sessions.closeOwner(owner);
     await app.close();
   });
+  // The SDK reads the connection from its first byte; an opening message answered already
+  // (`answered`, see stdio_opening.ts) is not answered twice.
+  const wire = new StdioServerTransport();
+  if (answered !== null) {
+    dropAnswerTo(
+      wire,
+      answered,
+      (error) => log.error("the opening answer given early differs from the SDK's", { error }),
+    );
+  }
   const connection = serveMcpStdio(({ era }) => {
     // Also called for a client's `server/discover` probe on a connection it then drops.
     const host = app.createHost({ era, owner });
     hosts.add(host);
     log.info("stdio client connected", { era });
     return host.server;
-  }, { onerror: (error) => log.warn("stdio protocol error", { error: error.message }) });
+  }, {
+    transport: wire,
+    onerror: (error) => log.warn("stdio protocol error", { error: error.message }),
+  });
+  process.stdin.resume(); // paused if the opening was read early
   process.stdin.on("end", () => void stop("stdin closed"));
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,

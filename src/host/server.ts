@@ -11,7 +11,7 @@ import {
   type ProtocolEra,
 } from "@modelcontextprotocol/server";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
-import { VERSION } from "../_util/version.ts";
+import { DECLARED_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from "./server_identity.ts";
 import type { Executor } from "../execution/executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
@@ -89,16 +89,15 @@ export interface Host {
 
 export function createHost(deps: HostDeps, context: HostContext): Host {
   const server = new McpServer(
-    { name: "mcp-code-mode", version: VERSION },
+    { ...SERVER_INFO },
     {
       // `tools` (with listChanged) comes with the first tool: declared here, the SDK would
       // install its tools/call handler at once, before the Tasks wrapping below.
-      capabilities: { logging: {}, resources: { listChanged: true } },
+      capabilities: structuredClone(DECLARED_CAPABILITIES),
       jsonSchemaValidator: lazyValidator(),
       // A 2026-07-28 round's request state must be one this process sealed.
       requestState: { verify: deps.parked.verify },
-      instructions:
-        "Use execute_code to run Python that calls the listed MCP tools as functions; one script can replace many tool calls.",
+      instructions: SERVER_INSTRUCTIONS,
     },
   );
   const { owner } = context;

@@ -1,0 +1,259 @@
+/**
+ * The opening answer given before the SDK loads (src/host/opening_answer.ts) says exactly what
+ * the SDK says to the same message, and says nothing where the SDK would refuse; a real server
+ * answers the opening once, and then serves the connection as usual.
+ */
+import assert from "node:assert/strict";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { LEGACY_VERSIONS, openingAnswer } from "../src/host/opening_answer.ts";
+import { createHost } from "../src/host/server.ts";
+import { testHostDeps } from "./_host.ts";
+import { childEnv, delay, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
+import { OPENING_WAIT_MS } from "../src/host/stdio_opening.ts";
+
+const MODERN_META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+
+const initialize = (params: Record<string, unknown>, id: string | number = 1) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "client", version: "1.0" },
+    ...params,
+  },
+});
+
+const discover = (meta: Record<string, unknown>, id: string | number = 1) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "server/discover",
+  params: { _meta: { ...MODERN_META, ...meta } },
+});
+
+/** Openings clients send: answered early, as the SDK answers them. */
+const PLAIN = {
+  "the newest 2025 revision": initialize({}),
+  "an older revision": initialize({ protocolVersion: "2024-11-05" }),
+  "a revision the server does not know": initialize({ protocolVersion: "2031-01-01" }),
+  "a string id": initialize({}, "opening-1"),
+  "the capabilities clients declare": initialize({
+    capabilities: {
+      roots: { listChanged: true },
+      sampling: {},
+      elicitation: { form: {}, url: {} },
+      experimental: { "x.example/feature": {} },
+    },
+  }),
+  "an empty elicitation capability": initialize({ capabilities: { elicitation: {} } }),
+  "client info with a title": initialize({
+    clientInfo: { name: "c", version: "2", title: "C", description: "a client" },
+  }),
+  "server/discover": discover({}),
+  "server/discover with client info and capabilities": discover({
+    "io.modelcontextprotocol/clientInfo": { name: "c", version: "2" },
+    "io.modelcontextprotocol/clientCapabilities": { roots: { listChanged: false } },
+  }, "d"),
+};
+
+/** Openings the early answer leaves to the SDK: it refuses them, or they are out of the plain. */
+const UNUSUAL = {
+  "a capability the schema refuses": initialize({
+    capabilities: { roots: { listChanged: "yes" } },
+  }),
+  "a sampling capability that is not an object": initialize({ capabilities: { sampling: true } }),
+  "no client info": initialize({ clientInfo: undefined }),
+  "client info without a version": initialize({ clientInfo: { name: "c" } }),
+  "a numeric protocol version": initialize({ protocolVersion: 20251125 }),
+  "a fractional id": initialize({}, 1.5),
+  "a modern claim on initialize": initialize({ _meta: MODERN_META }),
+  "icons in client info": initialize({
+    clientInfo: { name: "c", version: "1", icons: [{ src: "x" }] },
+  }),
+  "server/discover of another revision": discover({
+    "io.modelcontextprotocol/protocolVersion": "2025-11-25",
+  }),
+  "server/discover without capabilities": discover({
+    "io.modelcontextprotocol/clientCapabilities": undefined,
+  }),
+  "another first request": { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} },
+  "a batch": [initialize({})],
+  "an extra member": { ...initialize({}), extra: true },
+};
+
+/** What the SDK answers to `message` as a connection's first, from a host as serve builds it. */
+async function sdkAnswer(message: unknown): Promise<Record<string, unknown>> {
+  const { deps, cleanup } = await testHostDeps(
+    { execute: () => Promise.reject(new Error("no scripts here")) },
+    Promise.resolve(),
+  );
+  const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
+  const answered = Promise.withResolvers<Record<string, unknown>>();
+  clientEnd.onmessage = (reply: object) => {
+    if ("id" in reply) answered.resolve(reply as unknown as Record<string, unknown>);
+  };
+  const hosts: { close(): Promise<void> }[] = [];
+  const connection = serveStdio(({ era }) => {
+    const host = createHost(deps, { era, owner: "test" });
+    hosts.push(host);
+    return host.server;
+  }, { transport: serverEnd as never });
+  await clientEnd.start();
+  await clientEnd.send(message as never);
+  try {
+    return await answered.promise;
+  } finally {
+    await connection.close();
+    await Promise.all(hosts.map((h) => h.close()));
+    await cleanup();
+  }
+}
+
+Deno.test("the opening answer is the SDK's answer, for the openings clients send", async (t) => {
+  for (const [name, message] of Object.entries(PLAIN)) {
+    await t.step(name, async () => {
+      const early = openingAnswer(JSON.stringify(message));
+      assert.ok(early, "no early answer");
+      assert.equal(early.id, message.id);
+      assert.deepEqual(JSON.parse(early.line), await sdkAnswer(message));
+    });
+  }
+});
+
+Deno.test("no opening answer where the SDK refuses or the message is out of the plain", async (t) => {
+  for (const [name, message] of Object.entries(UNUSUAL)) {
+    await t.step(name, () => {
+      assert.equal(openingAnswer(JSON.stringify(message)), null);
+    });
+  }
+  for (const text of ["", "not json", "null", "{}", '"initialize"']) {
+    assert.equal(openingAnswer(text), null, text);
+  }
+  // The SDK does refuse the first two: an early success there would be a lie.
+  for (const name of ["a capability the schema refuses", "no client info"] as const) {
+    const answer = await sdkAnswer(UNUSUAL[name]);
+    assert.ok("error" in answer, `${name}: the SDK accepted it`);
+  }
+});
+
+Deno.test("the revisions initialize accepts are the SDK's", () => {
+  assert.deepEqual([...LEGACY_VERSIONS], SUPPORTED_PROTOCOL_VERSIONS);
+});
+
+/**
+ * A real server on raw stdio: sends `lines`, collects what it writes until `until` holds (or
+ * 30 s pass).
+ */
+async function rawSession(
+  lines: unknown[],
+  until: (messages: Record<string, unknown>[]) => boolean,
+  writeAfterMs = 0,
+): Promise<Record<string, unknown>[]> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
+    env: childEnv(),
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await delay(writeAfterMs);
+  await writer.write(new TextEncoder().encode(lines.map((l) => JSON.stringify(l) + "\n").join("")));
+  // A server that never answers fails the test instead of hanging it.
+  const timer = setTimeout(() => child.kill(), 30_000);
+  const messages: Record<string, unknown>[] = [];
+  let buffered = "";
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of child.stdout) {
+      buffered += decoder.decode(chunk, { stream: true });
+      const complete = buffered.split("\n");
+      buffered = complete.pop()!;
+      messages.push(...complete.filter((l) => l.trim()).map((l) => JSON.parse(l)));
+      if (until(messages)) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    await writer.close().catch(() => {});
+    await child.status;
+  }
+  return messages;
+}
+
+const answersTo = (messages: Record<string, unknown>[], id: unknown) =>
+  messages.filter((m) => m.id === id && !("method" in m));
+
+Deno.test("a server answers a 2025 client's initialize once, then serves the connection", async () => {
+  const messages = await rawSession([
+    initialize({ protocolVersion: "2025-06-18" }, 7),
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 8, method: "tools/list" },
+  ], (m) => answersTo(m, 8).length > 0);
+  const opening = answersTo(messages, 7);
+  assert.equal(opening.length, 1, `initialize answered ${opening.length} times`);
+  assert.equal((opening[0]!.result as { protocolVersion: string }).protocolVersion, "2025-06-18");
+  const tools = answersTo(messages, 8)[0]!.result as { tools: { name: string }[] };
+  assert.ok(tools.tools.some((tool) => tool.name === "execute_code"), JSON.stringify(tools));
+  assert.equal(messages.indexOf(opening[0]!), 0, "the opening answer was not the first line");
+});
+
+Deno.test("a server answers a 2026-07-28 client's server/discover once, then serves it", async () => {
+  const messages = await rawSession([
+    discover({}, "open"),
+    { jsonrpc: "2.0", id: "list", method: "tools/list", params: { _meta: MODERN_META } },
+  ], (m) => answersTo(m, "list").length > 0);
+  const opening = answersTo(messages, "open");
+  assert.equal(opening.length, 1, `server/discover answered ${opening.length} times`);
+  assert.deepEqual((opening[0]!.result as { supportedVersions: string[] }).supportedVersions, [
+    "2026-07-28",
+  ]);
+  const tools = answersTo(messages, "list")[0]!.result as { tools: { name: string }[] };
+  assert.ok(tools.tools.some((tool) => tool.name === "execute_code"), JSON.stringify(tools));
+});
+
+Deno.test("a server started with nothing on stdin starts up all the same", async () => {
+  // As in a terminal, where the README has a newcomer start it first.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
+    env: childEnv(),
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const timer = setTimeout(() => child.kill(), 30_000);
+  let log = "";
+  try {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      log += chunk;
+      if (log.includes("serving MCP over stdio")) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    await child.stdin.close();
+    await child.status;
+  }
+  assert.match(log, /serving MCP over stdio/);
+});
+
+Deno.test("a client that waits before its initialize is answered by the SDK, once", async () => {
+  const messages = await rawSession(
+    [
+      initialize({}, 1),
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+    ],
+    (m) => answersTo(m, 2).length > 0,
+    OPENING_WAIT_MS + 2000,
+  );
+  assert.equal(answersTo(messages, 1).length, 1);
+  const tools = answersTo(messages, 2)[0]!.result as { tools: { name: string }[] };
+  assert.ok(tools.tools.some((tool) => tool.name === "execute_code"), JSON.stringify(tools));
+});
