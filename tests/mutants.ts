@@ -713,6 +713,13 @@ const MUTATIONS: Mutation[] = [
     to: "const timer = 0;",
     tests: ["tests/sandbox_pool_test.ts"],
   },
+  {
+    name: "a session whose outputs/ became a file crashes on its next run",
+    file: "src/sandbox/prelude.py",
+    from: "if os.path.islink(OUTPUTS) or os.path.isfile(OUTPUTS):",
+    to: "if False:",
+    tests: ["tests/sessions_files_test.ts"],
+  },
   // The opening answered before the SDK loads (issue 16)
   {
     name: "the SDK answers an opening answered early again",
@@ -994,7 +1001,7 @@ const MUTATIONS: Mutation[] = [
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
 /** Files whose change needs the sandbox worker bundled again. */
 const WORKER_SOURCES =
-  /^src\/(sandbox\/worker\.ts|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener)\.ts|_util\/write_all\.ts)/;
+  /^src\/(sandbox\/worker\.ts|sandbox\/prelude\.py|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener)\.ts|_util\/write_all\.ts)/;
 
 async function run(command: string[], cwd: string, env: Record<string, string>) {
   const out = await new Deno.Command(command[0]!, {

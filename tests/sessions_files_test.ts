@@ -116,6 +116,28 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
   });
 
   await t.step(
+    "a script that makes outputs/ a file or a link does not break the next",
+    async () => {
+      for (
+        const code of [
+          "import shutil\nshutil.rmtree('outputs')\nopen('outputs', 'w').write('x')",
+          "import os, shutil\nshutil.rmtree('outputs')\nos.symlink('/tmp', 'outputs')",
+        ]
+      ) {
+        const broke = await server.execute({ code, session_id: s1 } as never);
+        assert.equal(broke.success, true, broke.text);
+        const next = await server.execute({
+          code: "open('outputs/n.txt', 'w').write('next')\ncounter",
+          session_id: s1,
+        } as never);
+        assert.equal(next.success, true, next.text);
+        assert.equal(next.result, 43, "the session's state is kept");
+        assert.deepEqual(next.outputs.map((f) => f.name), ["n.txt"]);
+      }
+    },
+  );
+
+  await t.step(
     "a script that will not stop is killed and the session says its state is lost",
     async () => {
       const stubborn = await server.execute({

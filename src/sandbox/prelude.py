@@ -435,14 +435,30 @@ def place_files(files):
 
 
 def reset_outputs():
-    shutil.rmtree(OUTPUTS, ignore_errors=True)
+    """Leaves outputs/ an empty folder, whatever the last script of a session made of it."""
+    if os.path.islink(OUTPUTS) or os.path.isfile(OUTPUTS):
+        os.remove(OUTPUTS)
+    elif _empty_folder(OUTPUTS):
+        return  # as warm-up leaves it, for a fresh sandbox's script: nothing to remove
+    else:
+        shutil.rmtree(OUTPUTS, ignore_errors=True)
     os.makedirs(OUTPUTS, exist_ok=True)
+
+
+def _empty_folder(path):
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def collect_outputs(limit_bytes, spill_dir=None, limit_files=50):
     """Files the script wrote to outputs/, base64, within the limits. Files beyond them are
     moved to spill_dir (a writable host folder) when there is one, else listed as omitted."""
     found, total = [], 0
+    if _empty_folder(OUTPUTS):
+        return found
     for root, _dirs, names in os.walk(OUTPUTS):
         for name in sorted(names):
             path = os.path.join(root, name)
