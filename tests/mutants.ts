@@ -743,6 +743,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/opening_answer_test.ts"],
   },
   {
+    name: "a server whose stdin closed during the opening read runs on",
+    file: "src/commands/commands.ts",
+    from: 'if (process.stdin.readableEnded) void stop("stdin closed");',
+    to: "",
+    tests: ["tests/opening_answer_test.ts"],
+  },
+  {
     name: "the early answer announces other capabilities than the SDK",
     file: "src/host/opening_answer.ts",
     from: "capabilities: ANNOUNCED_CAPABILITIES.legacy,",

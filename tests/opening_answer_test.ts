@@ -243,6 +243,33 @@ Deno.test("a server started with nothing on stdin starts up all the same", async
   assert.match(log, /serving MCP over stdio/);
 });
 
+Deno.test("a server whose stdin closes while it waits for the opening stops", async (t) => {
+  for (const [name, bytes] of [["nothing", ""], ["half a line", '{"jsonrpc":"2.0","id":1,"me']]) {
+    await t.step(`after ${name}`, async () => {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
+        env: childEnv(),
+        cwd: ROOT,
+        stdin: "piped",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(bytes));
+      await writer.close();
+      let killed = false;
+      const timer = setTimeout(() => {
+        killed = true;
+        child.kill("SIGKILL");
+      }, 30_000);
+      const status = await child.status;
+      clearTimeout(timer);
+      assert.equal(killed, false, "still running 30 s after stdin closed");
+      assert.equal(status.code, 0);
+    });
+  }
+});
+
 Deno.test("a client that waits before its initialize is answered by the SDK, once", async () => {
   const messages = await rawSession(
     [

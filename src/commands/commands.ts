@@ -69,6 +69,8 @@ export async function serveStdio(
   });
   process.stdin.resume(); // paused if the opening was read early
   process.stdin.on("end", () => void stop("stdin closed"));
+  // Closed while the opening was read: that "end" has come and gone.
+  if (process.stdin.readableEnded) void stop("stdin closed");
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,
     servers: app.config.servers.map((s) => s.name),
