@@ -181,9 +181,14 @@ Deno.test("deno task serve's host runs without --allow-all and watches memory th
   }
   // Nothing the default config does not need: no network, no FFI, no system information.
   assert.ok(!host.some((a) => /^--allow-(net|ffi|sys|import)/.test(a)), host.join(" "));
-  const watcher = childPids(server.pid).find((pid) =>
-    cmdline(pid).some((a) => a.endsWith("memory_watcher.ts"))
-  );
+  // Started with the rest of the service, which may come after the handshake's answer.
+  const findWatcher = () =>
+    childPids(server.pid).find((pid) => cmdline(pid).some((a) => a.endsWith("memory_watcher.ts")));
+  let watcher = findWatcher();
+  for (let i = 0; i < 200 && watcher === undefined; i++) {
+    await delay(50);
+    watcher = findWatcher();
+  }
   assert.ok(watcher !== undefined, "no memory watcher under the host");
   const bomb = await server.execute({ code: "x = bytearray(900 * 1024 * 1024)\nlen(x)" });
   assert.equal(bomb.diagnostics?.error_type, "MEMORY_LIMIT", bomb.text);
