@@ -707,6 +707,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "the last ready sandbox's replacement waits for its script",
+    file: "src/sandbox/pool.ts",
+    from: "if ((this.#ready.get(key)?.length ?? 0) > 0) this.#refillAfter(sandbox);",
+    to: "if (true) this.#refillAfter(sandbox);",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
     name: "a long script's sandbox is never replaced while it runs",
     file: "src/sandbox/pool.ts",
     from: "const timer = setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
