@@ -177,10 +177,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         if (refusal) throw new Error(refusal);
         if (restrict) return await relaunch([], http);
         // Over stdio, the client's opening message is answered before the server's code loads.
-        const answered = http ? null : await answerOpening(
-          process.stdin,
-          (line) => writeAllSync(Deno.stdout, new TextEncoder().encode(line)),
-        );
+        const answered = http ? null : await answerOpening(process.stdin, writeStdout);
         const { serveOverHttp, serveStdio } = await commands();
         return http
           ? await serveOverHttp(values.config, log, http)

@@ -92,6 +92,28 @@ export async function startServer(
   };
 }
 
+/**
+ * `serve` over stdio as a bare process, for tests that write and read the protocol's bytes
+ * themselves: stdin piped, stdout piped unless told, stderr dropped unless told.
+ */
+export function spawnServe(options: {
+  args?: string[];
+  env?: Record<string, string>;
+  clearEnv?: boolean;
+  stdout?: "piped" | "null";
+  stderr?: "piped" | "null";
+} = {}): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", ...SERVE_FLAGS, MAIN, "serve", ...(options.args ?? [])],
+    env: childEnv(options.env),
+    clearEnv: options.clearEnv,
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: options.stdout ?? "piped",
+    stderr: options.stderr ?? "null",
+  }).spawn();
+}
+
 export interface CliResult {
   code: number;
   stdout: string;

@@ -2,7 +2,7 @@
  * Test helpers for raw MCP 2026-07-28 traffic, where a test needs exact messages: the per-request
  * `_meta` envelope, one request over HTTP, and a connection over stdio.
  */
-import { childEnv, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
+import { spawnServe } from "./_helpers.ts";
 
 export const MODERN = "2026-07-28";
 export const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
@@ -18,14 +18,7 @@ export function envelope(capabilities: Record<string, unknown> = TASKS) {
 
 /** A raw 2026-07-28 caller over stdio: one server process, one connection. */
 export function rawStdio(configPath: string, env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--config", configPath],
-    env: childEnv(env),
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
+  const child = spawnServe({ args: ["--config", configPath], env });
   const writer = child.stdin.getWriter();
   const waiting = new Map<number, (message: Record<string, unknown>) => void>();
   void (async () => {

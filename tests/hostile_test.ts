@@ -3,7 +3,7 @@
  * that must succeed (see also isolation_test.ts and policy_test.ts).
  */
 import assert from "node:assert/strict";
-import { childEnv, MAIN, ROOT, SERVE_FLAGS, startServer, type TestServer } from "./_helpers.ts";
+import { spawnServe, startServer, type TestServer } from "./_helpers.ts";
 
 async function stillWorks(server: TestServer): Promise<void> {
   const r = await server.execute({
@@ -139,15 +139,7 @@ Deno.test("bad requests from the MCP client get clear errors, never a crash", as
 });
 
 Deno.test("malformed bytes on the server's stdin do not bring it down", async () => {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...SERVE_FLAGS, MAIN, "serve", "--log-level", "error"],
-    env: childEnv(),
-    clearEnv: true,
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
+  const child = spawnServe({ args: ["--log-level", "error"], clearEnv: true });
   const writer = child.stdin.getWriter();
   const send = (text: string | Uint8Array) =>
     writer.write(typeof text === "string" ? new TextEncoder().encode(text) : text);

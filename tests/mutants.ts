@@ -717,7 +717,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "the opening read early is not put back for the SDK",
     file: "src/host/stdio_opening.ts",
-    from: "stdin.unshift(read);",
+    from: "if (read.length > 0) stdin.unshift(read);",
     to: "",
     tests: ["tests/opening_answer_test.ts"],
   },

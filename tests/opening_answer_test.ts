@@ -7,10 +7,11 @@ import assert from "node:assert/strict";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
-import { LEGACY_VERSIONS, openingAnswer } from "../src/host/opening_answer.ts";
+import { openingAnswer } from "../src/host/opening_answer.ts";
+import { LEGACY_VERSIONS } from "../src/host/server_identity.ts";
 import { createHost } from "../src/host/server.ts";
 import { testHostDeps } from "./_host.ts";
-import { childEnv, delay, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
+import { delay, spawnServe } from "./_helpers.ts";
 import { OPENING_WAIT_MS } from "../src/host/stdio_opening.ts";
 
 const MODERN_META = {
@@ -146,6 +147,16 @@ Deno.test("the revisions initialize accepts are the SDK's", () => {
   assert.deepEqual([...LEGACY_VERSIONS], SUPPORTED_PROTOCOL_VERSIONS);
 });
 
+/** Kills `child` if it still runs after 30 s: a server that hangs fails its test, not the run. */
+function killAfter(child: Deno.ChildProcess, signal: Deno.Signal) {
+  let fired = false;
+  const timer = setTimeout(() => {
+    fired = true;
+    child.kill(signal);
+  }, 30_000);
+  return { clear: () => clearTimeout(timer), fired: () => fired };
+}
+
 /**
  * A real server on raw stdio: sends `lines`, collects what it writes until `until` holds (or
  * 30 s pass).
@@ -155,19 +166,11 @@ async function rawSession(
   until: (messages: Record<string, unknown>[]) => boolean,
   writeAfterMs = 0,
 ): Promise<Record<string, unknown>[]> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
-    env: childEnv(),
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
+  const child = spawnServe();
   const writer = child.stdin.getWriter();
   await delay(writeAfterMs);
   await writer.write(new TextEncoder().encode(lines.map((l) => JSON.stringify(l) + "\n").join("")));
-  // A server that never answers fails the test instead of hanging it.
-  const timer = setTimeout(() => child.kill(), 30_000);
+  const deadline = killAfter(child, "SIGTERM");
   const messages: Record<string, unknown>[] = [];
   let buffered = "";
   const decoder = new TextDecoder();
@@ -180,7 +183,7 @@ async function rawSession(
       if (until(messages)) break;
     }
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
     await writer.close().catch(() => {});
     await child.status;
   }
@@ -220,15 +223,8 @@ Deno.test("a server answers a 2026-07-28 client's server/discover once, then ser
 
 Deno.test("a server started with nothing on stdin starts up all the same", async () => {
   // As in a terminal, where the README has a newcomer start it first.
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
-    env: childEnv(),
-    cwd: ROOT,
-    stdin: "piped",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const timer = setTimeout(() => child.kill(), 30_000);
+  const child = spawnServe({ stdout: "null", stderr: "piped" });
+  const deadline = killAfter(child, "SIGTERM");
   let log = "";
   try {
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
@@ -236,7 +232,7 @@ Deno.test("a server started with nothing on stdin starts up all the same", async
       if (log.includes("serving MCP over stdio")) break;
     }
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
     await child.stdin.close();
     await child.status;
   }
@@ -246,25 +242,14 @@ Deno.test("a server started with nothing on stdin starts up all the same", async
 Deno.test("a server whose stdin closes while it waits for the opening stops", async (t) => {
   for (const [name, bytes] of [["nothing", ""], ["half a line", '{"jsonrpc":"2.0","id":1,"me']]) {
     await t.step(`after ${name}`, async () => {
-      const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", ...SERVE_FLAGS, MAIN, "serve"],
-        env: childEnv(),
-        cwd: ROOT,
-        stdin: "piped",
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
+      const child = spawnServe({ stdout: "null" });
       const writer = child.stdin.getWriter();
       await writer.write(new TextEncoder().encode(bytes));
       await writer.close();
-      let killed = false;
-      const timer = setTimeout(() => {
-        killed = true;
-        child.kill("SIGKILL");
-      }, 30_000);
+      const deadline = killAfter(child, "SIGKILL");
       const status = await child.status;
-      clearTimeout(timer);
-      assert.equal(killed, false, "still running 30 s after stdin closed");
+      deadline.clear();
+      assert.equal(deadline.fired(), false, "still running 30 s after stdin closed");
       assert.equal(status.code, 0);
     });
   }

@@ -9,21 +9,13 @@
  */
 import {
   ANNOUNCED_CAPABILITIES,
+  LEGACY_VERSIONS,
   MODERN_VERSIONS,
   SERVER_INFO,
   SERVER_INSTRUCTIONS,
 } from "./server_identity.ts";
 
 export type RequestId = string | number;
-
-/** The 2025-era revisions `initialize` accepts as asked; any other gets the first. */
-export const LEGACY_VERSIONS = [
-  "2025-11-25",
-  "2025-06-18",
-  "2025-03-26",
-  "2024-11-05",
-  "2024-10-07",
-] as const;
 
 const META = "io.modelcontextprotocol/";
 const PROTOCOL_VERSION = `${META}protocolVersion`;

@@ -27,5 +27,14 @@ export const ANNOUNCED_CAPABILITIES = {
   },
 } as const;
 
+/** The 2025-era revisions `initialize` accepts as asked (the SDK's); any other gets the first. */
+export const LEGACY_VERSIONS = [
+  "2025-11-25",
+  "2025-06-18",
+  "2025-03-26",
+  "2024-11-05",
+  "2024-10-07",
+] as const;
+
 /** The revisions `server/discover` lists (2025-era ones are negotiated by `initialize`). */
 export const MODERN_VERSIONS = ["2026-07-28"] as const;
