@@ -47,6 +47,71 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
   });
 });
 
+Deno.test("the result is the last expression exactly as Pyodide's CodeRunner gives it", async () => {
+  // The sandbox compiles a script its own, faster way (compile_script in prelude.py); here both
+  // run in one sandbox over scripts that end in every way, and must agree on the result, or on
+  // the error and its line.
+  const scripts = [
+    "1 + 1",
+    "1 + 1;",
+    "1 + 1 ;  # a comment",
+    "1 + 1  # a comment; with a semicolon",
+    "x = 5\nx",
+    "x = 5",
+    "",
+    "# only a comment",
+    "  a = 2\n  a * 3",
+    "s = 'a\fb'\n7 ;",
+    "s = 'a\u2028b'\n7 ;",
+    "s = 'a\u2028b'\n7",
+    "x = 1\r2 ;\r",
+    "x = 1\r\n2\r\n",
+    "é = 'ü'; é  ;",
+    "é = 'ü'; é",
+    "(\n  1,\n  2\n)",
+    "(\n  1,\n  2\n) ;",
+    "(y := 7)",
+    "import asyncio\nawait asyncio.sleep(0, 'slept')",
+    "import asyncio\nv = await asyncio.sleep(0, 4)\nv * 2",
+    "def f():\n    return 1 / 0\nf()",
+    "x = 1\nundefined_name + x",
+    "if True:\n    9",
+    "[i for i in range(3)]",
+  ];
+  await using server = await startServer();
+  const r = await server.execute({
+    code: [
+      "import _codemode, ast, json, sys, traceback",
+      "from pyodide.code import CodeRunner",
+      `scripts = json.loads(${JSON.stringify(JSON.stringify(scripts))})`,
+      "def line_of(exc):",
+      "    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == '<script>']",
+      "    return frames[-1].lineno if frames else None",
+      "def ours(code):",
+      "    out = _codemode.run(code, 10_000)",
+      "    if out['ok']:",
+      "        return ['ok', out['result']]",
+      "    return ['error', out['error']['error_type'], out['error']['lineno']]",
+      "async def theirs(code):",
+      "    try:",
+      "        runner = CodeRunner(code, filename='<script>', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)",
+      "        value = await runner.compile().run_async({'__name__': '__main__'})",
+      "        return ['ok', json.loads(json.dumps(value))]",
+      "    except Exception as exc:",
+      "        return ['error', type(exc).__name__, line_of(exc)]",
+      "[[code, ours(code), await theirs(code)] for code in scripts]",
+    ].join("\n"),
+  });
+  assert.equal(r.success, true, r.text);
+  const rows = r.result as [string, unknown[], unknown[]][];
+  assert.equal(rows.length, scripts.length);
+  for (const [code, ours, theirs] of rows) assert.deepEqual(ours, theirs, JSON.stringify(code));
+  // The cases cover both answers, and an error's line.
+  const results = rows.map(([, ours]) => JSON.stringify(ours));
+  assert.ok(results.includes('["ok",2]') && results.includes('["ok",null]'), results.join(" "));
+  assert.ok(results.includes('["error","ZeroDivisionError",2]'), results.join(" "));
+});
+
 Deno.test("execute_code enforces the code-size and profile policy before running", async (t) => {
   await using server = await startServer();
   await t.step("too many characters", async () => {

@@ -706,6 +706,22 @@ const MUTATIONS: Mutation[] = [
     to: "if False:",
     tests: ["tests/sessions_files_test.ts"],
   },
+  {
+    name: "a script ending in a semicolon returns its last expression (CodeRunner does not)",
+    file: "src/sandbox/prelude.py",
+    from: 'return line[statement.end_col_offset:].lstrip().startswith(b";")',
+    to: "return False",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "CodeRunner",
+  },
+  {
+    name: "the semicolon is looked for on the wrong line when a string holds a form feed",
+    file: "src/sandbox/prelude.py",
+    from: 'lines = code.replace("\\r\\n", "\\n").replace("\\r", "\\n").split("\\n")',
+    to: "lines = code.splitlines()",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "CodeRunner",
+  },
   // The opening answered before the SDK loads (issue 16)
   {
     name: "the SDK answers an opening answered early again",
