@@ -22,7 +22,19 @@ export const SERVE_FLAGS: string[] = (() => {
 /** The environment a child server needs (the SDK passes only a few defaults otherwise). */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME", "CODEMODE_CACHE_DIR"]) {
+  // NODE_EXTRA_CA_CERTS: on a machine whose TLS goes through an inspecting proxy, a Deno
+  // upstream server started outside this checkout (no lock file) fetches its package's
+  // metadata on first start and needs the proxy's CA; the host passes it on to its servers.
+  for (
+    const name of [
+      "PATH",
+      "HOME",
+      "DENO_DIR",
+      "XDG_CACHE_HOME",
+      "CODEMODE_CACHE_DIR",
+      "NODE_EXTRA_CA_CERTS",
+    ]
+  ) {
     const value = Deno.env.get(name);
     if (value !== undefined) env[name] = value;
   }
