@@ -253,36 +253,29 @@ const TABLE: {
   {
     name: "cancels a running script and kills its sandbox",
     async check(caller) {
-      const before = sandboxPids(caller.hostPid());
       const abort = new AbortController();
+      // The script names its own process (Deno.pid, through js), so the test waits for exactly
+      // that sandbox to go, not for any: the pool's own sandboxes come and go meanwhile.
       const running = caller.callTool("execute_code", {
-        code: "import time\nprint('cancel-row-running', flush=True)\ntime.sleep(60)",
+        code: "import time, js\nprint('cancel-row-running', js.Deno.pid, flush=True)\n" +
+          "time.sleep(60)",
         timeout_s: 90,
       }, { signal: abort.signal });
-      let during = sandboxPids(caller.hostPid());
-      for (let i = 0; i < 100 && during.every((pid) => before.includes(pid)); i++) {
-        await delay(100);
-        during = sandboxPids(caller.hostPid());
-      }
       // Cancel once the script runs (its own output says so), not while it waits for a sandbox:
       // on a loaded machine a boot can take longer than any fixed delay.
-      // A marker of its own: the host's "started: ..." log line would match a plain "started".
-      const marked = () => caller.logs.some((l) => l.includes("cancel-row-running"));
-      for (let i = 0; i < 1200 && !marked(); i++) await delay(100);
-      assert.ok(marked(), "the script never printed its marker (it did not start in 120 s)");
-      during = sandboxPids(caller.hostPid());
+      const marker = () => caller.logs.find((l) => l.includes("cancel-row-running"));
+      for (let i = 0; i < 1200 && !marker(); i++) await delay(100);
+      const pid = Number(/cancel-row-running (\d+)/.exec(marker() ?? "")?.[1]);
+      assert.ok(pid > 0, `the script never printed its marker and pid (not started in 120 s)`);
+      assert.ok(sandboxPids(caller.hostPid()).includes(pid), `${pid} is not a sandbox of the host`);
       abort.abort();
       await assert.rejects(running);
-      // The running sandbox is one of `during`; the others are idle in the pool, which may also
-      // boot more meanwhile (it grows after a caller waited), so count the ones gone, not all.
-      let after = sandboxPids(caller.hostPid());
-      for (let i = 0; i < 300 && during.every((pid) => after.includes(pid)); i++) {
+      for (let i = 0; i < 300 && sandboxPids(caller.hostPid()).includes(pid); i++) {
         await delay(100);
-        after = sandboxPids(caller.hostPid());
       }
       assert.ok(
-        during.some((pid) => !after.includes(pid)),
-        `no sandbox gone within 30 s of the abort: ${during} -> ${after}; logs: ${
+        !sandboxPids(caller.hostPid()).includes(pid),
+        `the cancelled script's sandbox ${pid} still runs 30 s after the abort; logs: ${
           caller.logs.slice(-5).join(" | ")
         }`,
       );

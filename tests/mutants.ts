@@ -743,6 +743,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/execute_code_test.ts"],
     filter: "CodeRunner",
   },
+  {
+    name: "a session's next run starts with the files its last run left in outputs/",
+    file: "src/sandbox/prelude.py",
+    from: "        reset_outputs()\n    _outputs_empty = False",
+    to: "        reset_outputs()\n    _outputs_empty = True",
+    tests: ["tests/sessions_files_test.ts"],
+  },
   // The opening answered before the SDK loads (issue 16)
   {
     name: "the SDK answers an opening answered early again",
