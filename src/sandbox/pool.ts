@@ -1,8 +1,7 @@
 /**
  * Pre-booted, single-use sandboxes, one warm set per profile. `acquire` hands out a booted
- * sandbox (it is never returned: the caller runs one script and kills it) and boots a
- * replacement in the background: when that script is over if another sandbox is ready, else at
- * once. When none is ready, callers queue, up to a bound. The number
+ * sandbox (it is never returned: the caller runs one script and kills it) and starts booting a
+ * replacement in the background. When none is ready, callers queue, up to a bound. The number
  * kept ready follows demand, between `warm` and `maxReady` (see pool_sizing.ts).
  */
 import type { Logger } from "../_util/log.ts";
@@ -28,9 +27,6 @@ export interface PoolOptions {
   launch: (profile: Profile) => Sandbox;
   log: Logger;
 }
-
-/** How long a script may run before the replacement of its sandbox starts booting beside it. */
-export const REFILL_DELAY_MS = 100;
 
 export class PoolBusyError extends Error {
   constructor(waiting: number) {
@@ -87,10 +83,8 @@ export class SandboxPool implements AsyncDisposable {
     this.#called.add(key);
     const sandbox = this.#ready.get(key)?.shift();
     if (sandbox) {
-      if ((this.#ready.get(key)?.length ?? 0) > 0) this.#refillAfter(sandbox);
-      // The last ready one: the next caller would wait for a boot. Spawning blocks the event
-      // loop for about a millisecond, so after the hand-off.
-      else setTimeout(() => this.#refill(), 0);
+      // Spawning blocks the event loop for about a millisecond: do it after the hand-off.
+      setTimeout(() => this.#refill(), 0);
       return Promise.resolve(sandbox);
     }
     const cancelled = () => new Error("Cannot run: cancelled while waiting for a sandbox");
@@ -115,19 +109,6 @@ export class SandboxPool implements AsyncDisposable {
     signal?.addEventListener("abort", onAbort, { once: true });
     this.#refill();
     return waiting.promise;
-  }
-
-  /**
-   * Boots the replacement of a sandbox just handed out once its script is over (its process
-   * exits), or after \`REFILL_DELAY_MS\` if the script runs longer (or the sandbox serves a
-   * session); for while another sandbox is ready.
-   */
-  #refillAfter(sandbox: Sandbox): void {
-    const timer = setTimeout(() => this.#refill(), REFILL_DELAY_MS);
-    void sandbox.exited.finally(() => {
-      clearTimeout(timer);
-      this.#refill();
-    });
   }
 
   /** Removes a waiter from the queue; it no longer listens for its caller's abort. */
