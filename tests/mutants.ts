@@ -700,6 +700,20 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a replacement boots beside the script just handed out",
+    file: "src/sandbox/pool.ts",
+    from: "setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
+    to: "setTimeout(() => this.#refill(), 0);",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
+    name: "a sandbox handed out is never replaced",
+    file: "src/sandbox/pool.ts",
+    from: "setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
+    to: "",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
     name: "a session whose outputs/ became a file crashes on its next run",
     file: "src/sandbox/prelude.py",
     from: "if os.path.islink(OUTPUTS) or os.path.isfile(OUTPUTS):",

@@ -8,7 +8,13 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../src/_util/log.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
-import { PoolBusyError, type PoolOptions, SandboxPool } from "../src/sandbox/pool.ts";
+import {
+  PoolBusyError,
+  type PoolOptions,
+  REFILL_DELAY_MS,
+  SandboxPool,
+} from "../src/sandbox/pool.ts";
+import { delay } from "./_helpers.ts";
 import type { Profile } from "../src/sandbox/profile.ts";
 import { plainProfile } from "./_profiles.ts";
 import { availableMemoryMb, nextTarget, poolCeiling } from "../src/sandbox/pool_sizing.ts";
@@ -83,13 +89,15 @@ Deno.test("SandboxPool keeps `warm` sandboxes booting for a profile it warms up"
   await pool.close();
 });
 
-Deno.test("SandboxPool.acquire() hands out a ready sandbox at once and boots a replacement", async () => {
+Deno.test("SandboxPool.acquire() hands out a ready sandbox at once and boots a replacement shortly after", async () => {
   const { pool, launched } = poolWith({ warm: 1 }, true);
   pool.warmUp(work);
   await settle();
   const got = await pool.acquire(work);
   assert.equal(got, launched[0] as unknown as Sandbox);
   await settle();
+  assert.equal(launched.length, 1, "a boot started beside the script just handed out");
+  await delay(REFILL_DELAY_MS * 2); // a timer set later fires later
   assert.equal(launched.length, 2, "a replacement is booting");
   const next = await pool.acquire(work);
   assert.equal(next, launched[1] as unknown as Sandbox, "the replacement is handed out next");
