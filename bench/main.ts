@@ -450,6 +450,11 @@ async function benchPeer(): Promise<void> {
     figures.warm,
     medianP95,
   );
+  row(
+    "warm 2 KB script (30 statements and branches) at the same pace, median / p95 of 40",
+    figures.warmAgentSized,
+    medianP95,
+  );
   for (const [what, s] of Object.entries(figures.compute)) row(`${what} (median of 5)`, s, median);
   row(
     "CPU per execution, 20 back to back (whole process tree)",

@@ -30,6 +30,15 @@ export const COMPUTE_SCRIPTS = {
     "print(len(text))",
 } as const;
 
+/**
+ * A script of the size agents write (about 2 KB: 30 small statements and branches), for the
+ * warm path when compiling is no longer negligible.
+ */
+export const AGENT_SIZED_SCRIPT = Array.from(
+  { length: 30 },
+  (_, i) => `x${i} = {'a': ${i}, 'b': [1, 2, 3]}\nif x${i}['a'] > 3:\n    y = x${i}['b'][0]`,
+).join("\n") + "\nprint(y)\nx0";
+
 export interface Series {
   /** Per contender name, the samples in ms (or CPU-s, or MB). */
   [contender: string]: number[];
@@ -42,6 +51,8 @@ export interface SideBySide {
   initializeFirstEver: Series;
   firstResult: Series;
   warm: Series;
+  /** The same with `AGENT_SIZED_SCRIPT`. */
+  warmAgentSized: Series;
   compute: Record<string, Series>;
   cpuPerExecution: Series;
   /** CPU-s the whole tree spent over `idleSeconds` with no call, after warm-up. */
@@ -130,6 +141,7 @@ export async function runSideBySide(
     initializeFirstEver: series(),
     firstResult: series(),
     warm: series(),
+    warmAgentSized: series(),
     compute: Object.fromEntries(Object.keys(COMPUTE_SCRIPTS).map((k) => [k, series()])),
     cpuPerExecution: series(),
     idleCpu: series(),
@@ -173,6 +185,13 @@ export async function runSideBySide(
       await delay(gap);
       const ms = await timed(() => c.run(client, "print(1)"));
       if (i >= 5) result.warm[c.name]!.push(ms);
+    }
+  }
+  for (let i = 0; i < options.warmCalls + 5; i++) {
+    for (const { c, client } of servers) {
+      await delay(gap);
+      const ms = await timed(() => c.run(client, AGENT_SIZED_SCRIPT));
+      if (i >= 5) result.warmAgentSized[c.name]!.push(ms);
     }
   }
   await delay(options.agentPaceMs); // pools refilled
