@@ -33,8 +33,10 @@ export interface PoolOptions {
  * loop for about a millisecond and a boot takes both cores for about half a second: started at
  * once, beside the script just handed out, they slowed a warm `print(1)` (a few ms end to end)
  * by about 1.5 ms. 20 ms later, a short script is over; the pool refills as soon as before for
- * anything else. (Waiting until the script ends was tried and reverted twice: with it, three
- * full test runs in three failed to see a cancelled script's sandbox go, a race not found.)
+ * anything else. A longer script still shares the cores with that boot: a 2e6-iteration loop
+ * took 420-460 ms in a sandbox alone and 600-800 ms through the server. (Waiting until the
+ * script ends was tried and reverted twice: with it, three full test runs in three failed to
+ * see a cancelled script's sandbox go, a race not found.)
  */
 export const REFILL_DELAY_MS = 20;
 
