@@ -721,6 +721,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sessions_files_test.ts"],
   },
   {
+    name: "a session script that replaces textwrap.dedent breaks its next script",
+    file: "src/sandbox/prelude.py",
+    from: "    code = _dedent(code)",
+    to: "    import textwrap\n    code = textwrap.dedent(code)",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "textwrap.dedent",
+  },
+  {
     name: "a script ending in a semicolon returns its last expression (CodeRunner does not)",
     file: "src/sandbox/prelude.py",
     from: 'return line[statement.end_col_offset:].lstrip().startswith(b";")',

@@ -9,14 +9,16 @@ Embedded into TypeScript as src/sandbox/prelude_py.ts by `deno task generate`. C
 changes the snapshot key, so the snapshot is rebuilt on next start.
 """
 import ast, asyncio, base64, builtins, gc, importlib, importlib.abc, importlib.util, json
-import linecache, os, shutil, sys, textwrap, traceback, types
+import linecache, os, shutil, sys, traceback, types
 import inspect
 from pyodide.ffi import run_sync
 
 SCRIPT = "<script>"
-# Bound now, so a script that monkey-patches json cannot break the runtime's own replies.
+# Bound now, so a script that monkey-patches json or textwrap cannot break the runtime's own
+# replies or a session's next script.
 _dumps = json.dumps
 _loads = json.loads
+from textwrap import dedent as _dedent
 _HIDDEN_PREFIXES = ("/lib/python", "<codemode", "/lib/pyodide")
 
 
@@ -407,7 +409,7 @@ def compile_script(code):
     whole tree to fix locations. Those passes took over half the time: compiling a 2 KB script
     in a sandbox took 21 ms with CodeRunner and 8.5 ms this way (measured, median of 30).
     """
-    code = textwrap.dedent(code)
+    code = _dedent(code)
     tree = compile(code, SCRIPT, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     last = tree.body[-1] if tree.body else None
     if not isinstance(last, ast.Expr) or _semicolon_after(code, last):
