@@ -53,7 +53,9 @@ export async function writeConfig(
 
 export interface TestServer extends AsyncDisposable {
   client: Client;
-  execute(args: { code: string; timeout_s?: number; profile?: string }): Promise<
+  execute(
+    args: { code: string; timeout_s?: number; profile?: string; session_id?: string },
+  ): Promise<
     ExecutionResult & {
       isError: boolean;
       text: string;

@@ -114,15 +114,12 @@ Deno.test("the result is the last expression exactly as Pyodide's CodeRunner giv
 
 Deno.test("a session script that replaces textwrap.dedent or json.loads does not break its next script", async () => {
   await using server = await startServer();
-  const call = async (code: string, session_id: string) =>
-    (await server.client.callTool({ name: "execute_code", arguments: { code, session_id } }))
-      .structuredContent as { success: boolean; result: unknown; session_id: string };
-  const first = await call(
-    "import json, textwrap\ntextwrap.dedent = None\njson.loads = None\n'broken'",
-    "new",
-  );
+  const first = await server.execute({
+    code: "import json, textwrap\ntextwrap.dedent = None\njson.loads = None\n'broken'",
+    session_id: "new",
+  });
   assert.equal(first.result, "broken");
-  const next = await call("6 * 7", first.session_id);
+  const next = await server.execute({ code: "6 * 7", session_id: first.session_id });
   assert.equal(next.success, true, JSON.stringify(next));
   assert.equal(next.result, 42);
 });

@@ -43,14 +43,14 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
 
   await t.step("variables and imports persist within a session", async () => {
     const first = await server.execute(
-      { code: "import json\ncounter = 41", session_id: "new" } as never,
+      { code: "import json\ncounter = 41", session_id: "new" },
     );
     assert.equal(first.success, true, first.text);
     s1 = first.session_id!;
     assert.match(s1, /^s_[A-Za-z0-9_-]{22}$/, "the server names the session");
     assert.match(first.text, new RegExp(`session_id: ${s1}`), "and says so in the text too");
     const second = await server.execute(
-      { code: "counter += 1\njson.dumps(counter)", session_id: s1 } as never,
+      { code: "counter += 1\njson.dumps(counter)", session_id: s1 },
     );
     assert.equal(second.result, "42", second.text);
     assert.equal(second.session_id, s1);
@@ -58,7 +58,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
 
   await t.step("other sessions and one-shot runs see nothing of it", async () => {
     const other = await server.execute(
-      { code: "'counter' in globals()", session_id: "new" } as never,
+      { code: "'counter' in globals()", session_id: "new" },
     );
     assert.equal(other.result, false);
     s2 = other.session_id!;
@@ -73,7 +73,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
   });
 
   await t.step("an id the server did not issue opens nothing", async () => {
-    const made_up = await server.execute({ code: "1", session_id: "s1" } as never);
+    const made_up = await server.execute({ code: "1", session_id: "s1" });
     assert.equal(made_up.diagnostics?.error_type, "POLICY_VIOLATION");
     assert.match(made_up.diagnostics!.message, /^No open session "s1": .*session_id "new"/);
     const listed = (await tool(server, "list_sessions")).data.sessions as unknown[];
@@ -103,7 +103,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
 
   await t.step("a timeout interrupts the script and the session keeps its state", async () => {
     const stuck = await server.execute(
-      { code: "counter += 1\nwhile True:\n    pass", session_id: s1, timeout_s: 1 } as never,
+      { code: "counter += 1\nwhile True:\n    pass", session_id: s1, timeout_s: 1 },
     );
     assert.equal(stuck.diagnostics?.error_type, "TIMEOUT");
     assert.match(
@@ -111,7 +111,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
       /interrupted \(KeyboardInterrupt\) and the session's state is kept/,
     );
     assert.equal(stuck.session_id, s1, "still open");
-    const after = await server.execute({ code: "counter", session_id: s1 } as never);
+    const after = await server.execute({ code: "counter", session_id: s1 });
     assert.equal(after.result, 43, after.text);
   });
 
@@ -124,12 +124,12 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
           "import os, shutil\nshutil.rmtree('outputs')\nos.symlink('/tmp', 'outputs')",
         ]
       ) {
-        const broke = await server.execute({ code, session_id: s1 } as never);
+        const broke = await server.execute({ code, session_id: s1 });
         assert.equal(broke.success, true, broke.text);
         const next = await server.execute({
           code: "open('outputs/n.txt', 'w').write('next')\ncounter",
           session_id: s1,
-        } as never);
+        });
         assert.equal(next.success, true, next.text);
         assert.equal(next.result, 43, "the session's state is kept");
         assert.deepEqual(next.outputs.map((f) => f.name), ["n.txt"]);
@@ -145,7 +145,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
           "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass",
         session_id: s1,
         timeout_s: 1,
-      } as never);
+      });
       assert.equal(stubborn.diagnostics?.error_type, "TIMEOUT");
       assert.match(
         stubborn.diagnostics!.message,
@@ -154,7 +154,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
         ),
       );
       assert.equal(stubborn.session_id, undefined, "no session to continue");
-      const gone = await server.execute({ code: "1", session_id: s1 } as never);
+      const gone = await server.execute({ code: "1", session_id: s1 });
       assert.match(gone.diagnostics!.message, /^No open session/);
     },
   );
@@ -168,9 +168,9 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     // None is open; max_sessions 3 gives a connection 2 (half, rounded up). The server-wide cap
     // needs a second connection: see http_sessions_test.ts.
     for (let i = 0; i < 2; i++) {
-      assert.equal((await server.execute({ code: "1", session_id: "new" } as never)).success, true);
+      assert.equal((await server.execute({ code: "1", session_id: "new" })).success, true);
     }
-    const over = await server.execute({ code: "1", session_id: "new" } as never);
+    const over = await server.execute({ code: "1", session_id: "new" });
     assert.equal(over.diagnostics?.error_type, "POLICY_VIOLATION");
     assert.equal(
       over.diagnostics!.message,
@@ -181,7 +181,7 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
 
 Deno.test("idle sessions expire", async () => {
   await using server = await startServer({ args: ["--config", await sessionConfig(1)] });
-  await server.execute({ code: "x = 1", session_id: "new" } as never);
+  await server.execute({ code: "x = 1", session_id: "new" });
   let open = 1;
   for (let i = 0; i < 100 && open > 0; i++) {
     await delay(200);
