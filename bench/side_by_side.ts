@@ -180,18 +180,17 @@ export async function runSideBySide(
   for (const { c, client } of servers) await c.run(client, "print(1)");
   // Warm calls at an agent's pace: each server sees one call per `agentPaceMs`.
   const gap = options.agentPaceMs / servers.length;
-  for (let i = 0; i < options.warmCalls + 5; i++) {
-    for (const { c, client } of servers) {
-      await delay(gap);
-      const ms = await timed(() => c.run(client, "print(1)"));
-      if (i >= 5) result.warm[c.name]!.push(ms);
-    }
-  }
-  for (let i = 0; i < options.warmCalls + 5; i++) {
-    for (const { c, client } of servers) {
-      await delay(gap);
-      const ms = await timed(() => c.run(client, AGENT_SIZED_SCRIPT));
-      if (i >= 5) result.warmAgentSized[c.name]!.push(ms);
+  const warmScripts: [string, Series][] = [
+    ["print(1)", result.warm],
+    [AGENT_SIZED_SCRIPT, result.warmAgentSized],
+  ];
+  for (const [code, into] of warmScripts) {
+    for (let i = 0; i < options.warmCalls + 5; i++) {
+      for (const { c, client } of servers) {
+        await delay(gap);
+        const ms = await timed(() => c.run(client, code));
+        if (i >= 5) into[c.name]!.push(ms);
+      }
     }
   }
   await delay(options.agentPaceMs); // pools refilled
