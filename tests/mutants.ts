@@ -714,6 +714,27 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a replacement boots beside the script it slows, though another sandbox is ready",
+    file: "src/sandbox/pool.ts",
+    from: "const timer = setTimeout(() => this.#refill(), SCRIPT_ALONE_MS);",
+    to: "const timer = setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
+    name: "the last ready sandbox's replacement waits for its script",
+    file: "src/sandbox/pool.ts",
+    from: "if ((this.#ready.get(key)?.length ?? 0) === 0) {",
+    to: "if ((this.#ready.get(key)?.length ?? 0) < 0) {",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
+    name: "a long script's sandbox is never replaced while it runs",
+    file: "src/sandbox/pool.ts",
+    from: "const timer = setTimeout(() => this.#refill(), SCRIPT_ALONE_MS);",
+    to: "const timer = 0;",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
     name: "a session whose outputs/ became a file crashes on its next run",
     file: "src/sandbox/prelude.py",
     from: "if os.path.islink(OUTPUTS) or os.path.isfile(OUTPUTS):",

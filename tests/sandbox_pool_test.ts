@@ -13,6 +13,7 @@ import {
   type PoolOptions,
   REFILL_DELAY_MS,
   SandboxPool,
+  SCRIPT_ALONE_MS,
 } from "../src/sandbox/pool.ts";
 import { delay } from "./_helpers.ts";
 import type { Profile } from "../src/sandbox/profile.ts";
@@ -101,6 +102,34 @@ Deno.test("SandboxPool.acquire() hands out a ready sandbox at once and boots a r
   assert.equal(launched.length, 2, "a replacement is booting");
   const next = await pool.acquire(work);
   assert.equal(next, launched[1] as unknown as Sandbox, "the replacement is handed out next");
+  await pool.close();
+});
+
+Deno.test("SandboxPool, while another sandbox is ready, boots a replacement when the script handed out is over, not beside it", async () => {
+  const { pool, launched } = poolWith({ warm: 2 }, true);
+  pool.warmUp(work);
+  await settle();
+  const got = await pool.acquire(work);
+  assert.equal(got, launched[0] as unknown as Sandbox);
+  await delay(REFILL_DELAY_MS * 3);
+  assert.equal(launched.length, 2, "a boot started beside the script it would slow");
+  got.kill(); // the script is over
+  await settle();
+  assert.equal(launched.length, 3, "the replacement is booting");
+  assert.equal(await pool.acquire(work), launched[1] as unknown as Sandbox);
+  assert.equal(await pool.acquire(work), launched[2] as unknown as Sandbox, "then the replacement");
+  await pool.close();
+});
+
+Deno.test("SandboxPool boots the replacement of a sandbox whose script runs on past SCRIPT_ALONE_MS", async () => {
+  const { pool, launched } = poolWith({ warm: 2 }, true);
+  pool.warmUp(work);
+  await settle();
+  await pool.acquire(work);
+  await delay(SCRIPT_ALONE_MS / 2);
+  assert.equal(launched.length, 2, "the replacement booted beside a script still short");
+  await delay(SCRIPT_ALONE_MS);
+  assert.equal(launched.length, 3, "no replacement while a long script runs on");
   await pool.close();
 });
 

@@ -1,7 +1,7 @@
 /**
  * Pre-booted, single-use sandboxes, one warm set per profile. `acquire` hands out a booted
- * sandbox (it is never returned: the caller runs one script and kills it) and starts booting a
- * replacement in the background. When none is ready, callers queue, up to a bound. The number
+ * sandbox (it is never returned: the caller runs one script and kills it) and boots a
+ * replacement in the background, off the cores while the script runs if it can wait. When none is ready, callers queue, up to a bound. The number
  * kept ready follows demand, between `warm` and `maxReady` (see pool_sizing.ts).
  */
 import type { Logger } from "../_util/log.ts";
@@ -29,16 +29,19 @@ export interface PoolOptions {
 }
 
 /**
- * How long after a hand-off the replacement starts booting. Spawning stalls the host's event
- * loop for about a millisecond and a boot takes both cores for about half a second: started at
- * once, beside the script just handed out, they slowed a warm `print(1)` (a few ms end to end)
- * by about 1.5 ms. 20 ms later, a short script is over; the pool refills as soon as before for
- * anything else. A longer script still shares the cores with that boot: a 2e6-iteration loop
- * took 420-460 ms in a sandbox alone and 600-800 ms through the server. (Waiting until the
- * script ends was tried and reverted twice: with it, three full test runs in three failed to
- * see a cancelled script's sandbox go, a race not found.)
+ * When the replacement of a sandbox just handed out starts booting. A boot takes both cores for
+ * about half a second, and a script that shares them runs slower: a 2e6-iteration loop took
+ * 420-460 ms in a sandbox alone and 600-800 ms beside a boot; spawning also stalls the host's
+ * event loop for about a millisecond, which a warm `print(1)` felt.
+ *
+ * - While another sandbox of the profile is ready, the next caller does not need the
+ *   replacement soon: it boots when the script is over (its process exits), or once the script
+ *   has run for `SCRIPT_ALONE_MS`.
+ * - The last ready one's replacement boots `REFILL_DELAY_MS` after the hand-off: the next caller
+ *   would otherwise wait for a whole boot.
  */
 export const REFILL_DELAY_MS = 20;
+export const SCRIPT_ALONE_MS = 2000;
 
 export class PoolBusyError extends Error {
   constructor(waiting: number) {
@@ -95,7 +98,7 @@ export class SandboxPool implements AsyncDisposable {
     this.#called.add(key);
     const sandbox = this.#ready.get(key)?.shift();
     if (sandbox) {
-      setTimeout(() => this.#refill(), REFILL_DELAY_MS);
+      this.#replaceLater(key, sandbox);
       return Promise.resolve(sandbox);
     }
     const cancelled = () => new Error("Cannot run: cancelled while waiting for a sandbox");
@@ -120,6 +123,19 @@ export class SandboxPool implements AsyncDisposable {
     signal?.addEventListener("abort", onAbort, { once: true });
     this.#refill();
     return waiting.promise;
+  }
+
+  /** Boots the replacement of a sandbox just handed out, when (see REFILL_DELAY_MS) it is due. */
+  #replaceLater(key: string, sandbox: Sandbox): void {
+    if ((this.#ready.get(key)?.length ?? 0) === 0) {
+      setTimeout(() => this.#refill(), REFILL_DELAY_MS);
+      return;
+    }
+    const timer = setTimeout(() => this.#refill(), SCRIPT_ALONE_MS);
+    void sandbox.exited.finally(() => {
+      clearTimeout(timer);
+      this.#refill();
+    });
   }
 
   /** Removes a waiter from the queue; it no longer listens for its caller's abort. */
