@@ -702,15 +702,15 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a replacement boots beside the script just handed out",
     file: "src/sandbox/pool.ts",
-    from: "setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
-    to: "setTimeout(() => this.#refill(), 0);",
+    from: "const soon = () => setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
+    to: "const soon = () => setTimeout(() => this.#refill(), 0);",
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
     name: "a sandbox handed out is never replaced",
     file: "src/sandbox/pool.ts",
-    from: "setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
-    to: "",
+    from: "const soon = () => setTimeout(() => this.#refill(), REFILL_DELAY_MS);",
+    to: "const soon = () => 0;",
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
@@ -725,6 +725,13 @@ const MUTATIONS: Mutation[] = [
     file: "src/sandbox/pool.ts",
     from: "if ((this.#ready.get(key)?.length ?? 0) === 0) {",
     to: "if ((this.#ready.get(key)?.length ?? 0) < 0) {",
+    tests: ["tests/sandbox_pool_test.ts"],
+  },
+  {
+    name: "a replacement boots while the result of the script before is on its way",
+    file: "src/sandbox/pool.ts",
+    from: "      soon();\n    });",
+    to: "      this.#refill();\n    });",
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {

@@ -115,6 +115,8 @@ Deno.test("SandboxPool, while another sandbox is ready, boots a replacement when
   assert.equal(launched.length, 2, "a boot started beside the script it would slow");
   got.kill(); // the script is over
   await settle();
+  assert.equal(launched.length, 2, "a boot started while the result is on its way");
+  await delay(REFILL_DELAY_MS * 3);
   assert.equal(launched.length, 3, "the replacement is booting");
   assert.equal(await pool.acquire(work), launched[1] as unknown as Sandbox);
   assert.equal(await pool.acquire(work), launched[2] as unknown as Sandbox, "then the replacement");

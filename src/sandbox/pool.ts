@@ -35,8 +35,9 @@ export interface PoolOptions {
  * event loop for about a millisecond, which a warm `print(1)` felt.
  *
  * - While another sandbox of the profile is ready, the next caller does not need the
- *   replacement soon: it boots when the script is over (its process exits), or once the script
- *   has run for `SCRIPT_ALONE_MS`.
+ *   replacement soon: it boots `REFILL_DELAY_MS` after the script is over (its process exits;
+ *   the result is then on its way to the client), or once the script has run for
+ *   `SCRIPT_ALONE_MS`.
  * - The last ready one's replacement boots `REFILL_DELAY_MS` after the hand-off: the next caller
  *   would otherwise wait for a whole boot.
  */
@@ -127,14 +128,15 @@ export class SandboxPool implements AsyncDisposable {
 
   /** Boots the replacement of a sandbox just handed out, when (see REFILL_DELAY_MS) it is due. */
   #replaceLater(key: string, sandbox: Sandbox): void {
+    const soon = () => setTimeout(() => this.#refill(), REFILL_DELAY_MS);
     if ((this.#ready.get(key)?.length ?? 0) === 0) {
-      setTimeout(() => this.#refill(), REFILL_DELAY_MS);
+      soon();
       return;
     }
     const timer = setTimeout(() => this.#refill(), SCRIPT_ALONE_MS);
     void sandbox.exited.finally(() => {
       clearTimeout(timer);
-      this.#refill();
+      soon();
     });
   }
 
