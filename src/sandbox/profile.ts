@@ -81,8 +81,8 @@ export interface RuntimeFiles {
  * The trade-off, measured side by side with a shared interpreter that has had everything
  * optimized for long (BENCHMARKS.md, "Side by side"): compute-bound scripts run about 2x slower
  * than there (loops and JSON), because the C functions they call (integer and string operations,
- * the JSON codec) stay on baseline code, and because the replacement sandbox boots beside them
- * (see REFILL_DELAY_MS in pool.ts). Measured alternatives, each in fresh
+ * the JSON codec) stay on baseline code (the pool keeps the replacement's boot off the cores
+ * while a script runs: REFILL_DELAY_MS in pool.ts). Measured alternatives, each in fresh
  * sandboxes: V8's default budget optimizes those during the script, on a background thread: a
  * 2e6-iteration loop ran about 15 % faster, for 0.12 CPU-s more per boot and 0.15 CPU-s more
  * per compute-bound script; a 1 MB JSON round trip was no faster (it ends before optimized code
