@@ -24,7 +24,7 @@ import {
   plainBm25Ranker,
   type Quality,
 } from "./search_quality.ts";
-import { statusKb } from "./proc_status.ts";
+import { statusKb, untilQuiet } from "./proc_status.ts";
 import { locatePeer, preparePeer } from "./peer.ts";
 import { type Contender, peerContender, runSideBySide, type Series } from "./side_by_side.ts";
 import { hostPid, sandboxPids, SERVE_FLAGS } from "../tests/_helpers.ts";
@@ -125,9 +125,9 @@ async function benchSandbox(): Promise<void> {
   const warm: number[] = [];
   const inHost: number[] = [];
   for (let i = 0; i < 60; i++) {
-    // Let the pool refill so every call meets a booted sandbox: this is the warm path.
-    for (let j = 0; j < 100 && sandboxPids(pid).length < 2; j++) await delay(20);
-    await delay(450);
+    // Let the pool refill so every call meets a booted sandbox and no boot beside it: this is
+    // the warm path.
+    await untilQuiet(pid);
     const t0 = performance.now();
     const result = await execute(client, "print(1)");
     warm.push(performance.now() - t0);
@@ -189,10 +189,7 @@ async function benchPackages(rounds: number): Promise<void> {
       }
       return result;
     },
-    async poolFilled(pid, count) {
-      for (let j = 0; j < 100 && sandboxPids(pid).length < count; j++) await delay(20);
-      await delay(450); // an agent's pace
-    },
+    untilQuiet,
   }, rounds);
   const none = stats(samples.none);
   record(

@@ -12,8 +12,8 @@ export interface PackageBenchDeps {
   /** Starts the server with this config and cache folder. */
   connect(config: string, cacheDir: string): Promise<{ client: Client; pid: number }>;
   execute(client: Client, args: Record<string, unknown>): Promise<Record<string, unknown>>;
-  /** Waits until `count` booted sandboxes are pooled under the host `pid`. */
-  poolFilled(pid: number, count: number): Promise<void>;
+  /** Waits until the server `pid` is quiet: its pools refilled, no boot running. */
+  untilQuiet(pid: number): Promise<void>;
 }
 
 export interface PackageBenchSamples {
@@ -90,7 +90,7 @@ export async function runPackageBench(
     const samples: PackageBenchSamples = { none: [], runtime: [], preloaded: [] };
     for (let i = 0; i < rounds; i++) {
       for (const [name, args] of Object.entries(cases)) {
-        await deps.poolFilled(pid, 2);
+        await deps.untilQuiet(pid);
         const t0 = performance.now();
         await deps.execute(client, args);
         samples[name as keyof PackageBenchSamples].push(performance.now() - t0);

@@ -7,8 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { PeerCommand } from "./peer.ts";
-import { statusKb } from "./proc_status.ts";
-import { childPids } from "../tests/_helpers.ts";
+import { treeCpuSeconds, treeRssMb } from "./proc_status.ts";
 
 /** One server under test: how to start it and how to run a script on it. */
 export interface Contender {
@@ -91,34 +90,6 @@ export function peerContender(command: PeerCommand, env: Record<string, string>)
       if (JSON.parse(text).status !== "success") throw new Error(`peer script failed: ${text}`);
     },
   };
-}
-
-/** CPU seconds of `pid`, its reaped children, and its live descendants (Linux /proc). */
-function treeCpuSeconds(pid: number): number {
-  const ticks = 100; // USER_HZ
-  // A process's own CPU and that of its children it has reaped: a sandbox's CPU moves from its
-  // own entry to the host's when the host reaps it.
-  const stat = (p: number) => {
-    try {
-      const text = Deno.readTextFileSync(`/proc/${p}/stat`);
-      const f = text.slice(text.lastIndexOf(")") + 2).split(" ").map(Number);
-      return f[11]! + f[12]! + f[13]! + f[14]!;
-    } catch {
-      return 0;
-    }
-  };
-  return [pid, ...descendants(pid)].reduce((sum, p) => sum + stat(p), 0) / ticks;
-}
-
-function descendants(pid: number): number[] {
-  const out: number[] = [];
-  for (const child of childPids(pid)) out.push(child, ...descendants(child));
-  return out;
-}
-
-function treeRssMb(pid: number): number {
-  return [pid, ...descendants(pid)].reduce((sum, p) => sum + (statusKb(p, "VmRSS") ?? 0), 0) /
-    1024;
 }
 
 async function timed(action: () => Promise<void>): Promise<number> {
