@@ -700,6 +700,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a server shutting down logs its stopped upstream connects as failures",
+    file: "src/upstream/pool.ts",
+    from: "      if (this.#isClosed()) return;\n      const stderr",
+    to: "      const stderr",
+    tests: ["tests/upstream_pool_test.ts"],
+  },
+  {
     name: "a replacement boots beside the script just handed out",
     file: "src/sandbox/pool.ts",
     from: "const soon = () => setTimeout(() => this.#refill(), REFILL_DELAY_MS);",

@@ -141,6 +141,8 @@ class UpstreamConnection {
       await client.close().catch(() => {});
       this.#exiting.add(exited.promise);
       void exited.promise.then(() => this.#exiting.delete(exited.promise));
+      // Closing the pool stopped this connect: the server is shutting down, nothing failed.
+      if (this.#isClosed()) return;
       const stderr = this.#stderrLines(3, 500);
       const previous = this.lastError;
       const why = this.config.kind === "stdio" && /\bENOENT\b/.test(errorText(error))
