@@ -2,6 +2,7 @@
  * Proof of isolation: hostile scripts against a real server. After each one, a normal execution
  * must still succeed, and nothing may leak into it.
  */
+import type { Diagnostics } from "../src/execution/execution_result.ts";
 import assert from "node:assert/strict";
 import { startServer, type TestServer } from "./_helpers.ts";
 
@@ -12,6 +13,12 @@ async function stillWorks(server: TestServer): Promise<void> {
   assert.equal(r.success, true, r.text);
   assert.equal(r.stdout, "still fine\n");
   assert.equal(r.result, 42);
+}
+
+/** Deno's hint to run again with a flag is replaced by the thing that decides: the profile. */
+function refusedByProfile(r: { diagnostics: Diagnostics | null }): void {
+  assert.match(r.diagnostics!.message, /not granted by this sandbox's permission profile/);
+  assert.doesNotMatch(r.diagnostics!.message + (r.diagnostics!.traceback ?? ""), /--allow-/);
 }
 
 Deno.test("hostile scripts are contained and the server keeps working", async (t) => {
@@ -43,7 +50,8 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       code: "import js\njs.Deno.readTextFileSync('/etc/passwd')",
       check: (r) => {
         assert.equal(r.success, false);
-        assert.match(r.diagnostics!.message, /NotCapable|read access/);
+        assert.match(r.diagnostics!.message, /NotCapable: Requires read access/);
+        refusedByProfile(r);
         assert.doesNotMatch(r.text, /root:/);
       },
     },
@@ -52,7 +60,8 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       code: "import os, js\nprint(dict(os.environ))\njs.Deno.env.get('CODEMODE_TEST_SECRET')",
       check: (r) => {
         assert.equal(r.success, false);
-        assert.match(r.diagnostics!.message, /NotCapable|env access/);
+        assert.match(r.diagnostics!.message, /NotCapable: Requires env access/);
+        refusedByProfile(r);
         assert.ok(!r.text.includes(SECRET));
       },
     },
@@ -61,7 +70,8 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       code: `import js\nawait js.fetch('${url}')`,
       check: (r) => {
         assert.equal(r.success, false);
-        assert.match(r.diagnostics!.message, /NotCapable|net access/);
+        assert.match(r.diagnostics!.message, /NotCapable: Requires net access/);
+        refusedByProfile(r);
         assert.equal(requests, 0);
       },
     },
@@ -71,7 +81,8 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
         'import js\njs.Deno.Command.new(\'/bin/sh\', js.JSON.parse(\'{"args": ["-c", "id"]}\')).outputSync()',
       check: (r) => {
         assert.equal(r.success, false);
-        assert.match(r.diagnostics!.message, /NotCapable|run access/);
+        assert.match(r.diagnostics!.message, /NotCapable: Requires run access/);
+        refusedByProfile(r);
       },
     },
     {
@@ -79,7 +90,8 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       code: `import js\njs.Deno.writeTextFileSync('${hostFile}', 'pwned')`,
       check: (r) => {
         assert.equal(r.success, false);
-        assert.match(r.diagnostics!.message, /NotCapable|write access/);
+        assert.match(r.diagnostics!.message, /NotCapable: Requires write access/);
+        refusedByProfile(r);
         assert.throws(() => Deno.statSync(hostFile));
       },
     },

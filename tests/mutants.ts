@@ -700,6 +700,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a refusal tells the script to run again with a Deno flag",
+    file: "src/sandbox/prelude.py",
+    from: '    if "run again with the --allow-" not in text:',
+    to: "    if True:",
+    tests: ["tests/isolation_test.ts"],
+  },
+  {
     name: "a server shutting down logs its stopped upstream connects as failures",
     file: "src/upstream/pool.ts",
     from: "      if (this.#isClosed()) return;\n      const stderr",

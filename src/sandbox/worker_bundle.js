@@ -726,6 +726,24 @@ def _one_suggestion(text, message):
     return re.sub(re.escape(message) + r"\\. Did you mean: '[^'\\n]*'\\?", lambda m: message, text)
 
 
+_DENO_FLAG_HINT = None
+
+
+def _profile_hint(text):
+    """Deno's refusal ends "run again with the --allow-read flag", which neither the script nor
+    its caller can do: name what decides instead, the permission profile."""
+    global _DENO_FLAG_HINT
+    if "run again with the --allow-" not in text:
+        return text
+    if _DENO_FLAG_HINT is None:
+        import re
+        _DENO_FLAG_HINT = re.compile(r", run again with the --allow-[a-z-]+ flag")
+    return _DENO_FLAG_HINT.sub(
+        ": not granted by this sandbox's permission profile (see Permission profiles in the README)",
+        text,
+    )
+
+
 def describe_error(exc):
     """Error type, message, traceback without internal frames, and line number."""
     te = traceback.TracebackException.from_exception(exc, limit=-40)
@@ -745,8 +763,8 @@ def describe_error(exc):
             message = last[0].split(": ", 1)[-1]
     return {
         "error_type": _error_type(exc),
-        "message": message,
-        "traceback": _one_suggestion("".join(te.format()), str(exc)),
+        "message": _profile_hint(message),
+        "traceback": _profile_hint(_one_suggestion("".join(te.format()), str(exc))),
         "lineno": lineno,
     }
 
