@@ -49,6 +49,16 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("the README's first example is examples/try.py, and it runs against the default config", async () => {
+  const example = await Deno.readTextFile(new URL("../examples/try.py", import.meta.url));
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const first = /```python\n([\s\S]*?)```/.exec(readme)![1]!;
+  assert.equal(example.slice(example.indexOf("\n") + 1), first, "the README and the file differ");
+  const r = await runCli(["run", "examples/try.py"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^\[FILE\] hello\.txt\n\[FILE\] numbers\.csv\n\d+\n$/);
+});
+
 Deno.test("doctor checks everything and exits 1 when something is broken", async () => {
   const good = await runCli(["doctor"]);
   assert.equal(good.code, 0, good.stdout + good.stderr);
