@@ -700,13 +700,6 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
-    name: "a 2026-07-28 call is answered in JSON, so a client that went away is never noticed",
-    file: "src/host/http_server.ts",
-    from: 'const calls = request.headers.get("mcp-method") === "tools/call";',
-    to: "const calls = false;",
-    tests: ["tests/http_test.ts"],
-  },
-  {
     name: "a refusal tells the script to run again with a Deno flag",
     file: "src/sandbox/prelude.py",
     from: '    if "run again with the --allow-" not in text:',

@@ -79,10 +79,9 @@ interface Session {
 }
 
 /**
- * An open response stream gets an SSE comment this often, so a 2026-07-28 client that went away
- * (a call cancelled by closing its request) is noticed by a failed write within about twice this
- * time; the SDK's default is 15 s. (A 2025-11-25 session's call is cancelled by
- * `notifications/cancelled` only: its revision says a closed stream is not a cancellation.)
+ * An open response stream gets an SSE comment this often, so a client that went away (a call
+ * cancelled by closing its stream) is noticed by the failed write within this time even when
+ * the connection's close itself went unseen; the SDK's default is 15 s.
  */
 export const SSE_KEEP_ALIVE_MS = 2000;
 /** How long shutdown waits for in-flight requests. */
@@ -126,19 +125,10 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     app.createHost({ era, owner: caller, perRequest: true, logLevel }, {
       executor: callerLimit.wrap(overall.wrap(app.executor)),
     }).server;
-  const modernOptions = {
-    legacy: "reject" as const,
+  const modern = createMcpHandler(({ era }) => perRequest(era), {
+    legacy: "reject",
     keepAliveMs: SSE_KEEP_ALIVE_MS,
-    onerror: (error: Error) => log.debug("http request refused", { error: error.message }),
-  };
-  const modern = createMcpHandler(({ era }) => perRequest(era), modernOptions);
-  // A 2026-07-28 client cancels a call by closing its request, and Deno notices a closed
-  // connection only when it writes to it: a call answered in JSON writes nothing until its
-  // result, so a script that prints nothing would run on to its timeout. Calls are answered as
-  // an SSE stream from the start instead, whose keep-alive comments find a client that went away.
-  const modernCalls = createMcpHandler(({ era }) => perRequest(era), {
-    ...modernOptions,
-    responseMode: "sse",
+    onerror: (error) => log.debug("http request refused", { error: error.message }),
   });
   const legacyStateless = statelessLegacy(
     (logLevel) => perRequest("legacy", logLevel),
@@ -267,10 +257,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (new URL(request.url).pathname !== "/mcp") return new Response("Not found", { status: 404 });
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
-    if (!(await isLegacyRequest(request))) {
-      const calls = request.headers.get("mcp-method") === "tools/call";
-      return await (calls ? modernCalls : modern).fetch(request);
-    }
+    if (!(await isLegacyRequest(request))) return await modern.fetch(request);
     if (options.stateless) return await handleStateless(request);
 
     const id = request.headers.get("mcp-session-id");
@@ -338,7 +325,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     unwatchCatalog();
     const closing = server.shutdown();
     // Aborts running 2026-07-28 requests, which kills their sandboxes.
-    await Promise.all([modern.close(), modernCalls.close()]).catch(() => {});
+    await modern.close().catch(() => {});
     // Closing a session aborts its running requests, which kills their sandboxes.
     const open = [...sessions.values()];
     sessions.clear();
