@@ -79,9 +79,13 @@ interface Session {
 }
 
 /**
- * An open response stream gets an SSE comment this often, so a client that went away (a call
- * cancelled by closing its stream) is noticed by the failed write within this time even when
- * the connection's close itself went unseen; the SDK's default is 15 s.
+ * An open response stream gets an SSE comment this often, so a 2026-07-28 client that went away
+ * (a call cancelled by closing its request) is noticed by a failed write even when the
+ * connection's close itself went unseen; the SDK's default is 15 s. A call answered in JSON has
+ * no stream until its first notification: Deno notices a closed connection only when it writes,
+ * so a script that has sent nothing yet runs on until it does, or until its timeout. (A
+ * 2025-11-25 session's call is cancelled by `notifications/cancelled` only: that revision says a
+ * closed stream is not a cancellation.)
  */
 export const SSE_KEEP_ALIVE_MS = 2000;
 /** How long shutdown waits for in-flight requests. */
