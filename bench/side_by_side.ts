@@ -7,7 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { PeerCommand } from "./peer.ts";
-import { treeCpuSeconds, treeRssMb } from "./proc_status.ts";
+import { treeCpuSeconds, treeRssMb, untilQuiet } from "./proc_status.ts";
 
 /** One server under test: how to start it and how to run a script on it. */
 export interface Contender {
@@ -146,11 +146,17 @@ export async function runSideBySide(
     }
   }
 
-  const servers = [];
+  const servers: ({ c: Contender; client: Client; pid: number })[] = [];
   for (const c of contenders) servers.push({ c, ...(await c.start()) });
   for (const { c, client } of servers) await c.run(client, "print(1)");
-  // Warm calls at an agent's pace: each server sees one call per `agentPaceMs`.
+  // Warm calls at an agent's pace: each server sees one call per `agentPaceMs`. Before each
+  // timed call, both servers are quiet too: what one does after a call (our pool boots the
+  // replacement then) must not slow the other's.
   const gap = options.agentPaceMs / servers.length;
+  const paced = async () => {
+    await delay(gap);
+    for (const { pid } of servers) await untilQuiet(pid);
+  };
   const warmScripts: [string, Series][] = [
     ["print(1)", result.warm],
     [AGENT_SIZED_SCRIPT, result.warmAgentSized],
@@ -158,7 +164,7 @@ export async function runSideBySide(
   for (const [code, into] of warmScripts) {
     for (let i = 0; i < options.warmCalls + 5; i++) {
       for (const { c, client } of servers) {
-        await delay(gap);
+        await paced();
         const ms = await timed(() => c.run(client, code));
         if (i >= 5) into[c.name]!.push(ms);
       }
@@ -174,7 +180,7 @@ export async function runSideBySide(
   for (const [what, code] of Object.entries(COMPUTE_SCRIPTS)) {
     for (let i = 0; i < options.computeRuns; i++) {
       for (const { c, client } of servers) {
-        await delay(gap);
+        await paced();
         result.compute[what]![c.name]!.push(await timed(() => c.run(client, code)));
       }
     }
