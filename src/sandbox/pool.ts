@@ -1,8 +1,9 @@
 /**
  * Pre-booted, single-use sandboxes, one warm set per profile. `acquire` hands out a booted
  * sandbox (it is never returned: the caller runs one script and kills it) and boots a
- * replacement in the background, off the cores while the script runs if it can wait. When none is ready, callers queue, up to a bound. The number
- * kept ready follows demand, between `warm` and `maxReady` (see pool_sizing.ts).
+ * replacement in the background, off the cores while the script runs if it can wait. When none
+ * is ready, callers queue, up to a bound. The number kept ready follows demand, between `warm`
+ * and `maxReady` (see pool_sizing.ts).
  */
 import type { Logger } from "../_util/log.ts";
 import { Sandbox } from "./launcher.ts";
