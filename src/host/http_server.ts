@@ -82,10 +82,11 @@ interface Session {
  * An open response stream gets an SSE comment this often, so a 2026-07-28 client that went away
  * (a call cancelled by closing its request) is noticed by a failed write even when the
  * connection's close itself went unseen; the SDK's default is 15 s. A call answered in JSON has
- * no stream until its first notification: Deno notices a closed connection only when it writes,
- * so a script that has sent nothing yet runs on until it does, or until its timeout. (A
- * 2025-11-25 session's call is cancelled by `notifications/cancelled` only: that revision says a
- * closed stream is not a cancellation.)
+ * no response until its first notification or its result, and Deno notices a closed connection
+ * only once the response has begun (seen: `request.signal` aborted within 15 ms of the close, with
+ * the headers out and nothing written yet), so a script that has sent nothing yet runs on until
+ * it does, or until its timeout. (A 2025-11-25 session's call is cancelled by
+ * `notifications/cancelled` only: that revision says a closed stream is not a cancellation.)
  */
 export const SSE_KEEP_ALIVE_MS = 2000;
 /** How long shutdown waits for in-flight requests. */
