@@ -257,3 +257,15 @@ export async function denoDir(): Promise<string> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
   return JSON.parse(new TextDecoder().decode(out.stdout)).denoDir;
 }
+
+/** The TCP sockets of the given processes (`ss`), to say in a failure which connections stayed open. */
+export function tcpSocketsOf(...pids: number[]): string {
+  try {
+    const out = new Deno.Command("ss", { args: ["-tanpo"], stdout: "piped", stderr: "null" })
+      .outputSync();
+    const lines = new TextDecoder().decode(out.stdout).split("\n");
+    return lines.filter((l) => pids.some((pid) => l.includes(`pid=${pid},`))).join("\n");
+  } catch (error) {
+    return `(ss failed: ${error})`;
+  }
+}

@@ -29,6 +29,7 @@ import {
   ROOT,
   sandboxPids,
   SERVE_FLAGS,
+  tcpSocketsOf,
   writeConfig,
 } from "./_helpers.ts";
 
@@ -277,7 +278,7 @@ const TABLE: {
         !sandboxPids(caller.hostPid()).includes(pid),
         `the cancelled script's sandbox ${pid} still runs 30 s after the abort; logs: ${
           caller.logs.slice(-5).join(" | ")
-        }`,
+        }; sockets:\n${tcpSocketsOf(caller.hostPid(), Deno.pid)}`,
       );
       const next = await caller.callTool("execute_code", { code: "'still serving'" });
       assert.equal(result(next).result, "still serving");
