@@ -19,8 +19,23 @@ import {
   sandboxPids,
   SERVE_FLAGS,
   startServer,
+  tcpSocketsOf,
 } from "./_helpers.ts";
 import { connect, execute, INITIALIZE, NO_SERVERS, startHttp, statusWithHost } from "./_http.ts";
+import { envelope, MODERN } from "./_modern.ts";
+
+/** Resident memory of a process in MB (0 once it is gone). */
+function residentMb(pid: number): number {
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** A script that takes 150 MB more than a sandbox has, then runs until it is stopped. */
+const SCRIPT_OF_MARKED_SIZE = "ballast = bytearray(b'x') * (150 << 20)\nwhile True:\n    pass";
 
 Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server", () => {
   assert.equal(checkBind("127.0.0.1", undefined), null);
@@ -241,6 +256,83 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     }
     assert.equal(gone.length, 1, "the cancelled sandbox was not killed");
     await client.close();
+  });
+
+  await t.step(
+    "a 2026-07-28 call whose client went away before the script wrote anything is killed",
+    async () => {
+      // A script that prints nothing, from a client that asked for no log messages: nothing is
+      // written on the request's response before the client goes away. The client is a process
+      // of its own, killed: its connection is closed by the kernel, as when a client crashes.
+      const request = {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": MODERN,
+          "mcp-method": "tools/call",
+          "mcp-name": "execute_code",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name: "execute_code",
+            // 150 MB of its own tells its sandbox from the others (about 170 MB each).
+            arguments: { code: SCRIPT_OF_MARKED_SIZE, timeout_s: 120 },
+            _meta: envelope({}),
+          },
+        }),
+      };
+      const client = new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `await (await fetch(${JSON.stringify(server.url)}, ${JSON.stringify(request)})).text()`,
+        ],
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      const marked = () => sandboxPids(server.pid).find((pid) => residentMb(pid) > 300);
+      let script: number | undefined;
+      for (let i = 0; i < 600 && script === undefined; i++) {
+        script = marked();
+        if (script === undefined) await delay(50);
+      }
+      assert.ok(script !== undefined, "no sandbox ran the script");
+      client.kill("SIGKILL");
+      await client.status;
+      for (let i = 0; i < 300 && sandboxPids(server.pid).includes(script); i++) await delay(50);
+      assert.ok(
+        !sandboxPids(server.pid).includes(script),
+        `the cancelled script's sandbox ${script} still runs 15 s after its client went away; sockets:\n${
+          tcpSocketsOf(server.pid, Deno.pid)
+        }`,
+      );
+    },
+  );
+
+  await t.step("a 2026-07-28 client that accepts only JSON gets its result as JSON", async () => {
+    const response = await fetch(server.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "execute_code",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "execute_code", arguments: { code: "6 * 7" }, _meta: envelope({}) },
+      }),
+    });
+    assert.equal(response.headers.get("content-type"), "application/json");
+    const reply = await response.json();
+    assert.equal(reply.result.structuredContent.result, 42);
   });
 
   await t.step("requests with a foreign Host or Origin are refused", async () => {

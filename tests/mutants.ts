@@ -700,6 +700,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a 2026-07-28 call is answered in JSON, so a quiet one's vanished client goes unseen",
+    file: "src/host/http_server.ts",
+    from: 'const asStream = request.headers.get("mcp-method") === "tools/call" &&',
+    to: "const asStream = false &&",
+    tests: ["tests/http_test.ts"],
+  },
+  {
+    name: "a 2026-07-28 client that accepts only JSON is answered with an event stream",
+    file: "src/host/http_server.ts",
+    from: '(request.headers.get("accept") ?? "").includes("text/event-stream");',
+    to: "true;",
+    tests: ["tests/http_test.ts"],
+  },
+
+  {
     name: "a refusal tells the script to run again with a Deno flag",
     file: "src/sandbox/prelude.py",
     from: '    if "run again with the --allow-" not in text:',

@@ -81,11 +81,10 @@ interface Session {
 /**
  * An open response stream gets an SSE comment this often, so a 2026-07-28 client that went away
  * (a call cancelled by closing its request) is noticed by a failed write even when the
- * connection's close itself went unseen; the SDK's default is 15 s. A call answered in JSON has
- * no response until its first notification or its result, and Deno notices a closed connection
- * only once the response has begun (seen: `request.signal` aborted within 15 ms of the close, with
- * the headers out and nothing written yet), so a script that has sent nothing yet runs on until
- * it does, or until its timeout. (A 2025-11-25 session's call is cancelled by
+ * connection's close itself went unseen; the SDK's default is 15 s. Deno notices a closed
+ * connection once the response has begun (seen: `request.signal` aborted within 15 ms of the
+ * close, with the headers out and nothing written yet), which is why calls are answered as an
+ * event stream from the start (below). (A 2025-11-25 session's call is cancelled by
  * `notifications/cancelled` only: that revision says a closed stream is not a cancellation.)
  */
 export const SSE_KEEP_ALIVE_MS = 2000;
@@ -130,10 +129,19 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     app.createHost({ era, owner: caller, perRequest: true, logLevel }, {
       executor: callerLimit.wrap(overall.wrap(app.executor)),
     }).server;
-  const modern = createMcpHandler(({ era }) => perRequest(era), {
-    legacy: "reject",
+  const modernOptions = {
+    legacy: "reject" as const,
     keepAliveMs: SSE_KEEP_ALIVE_MS,
-    onerror: (error) => log.debug("http request refused", { error: error.message }),
+    onerror: (error: Error) => log.debug("http request refused", { error: error.message }),
+  };
+  const modern = createMcpHandler(({ era }) => perRequest(era), modernOptions);
+  // A 2026-07-28 client cancels a call by closing its request, and Deno notices a closed
+  // connection only once the response has begun: a call answered in JSON has no response until
+  // its result, so a script that prints nothing would run on to its timeout. Calls are answered
+  // as an event stream from the start instead (headers at once, then keep-alive comments).
+  const modernCalls = createMcpHandler(({ era }) => perRequest(era), {
+    ...modernOptions,
+    responseMode: "sse",
   });
   const legacyStateless = statelessLegacy(
     (logLevel) => perRequest("legacy", logLevel),
@@ -262,7 +270,12 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (new URL(request.url).pathname !== "/mcp") return new Response("Not found", { status: 404 });
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
-    if (!(await isLegacyRequest(request))) return await modern.fetch(request);
+    if (!(await isLegacyRequest(request))) {
+      // A client that accepts only JSON gets JSON, and a call it abandons runs on to its end.
+      const asStream = request.headers.get("mcp-method") === "tools/call" &&
+        (request.headers.get("accept") ?? "").includes("text/event-stream");
+      return await (asStream ? modernCalls : modern).fetch(request);
+    }
     if (options.stateless) return await handleStateless(request);
 
     const id = request.headers.get("mcp-session-id");
@@ -330,7 +343,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     unwatchCatalog();
     const closing = server.shutdown();
     // Aborts running 2026-07-28 requests, which kills their sandboxes.
-    await modern.close().catch(() => {});
+    await Promise.all([modern.close(), modernCalls.close()]).catch(() => {});
     // Closing a session aborts its running requests, which kills their sandboxes.
     const open = [...sessions.values()];
     sessions.clear();
