@@ -10,6 +10,7 @@ import {
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { allowedFor, checkBind, guardRequest, parseAllowedHost } from "../src/host/http_guard.ts";
+import { acceptsEventStream, callAsEventStream } from "../src/host/call_response_mode.ts";
 import {
   childEnv,
   delay,
@@ -36,6 +37,32 @@ function residentMb(pid: number): number {
 
 /** A script that takes 150 MB more than a sandbox has, then runs until it is stopped. */
 const SCRIPT_OF_MARKED_SIZE = "ballast = bytearray(b'x') * (150 << 20)\nwhile True:\n    pass";
+
+Deno.test("a 2026-07-28 tools/call is streamed to every client that can take a stream", () => {
+  // An attacker's corpus: a client whose call is answered in JSON cannot be noticed going away.
+  const takes: [string | null, boolean][] = [
+    ["application/json, text/event-stream", true],
+    ["Application/JSON, Text/Event-Stream", true],
+    ["*/*", true],
+    ["text/*", true],
+    [null, true],
+    ["", true],
+    ["application/json;q=1, text/event-stream; q=0.5", true],
+    ["application/json", false],
+    ["application/json, text/event-stream;q=0", false],
+    ["application/json, text/event-stream; Q = 0", false],
+    ["text/event-streams", false],
+  ];
+  for (const [accept, expected] of takes) {
+    assert.equal(acceptsEventStream(accept), expected, accept!);
+  }
+  const headers = (method: string, accept?: string) =>
+    new Headers({ "mcp-method": method, ...(accept ? { accept } : {}) });
+  assert.equal(callAsEventStream(headers("tools/call", "*/*")), true);
+  assert.equal(callAsEventStream(headers("tools/call")), true);
+  assert.equal(callAsEventStream(headers("tools/call", "application/json")), false);
+  assert.equal(callAsEventStream(headers("tools/list", "*/*")), false);
+});
 
 Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server", () => {
   assert.equal(checkBind("127.0.0.1", undefined), null);

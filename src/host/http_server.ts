@@ -29,6 +29,7 @@ import type { App } from "../app.ts";
 import type { Logger } from "../_util/log.ts";
 import { readAtMost } from "../_util/bytes.ts";
 import { ExecutionLimit } from "./concurrency.ts";
+import { callAsEventStream } from "./call_response_mode.ts";
 import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
 import { statelessLegacy } from "./stateless_legacy.ts";
@@ -271,10 +272,8 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
     if (!(await isLegacyRequest(request))) {
-      // A client that accepts only JSON gets JSON, and a call it abandons runs on to its end.
-      const asStream = request.headers.get("mcp-method") === "tools/call" &&
-        (request.headers.get("accept") ?? "").includes("text/event-stream");
-      return await (asStream ? modernCalls : modern).fetch(request);
+      // A client that takes only JSON gets JSON, and a call it abandons runs on to its end.
+      return await (callAsEventStream(request.headers) ? modernCalls : modern).fetch(request);
     }
     if (options.stateless) return await handleStateless(request);
 
