@@ -46,6 +46,8 @@ interface Caller {
   logs: string[];
   /** The serving host's PID (the parent of its sandboxes). */
   hostPid(): number;
+  /** The tail of the server's log, at debug level (over HTTP; stdio's is not kept). */
+  serverLog(): string;
   close(): Promise<void>;
 }
 
@@ -77,6 +79,7 @@ async function connectV1(transport: Transport, setup: Setup): Promise<Caller> {
   );
   let pid: () => number;
   let stopHttp: () => PromiseLike<void> = () => Promise.resolve();
+  let serverLog = () => "(not kept over stdio)";
   if (transport === "stdio") {
     const stdio = new StdioV1(stdioCommand(setup));
     await client.connect(stdio);
@@ -84,13 +87,14 @@ async function connectV1(transport: Transport, setup: Setup): Promise<Caller> {
     pid = () => hostPid(stdio.pid!);
   } else {
     const http = await startHttp(
-      transport === "stateless http" ? ["--stateless"] : [],
+      [...(transport === "stateless http" ? ["--stateless"] : []), "--log-level", "debug"],
       setup.env,
       setup.config,
     );
     await client.connect(new HttpV1(new URL(http.url)));
     pid = () => http.pid;
     stopHttp = () => http[Symbol.asyncDispose]();
+    serverLog = () => http.stderr().slice(-3000);
   }
   await client.setLoggingLevel("info");
   return {
@@ -106,6 +110,7 @@ async function connectV1(transport: Transport, setup: Setup): Promise<Caller> {
     },
     logs,
     hostPid: pid,
+    serverLog: () => serverLog(),
     close: async () => {
       await client.close();
       await stopHttp();
@@ -128,6 +133,7 @@ async function connectV2(transport: Transport, setup: Setup): Promise<Caller> {
   });
   let pid: () => number;
   let stopHttp: () => PromiseLike<void> = () => Promise.resolve();
+  let serverLog = () => "(not kept over stdio)";
   if (transport === "stdio") {
     const stdio = new StdioV2(stdioCommand(setup));
     await client.connect(stdio);
@@ -135,13 +141,14 @@ async function connectV2(transport: Transport, setup: Setup): Promise<Caller> {
     pid = () => hostPid(stdio.pid!);
   } else {
     const http = await startHttp(
-      transport === "stateless http" ? ["--stateless"] : [],
+      [...(transport === "stateless http" ? ["--stateless"] : []), "--log-level", "debug"],
       setup.env,
       setup.config,
     );
     await client.connect(new HttpV2(new URL(http.url)));
     pid = () => http.pid;
     stopHttp = () => http[Symbol.asyncDispose]();
+    serverLog = () => http.stderr().slice(-3000);
   }
   assert.equal(client.getProtocolEra(), "modern");
   return {
@@ -159,6 +166,7 @@ async function connectV2(transport: Transport, setup: Setup): Promise<Caller> {
     },
     logs,
     hostPid: pid,
+    serverLog: () => serverLog(),
     close: async () => {
       await client.close();
       await stopHttp();
@@ -278,7 +286,9 @@ const TABLE: {
         !sandboxPids(caller.hostPid()).includes(pid),
         `the cancelled script's sandbox ${pid} still runs 30 s after the abort; logs: ${
           caller.logs.slice(-5).join(" | ")
-        }; sockets:\n${tcpSocketsOf(caller.hostPid(), Deno.pid)}`,
+        }; sockets:\n${
+          tcpSocketsOf(caller.hostPid(), Deno.pid)
+        }\nserver log:\n${caller.serverLog()}`,
       );
       const next = await caller.callTool("execute_code", { code: "'still serving'" });
       assert.equal(result(next).result, "still serving");

@@ -294,7 +294,10 @@ export class Sandbox implements AsyncDisposable {
       },
     };
     const memoryWatch = setInterval(() => this.#checkMemory(request.memoryBytes), MEMORY_POLL_MS);
-    const onAbort = () => this.#halt("CANCELLED", "Execution was cancelled by the client");
+    const onAbort = () => {
+      this.#log.debug("execution cancelled by the client", { pid: this.pid });
+      this.#halt("CANCELLED", "Execution was cancelled by the client");
+    };
     hooks.signal?.addEventListener("abort", onAbort, { once: true });
     if (hooks.signal?.aborted) onAbort();
 
