@@ -263,25 +263,28 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
 
   await t.step("cancelling a request kills its sandbox", async () => {
     const client = await connect(server.url);
-    for (let i = 0; i < 200 && sandboxPids(server.pid).length < 2; i++) await delay(50);
-    const before = sandboxPids(server.pid);
-    // Cancel once the script runs (not while it waits for a booting sandbox).
-    const started = Promise.withResolvers<void>();
-    client.setNotificationHandler(LoggingMessageNotificationSchema, () => started.resolve());
+    // Cancel once the script runs (not while it waits for a booting sandbox); it names its own
+    // process, so the test waits for exactly that one to go.
+    const started = Promise.withResolvers<number>();
+    client.setNotificationHandler(
+      LoggingMessageNotificationSchema,
+      (n: { params: { data: unknown } }) => {
+        const pid = /started (\d+)/.exec(String(n.params.data))?.[1];
+        if (pid) started.resolve(Number(pid));
+      },
+    );
     const controller = new AbortController();
-    const running = execute(client, "print('started')\nwhile True:\n    pass", {
-      signal: controller.signal,
-    });
-    await started.promise;
+    const running = execute(
+      client,
+      "import js\nprint('started', js.Deno.pid, flush=True)\nwhile True:\n    pass",
+      { signal: controller.signal },
+    );
+    const pid = await started.promise;
+    assert.ok(sandboxPids(server.pid).includes(pid), `${pid} is not a sandbox of the server`);
     controller.abort();
     await assert.rejects(running);
-    let gone: number[] = [];
-    for (let i = 0; i < 300 && gone.length === 0; i++) {
-      await delay(50);
-      const now = sandboxPids(server.pid);
-      gone = before.filter((pid) => !now.includes(pid));
-    }
-    assert.equal(gone.length, 1, "the cancelled sandbox was not killed");
+    for (let i = 0; i < 300 && sandboxPids(server.pid).includes(pid); i++) await delay(50);
+    assert.ok(!sandboxPids(server.pid).includes(pid), "the cancelled sandbox was not killed");
     await client.close();
   });
 
