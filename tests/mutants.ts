@@ -702,8 +702,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a 2026-07-28 call is answered in JSON, so a quiet one's vanished client goes unseen",
     file: "src/host/http_server.ts",
-    from: "callAsEventStream(request.headers) ? modernCalls : modern",
-    to: "modern",
+    from: "if (!callAsEventStream(request.headers))",
+    to: "if (request.headers)",
     tests: ["tests/http_test.ts"],
   },
   {

@@ -267,13 +267,22 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
   };
 
-  const handle = async (request: Request): Promise<Response> => {
+  const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
     if (new URL(request.url).pathname !== "/mcp") return new Response("Not found", { status: 404 });
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
     if (!(await isLegacyRequest(request))) {
       // A client that takes only JSON gets JSON, and a call it abandons runs on to its end.
-      return await (callAsEventStream(request.headers) ? modernCalls : modern).fetch(request);
+      if (!callAsEventStream(request.headers)) return await modern.fetch(request);
+      // Which connection a call came on and when its response ended: what an operator needs
+      // when a cancelled call seems to run on.
+      const from = (info.remoteAddr as Deno.NetAddr).port;
+      log.debug("http call received", { from });
+      info.completed.then(
+        () => log.debug("http call ended", { from }),
+        () => log.debug("http call broke off", { from }),
+      );
+      return await modernCalls.fetch(request);
     }
     if (options.stateless) return await handleStateless(request);
 
