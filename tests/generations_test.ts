@@ -20,7 +20,7 @@ import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/st
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import type { AgentResult } from "../src/agent/agent.ts";
 import { startFakeChatApi } from "./_fake_chat_api.ts";
-import { startHttp } from "./_http.ts";
+import { fetchThatAborts, startHttp } from "./_http.ts";
 import {
   childEnv,
   delay,
@@ -145,7 +145,8 @@ async function connectV2(transport: Transport, setup: Setup): Promise<Caller> {
       setup.env,
       setup.config,
     );
-    await client.connect(new HttpV2(new URL(http.url)));
+    // See fetchThatAborts: Deno's own fetch can lose a cancel.
+    await client.connect(new HttpV2(new URL(http.url), { fetch: fetchThatAborts }));
     pid = () => http.pid;
     stopHttp = () => http[Symbol.asyncDispose]();
     serverLog = () => http.stderr().slice(-3000);
