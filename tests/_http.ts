@@ -163,36 +163,3 @@ export async function statusWithHost(
   const reply = new TextDecoder().decode(await new Response(conn.readable).arrayBuffer());
   return Number(/^HTTP\/1\.1 (\d{3})/.exec(reply)?.[1]);
 }
-
-/**
- * Deno's `fetch`, but aborting the request's signal always closes its response body, and so its
- * connection. Deno's own does not once the `Response` object is gone and a garbage collection
- * has run (Deno 2.9.6): the abort no longer reaches the body, which goes on reading. The SDK v2
- * client keeps only the body of a call's response, so on a loaded machine a 2026-07-28 cancel
- * (closing the request) sometimes never reached the server (seen: the call's connection still
- * established 30 s after the abort, the server still writing keep-alives to it). Reproduce:
- * `await (await fetch(url, { signal })).body.getReader().read()`, then `gc()` (run with
- * `--v8-flags=--expose-gc`), then abort: the body keeps delivering.
- */
-export const fetchThatAborts: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  const signal = init?.signal;
-  if (!signal || !response.body) return response;
-  const reader = response.body.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
-  signal.addEventListener("abort", () => reader.cancel(signal.reason).catch(() => {}), {
-    once: true,
-  });
-  return new Response(body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
-};

@@ -20,7 +20,8 @@ import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/st
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import type { AgentResult } from "../src/agent/agent.ts";
 import { startFakeChatApi } from "./_fake_chat_api.ts";
-import { fetchThatAborts, startHttp } from "./_http.ts";
+import { startHttp } from "./_http.ts";
+import { fetchThatAborts } from "../src/_util/fetch_that_aborts.ts";
 import {
   childEnv,
   delay,

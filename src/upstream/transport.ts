@@ -10,6 +10,7 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config/config.ts";
+import { fetchThatAborts } from "../_util/fetch_that_aborts.ts";
 import { denoCommand } from "./deno_command.ts";
 import { serverEnvironment } from "./network_env.ts";
 
@@ -23,7 +24,9 @@ export type TransportFactory = (server: ServerConfig) => {
  * The real transports. `deno` as a command means the Deno running this server. A stdio child
  * gets the SDK's minimal default environment, `DENO_DIR` when set, the proxy and CA variables
  * (network_env.ts), and its configured `env`. HTTP servers are reached with Deno's fetch, which
- * honours the proxy variables and `DENO_CERT` itself.
+ * honours the proxy variables and `DENO_CERT` itself; Streamable HTTP through fetchThatAborts,
+ * so a call given up on (its per-call timeout) closes its request, which is how a 2026-07-28
+ * server is told.
  */
 export const defaultTransportFactory: TransportFactory = (server) => {
   if (server.kind === "http") {
@@ -32,7 +35,7 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     return {
       transport: server.transport === "sse"
         ? new SSEClientTransport(url, { requestInit })
-        : new StreamableHTTPClientTransport(url, { requestInit }),
+        : new StreamableHTTPClientTransport(url, { requestInit, fetch: fetchThatAborts }),
     };
   }
   const base: Record<string, string> = { ...getDefaultEnvironment() };
