@@ -82,3 +82,23 @@ export async function postModern(url: string, request: Record<string, unknown>) 
     .map((line) => JSON.parse(line.slice(5)))
     .find((message) => message.id === request.id);
 }
+
+/** A raw 2026-07-28 `execute_code` call as fetch options (plain data: it can cross to a child). */
+export function executeCallInit(code: string, accept = "application/json, text/event-stream") {
+  return {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept,
+      "mcp-protocol-version": MODERN,
+      "mcp-method": "tools/call",
+      "mcp-name": "execute_code",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "execute_code", arguments: { code, timeout_s: 120 }, _meta: envelope({}) },
+    }),
+  };
+}

@@ -23,7 +23,7 @@ import {
   tcpSocketsOf,
 } from "./_helpers.ts";
 import { connect, execute, INITIALIZE, NO_SERVERS, startHttp, statusWithHost } from "./_http.ts";
-import { envelope, MODERN } from "./_modern.ts";
+import { executeCallInit } from "./_modern.ts";
 
 /** Resident memory of a process in MB (0 once it is gone). */
 function residentMb(pid: number): number {
@@ -294,27 +294,8 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
       // A script that prints nothing, from a client that asked for no log messages: nothing is
       // written on the request's response before the client goes away. The client is a process
       // of its own, killed: its connection is closed by the kernel, as when a client crashes.
-      const request = {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": MODERN,
-          "mcp-method": "tools/call",
-          "mcp-name": "execute_code",
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: {
-            name: "execute_code",
-            // 150 MB of its own tells its sandbox from the others (about 170 MB each).
-            arguments: { code: SCRIPT_OF_MARKED_SIZE, timeout_s: 120 },
-            _meta: envelope({}),
-          },
-        }),
-      };
+      // 150 MB of its own tells its sandbox from the others (about 170 MB each).
+      const request = executeCallInit(SCRIPT_OF_MARKED_SIZE);
       const client = new Deno.Command(Deno.execPath(), {
         args: [
           "eval",
@@ -344,22 +325,7 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
   );
 
   await t.step("a 2026-07-28 client that accepts only JSON gets its result as JSON", async () => {
-    const response = await fetch(server.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json",
-        "mcp-protocol-version": MODERN,
-        "mcp-method": "tools/call",
-        "mcp-name": "execute_code",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name: "execute_code", arguments: { code: "6 * 7" }, _meta: envelope({}) },
-      }),
-    });
+    const response = await fetch(server.url, executeCallInit("6 * 7", "application/json"));
     assert.equal(response.headers.get("content-type"), "application/json");
     const reply = await response.json();
     assert.equal(reply.result.structuredContent.result, 42);
