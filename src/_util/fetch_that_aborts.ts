@@ -12,17 +12,26 @@ export const fetchThatAborts: typeof fetch = async (input, init) => {
   const signal = init?.signal;
   if (!signal || !response.body) return response;
   const reader = response.body.getReader();
+  const onAbort = () => reader.cancel(signal.reason).catch(() => {});
+  // The signal may outlive the response (the transport's own), so the listener goes with it.
+  const release = () => signal.removeEventListener("abort", onAbort);
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
+      const chunk = await reader.read().catch((error) => {
+        release();
+        throw error;
+      });
+      if (chunk.done) {
+        release();
+        controller.close();
+      } else controller.enqueue(chunk.value);
     },
-    cancel: (reason) => reader.cancel(reason),
+    cancel: (reason) => {
+      release();
+      return reader.cancel(reason);
+    },
   });
-  signal.addEventListener("abort", () => reader.cancel(signal.reason).catch(() => {}), {
-    once: true,
-  });
+  signal.addEventListener("abort", onAbort, { once: true });
   return new Response(body, {
     status: response.status,
     statusText: response.statusText,

@@ -82,11 +82,9 @@ interface Session {
 /**
  * An open response stream gets an SSE comment this often, so a 2026-07-28 client that went away
  * (a call cancelled by closing its request) is noticed by a failed write even when the
- * connection's close itself went unseen; the SDK's default is 15 s. Deno notices a closed
- * connection once the response has begun (seen: `request.signal` aborted within 15 ms of the
- * close, with the headers out and nothing written yet), which is why calls are answered as an
- * event stream from the start (below). (A 2025-11-25 session's call is cancelled by
- * `notifications/cancelled` only: that revision says a closed stream is not a cancellation.)
+ * connection's close itself went unseen; the SDK's default is 15 s. (A 2025-11-25 session's call
+ * is cancelled by `notifications/cancelled` only: that revision says a closed stream is not a
+ * cancellation.)
  */
 export const SSE_KEEP_ALIVE_MS = 2000;
 /** How long shutdown waits for in-flight requests. */
@@ -137,8 +135,9 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   };
   const modern = createMcpHandler(({ era }) => perRequest(era), modernOptions);
   // A 2026-07-28 client cancels a call by closing its request, and Deno notices a closed
-  // connection only once the response has begun: a call answered in JSON has no response until
-  // its result, so a script that prints nothing would run on to its timeout. Calls are answered
+  // connection only once the response has begun (seen: `request.signal` aborted within 15 ms of
+  // the close, headers out, nothing written): a call answered in JSON has no response until its
+  // result, so a script that prints nothing would run on to its timeout. Calls are answered
   // as an event stream from the start instead (headers at once, then keep-alive comments).
   const modernCalls = createMcpHandler(({ era }) => perRequest(era), {
     ...modernOptions,
