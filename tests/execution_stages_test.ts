@@ -527,6 +527,7 @@ const SECRET = "sk-test-9f8e7d6c5b4a";
 async function startUpstream() {
   const server = new McpServer({ name: "mem", version: "1.0.0" });
   const slow = Promise.withResolvers<void>();
+  const slowCancelled = Promise.withResolvers<void>();
   const empty = z.object({});
   const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] });
   server.registerTool(
@@ -543,7 +544,8 @@ async function startUpstream() {
     ...text(`quota exceeded for key ${SECRET}`),
     isError: true,
   }));
-  server.registerTool("slow", { description: "Waits.", inputSchema: empty }, async () => {
+  server.registerTool("slow", { description: "Waits.", inputSchema: empty }, async (_, ctx) => {
+    ctx.mcpReq.signal.addEventListener("abort", () => slowCancelled.resolve(), { once: true });
     await slow.promise;
     return text("done");
   });
@@ -566,6 +568,8 @@ async function startUpstream() {
     client,
     catalog,
     finishSlow: () => slow.resolve(),
+    /** Settles when the server is told to cancel a call of `slow`. */
+    slowCancelled: slowCancelled.promise,
     close: async () => {
       slow.resolve();
       await client.close();
@@ -744,14 +748,40 @@ Deno.test("ToolGate.close() waits for a call in flight to finish within the grac
   await upstream.close();
 });
 
-Deno.test("ToolGate.close() leaves a call still running after a short grace recorded unfinished", async () => {
+Deno.test("ToolGate.close() records a call still running after the grace unfinished, and cancels it upstream", async () => {
   const upstream = await startUpstream();
-  const gate = gateFor(upstream, makeProfile());
+  // A per-call timeout far beyond the wait below: the SDK would cancel the call on it too.
+  const gate = gateFor(upstream, makeProfile(), 120_000);
   const call = gate.call({ server: "mem", tool: "slow", arguments: {} });
   await gate.close(10);
   assert.equal(gate.calls[0]!.outcome, "unfinished");
   assert.equal(gate.calls[0]!.error, undefined);
-  upstream.finishSlow();
+  assert.equal(await settlesWithin(upstream.slowCancelled, 10_000), true, "the server was told");
   await call;
+  assert.equal(gate.calls[0]!.outcome, "unfinished", "the call's failure does not rewrite it");
+  assert.equal(gate.calls[0]!.error, undefined);
   await upstream.close();
 });
+
+Deno.test("ToolGate.close() cancels nothing that finished within the grace", async () => {
+  const upstream = await startUpstream();
+  const gate = gateFor(upstream, makeProfile());
+  const call = gate.call({ server: "mem", tool: "slow", arguments: {} });
+  const closing = gate.close(5000);
+  upstream.finishSlow();
+  await closing;
+  assert.deepEqual(await call, { result: { content: [{ type: "text", text: "done" }] } });
+  assert.equal(await settlesWithin(upstream.slowCancelled, 100), false, "nothing to cancel");
+  await upstream.close();
+});
+
+/** Whether `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), ms));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

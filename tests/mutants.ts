@@ -397,6 +397,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/approvals_test.ts"],
     filter: "2026-07-28",
   },
+  // Calls given up on
+  {
+    name: "a call still running after its script ended is never cancelled upstream",
+    file: "src/execution/tool_gate.ts",
+    from: 'if (this.#inFlight.size > 0) this.#abandon.abort(new Error("the script has ended"));',
+    to: "",
+    tests: ["tests/execution_stages_test.ts", "tests/upstream_dynamic_test.ts"],
+  },
+  {
+    name: "a cancelled execution's calls run on through the grace",
+    file: "src/execution/executor.ts",
+    from: "await gate.close(options.signal?.aborted ? 0 : PENDING_CALLS_GRACE_MS);",
+    to: "await gate.close(PENDING_CALLS_GRACE_MS);",
+    tests: ["tests/upstream_dynamic_test.ts"],
+  },
   // Concurrency caps
   {
     name: "a call over the cap runs at once",

@@ -1,8 +1,9 @@
 /**
  * Upstream behaviour with a test server of our own: tools that appear at run time, a server
- * reached over Streamable HTTP, and a server that cannot start.
+ * reached over Streamable HTTP, a server that cannot start, and calls the host gives up on.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { delay, ROOT, startHttpFixture, startServer } from "./_helpers.ts";
 
 Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server", async (t) => {
@@ -51,4 +52,63 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
       /def late_comer\(\) -> str:[\s\S]*observed in \d+ calls?/,
     );
   });
+
+  await t.step(
+    "a call still running 5 s after its script ended is cancelled upstream",
+    async () => {
+      await using dir = await tempDir();
+      const marker = join(dir.path, "left-running");
+      const r = await server.execute({
+        code: [
+          "import asyncio",
+          "from mcp_tools import dynamic",
+          `asyncio.ensure_future(dynamic.wait_for_cancel_async(marker=${JSON.stringify(marker)}))`,
+          "await asyncio.sleep(0.5)",
+          "'ended'",
+        ].join("\n"),
+      });
+      assert.equal(r.result, "ended", r.text);
+      assert.deepEqual(r.tool_calls.calls.map((c) => c.outcome), ["unfinished"]);
+      // Long before the server's own 60 s per-call timeout, which would cancel it too.
+      assert.equal(await markerSays(marker, "cancelled", 20_000), true, "the server was not told");
+    },
+  );
+
+  await t.step("cancelling an execution cancels its upstream calls at once", async () => {
+    await using dir = await tempDir();
+    const marker = join(dir.path, "cancelled-run");
+    const controller = new AbortController();
+    const call = server.client.callTool(
+      {
+        name: "execute_code",
+        arguments: {
+          code: `from mcp_tools import dynamic\ndynamic.wait_for_cancel(marker=${
+            JSON.stringify(marker)
+          })`,
+        },
+      },
+      undefined,
+      { signal: controller.signal },
+    );
+    assert.equal(await markerSays(marker, "started", 30_000), true, "the call never started");
+    controller.abort();
+    await assert.rejects(call);
+    // Without waiting out the 5 s grace a script that ended on its own gets.
+    assert.equal(await markerSays(marker, "cancelled", 4_000), true, "the server was not told");
+  });
 });
+
+/** Whether the file at `path` holds `text` within `ms`. */
+async function markerSays(path: string, text: string, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await Deno.readTextFile(path).catch(() => "") === text) return true;
+    await delay(50);
+  }
+  return false;
+}
+
+async function tempDir(): Promise<{ path: string } & AsyncDisposable> {
+  const path = await Deno.makeTempDir();
+  return { path, [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }) };
+}

@@ -27,7 +27,7 @@ import type { Profile } from "../sandbox/profile.ts";
 import { NEW_SESSION, SESSION_ID, type SessionManager } from "../sandbox/sessions.ts";
 import type { ToolGateDeps } from "./tool_gate.ts";
 import type { Approver } from "./approval.ts";
-import { ToolGate } from "./tool_gate.ts";
+import { PENDING_CALLS_GRACE_MS, ToolGate } from "./tool_gate.ts";
 import { type AuditRecord, auditRecord } from "./audit_log.ts";
 import type { ExecutionResult } from "./execution_result.ts";
 import { checkRequest, isRefusal } from "./request_checks.ts";
@@ -232,7 +232,8 @@ export class SandboxExecutor implements Executor {
       }, execution);
     } finally {
       live?.flush();
-      await gate.close();
+      // A client that cancelled wants nothing more from this run: its calls stop at once.
+      await gate.close(options.signal?.aborted ? 0 : PENDING_CALLS_GRACE_MS);
       released = lease.release(outcome);
     }
 

@@ -66,6 +66,8 @@ export class ToolGate {
   readonly #deps: ToolGateDeps;
   /** Allowed calls still waiting for their upstream answer. */
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** Aborted when the gate gives up on the calls still running: their servers are told to stop. */
+  readonly #abandon = new AbortController();
   #closed = false;
   /** A question of this run went unanswered: the person is not there, so no more are asked. */
   #unanswered = false;
@@ -145,6 +147,8 @@ export class ToolGate {
     const call = this.#route(params);
     this.#inFlight.add(call);
     const reply = this.#deps.redact.json(await call.finally(() => this.#inFlight.delete(call)));
+    // Given up on by close(): nobody reads this answer, and the record stays "unfinished".
+    if (this.#abandon.signal.aborted && "error" in reply) return reply;
     record.duration_ms = Math.round((performance.now() - started) * 10) / 10;
     record.outcome = "error" in reply ? "error" : "ok";
     if ("error" in reply) record.error = reply.error.message.slice(0, 500);
@@ -154,13 +158,16 @@ export class ToolGate {
 
   /**
    * Refuses calls from now on, and waits a little for those still running (a script may start
-   * calls it never waits for), so that the result and the audit log say what happened; any
-   * still running after the grace are left recorded "unfinished".
+   * calls it never waits for), so that the result and the audit log say what happened. Any
+   * still running after the grace are recorded "unfinished" and cancelled: the SDK tells their
+   * servers to stop (`notifications/cancelled`, or the request's stream closed on 2026-07-28),
+   * since nobody will read their answers. A server may finish the work anyway.
    */
   async close(graceMs = PENDING_CALLS_GRACE_MS): Promise<void> {
     this.#closed = true;
     if (this.#inFlight.size > 0) {
       await waitAtMost(Promise.allSettled([...this.#inFlight]), graceMs);
+      if (this.#inFlight.size > 0) this.#abandon.abort(new Error("the script has ended"));
     }
     if (this.calls.length > 0) await this.#deps.observe?.settle();
   }
@@ -188,6 +195,7 @@ export class ToolGate {
     try {
       result = await client.callTool({ name: tool, arguments: args }, {
         timeout: callTimeoutMs,
+        signal: this.#abandon.signal,
       });
     } catch (error) {
       // By code, not class: the client and server packages each bundle their own SdkError.
