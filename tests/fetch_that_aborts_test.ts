@@ -62,3 +62,27 @@ Deno.test("an aborted request's event stream is closed even after a garbage coll
     await server.shutdown();
   }
 });
+
+Deno.test("a response through fetchThatAborts keeps its url, status, headers and body", async () => {
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    (request) =>
+      new URL(request.url).pathname === "/from"
+        ? Response.redirect(new URL("/to", request.url), 307)
+        : new Response("body", { status: 201, headers: { "x-kept": "yes" } }),
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    const response = await fetchThatAborts(`${base}/from`, {
+      signal: new AbortController().signal,
+    });
+    assert.equal(response.url, `${base}/to`);
+    assert.equal(response.redirected, true);
+    assert.equal(response.type, "basic");
+    assert.equal(response.status, 201);
+    assert.equal(response.headers.get("x-kept"), "yes");
+    assert.equal(await response.text(), "body");
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -32,9 +32,14 @@ export const fetchThatAborts: typeof fetch = async (input, init) => {
     },
   });
   signal.addEventListener("abort", onAbort, { once: true });
-  return new Response(body, {
+  const wrapped = new Response(body, {
     status: response.status,
     statusText: response.statusText,
     headers: response.headers,
   });
+  // What a constructed Response cannot be given, but a reader of redirects looks at.
+  for (const key of ["url", "redirected", "type"] as const) {
+    Object.defineProperty(wrapped, key, { value: response[key] });
+  }
+  return wrapped;
 };
