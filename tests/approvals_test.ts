@@ -13,6 +13,7 @@ import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/st
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import { childEnv, delay, MAIN, ROOT, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
 import { rawStdio } from "./_modern.ts";
+import { elicitingApprover, InteractiveRun } from "../src/host/approvals.ts";
 
 const APPROVAL_TIMEOUT_S = 3;
 
@@ -282,4 +283,51 @@ Deno.test("approvals: a 2026-07-28 round's request state cannot be forged or rep
   assert.match(replayed.content[0]!.text, /already answered or expired/);
   assert.equal(replayed.structuredContent, undefined, "no script ran");
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("approvers take a question back when the script ends before it is answered", async (t) => {
+  const question = { server: "memory", tool: "create_entities", arguments: {} };
+
+  await t.step("2025-11-25: the elicitation request is cancelled", async () => {
+    const sent = Promise.withResolvers<AbortSignal>();
+    const ctx = {
+      mcpReq: {
+        signal: new AbortController().signal,
+        send: (_: unknown, options: { signal: AbortSignal }) => {
+          sent.resolve(options.signal);
+          return new Promise((_, reject) =>
+            options.signal.addEventListener("abort", () => reject(new Error("aborted")))
+          );
+        },
+      },
+    };
+    const server = { server: { getClientCapabilities: () => ({ elicitation: {} }) } };
+    const withdrawn = new AbortController();
+    const answer = elicitingApprover(server as never, ctx as never, 60_000)(
+      question,
+      withdrawn.signal,
+    );
+    const request = await sent.promise;
+    assert.equal(request.aborted, false);
+    withdrawn.abort();
+    assert.equal(request.aborted, true, "the request to the client was not cancelled");
+    assert.equal(await answer, "cancelled");
+  });
+
+  await t.step("2026-07-28: a question not yet handed to a round is no round's", async () => {
+    const withdrawn = new AbortController();
+    const answered = Promise.withResolvers<string>();
+    const finish = Promise.withResolvers<void>();
+    const run = new InteractiveRun(async ({ approve }) => {
+      answered.resolve(await approve(question, withdrawn.signal));
+      await finish.promise;
+      return { success: true } as unknown as ExecutionResult;
+    });
+    withdrawn.abort();
+    assert.equal(await answered.promise, "cancelled");
+    // The run is still going: a round waits for its result, not for a question taken back.
+    const step = run.next(new AbortController().signal, {});
+    finish.resolve();
+    assert.ok("result" in await step, "a round was handed the withdrawn question");
+  });
 });

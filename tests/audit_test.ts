@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
-import type { AuditRecord } from "../src/execution/audit_log.ts";
+import { type AuditRecord, auditRecord } from "../src/execution/audit_log.ts";
+import { refusedResult } from "../src/execution/result_mapping.ts";
 import { startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("createRedactor() replaces secrets in text and in JSON values", () => {
@@ -50,4 +51,20 @@ Deno.test("every execution writes one audit line, never to stdout", async () => 
   assert.match(records[0]!.code_sha256, /^[0-9a-f]{64}$/);
   assert.notEqual(records[0]!.execution_id, records[1]!.execution_id);
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("an audit line carries each call's approval, when a person was asked", async () => {
+  const result = refusedResult({ profile: "p", outcome: "TIMEOUT", message: "m" });
+  result.tool_calls = {
+    count: 2,
+    calls: [
+      { server: "s", tool: "asked", outcome: "denied", duration_ms: 0, approval: "declined" },
+      { server: "s", tool: "free", outcome: "ok", duration_ms: 3, error: "not logged" },
+    ],
+  };
+  const record = await auditRecord("id", "print(1)", result);
+  assert.deepEqual(record.tool_calls, [
+    { server: "s", tool: "asked", outcome: "denied", duration_ms: 0, approval: "declined" },
+    { server: "s", tool: "free", outcome: "ok", duration_ms: 3 },
+  ]);
 });

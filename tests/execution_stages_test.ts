@@ -775,6 +775,50 @@ Deno.test("ToolGate.close() cancels nothing that finished within the grace", asy
   await upstream.close();
 });
 
+Deno.test("ToolGate.close() cancels the calls still running at once when the execution is cancelled during the grace", async () => {
+  const upstream = await startUpstream();
+  const gate = gateFor(upstream, makeProfile(), 120_000);
+  const call = gate.call({ server: "mem", tool: "slow", arguments: {} });
+  const cancelled = new AbortController();
+  const closing = gate.close(60_000, cancelled.signal);
+  assert.equal(await settlesWithin(upstream.slowCancelled, 100), false, "still within the grace");
+  cancelled.abort();
+  assert.equal(await settlesWithin(closing, 10_000), true, "close() waited out the grace");
+  assert.equal(await settlesWithin(upstream.slowCancelled, 10_000), true, "the server was told");
+  assert.equal(gate.calls[0]!.outcome, "unfinished");
+  await call;
+  await upstream.close();
+});
+
+Deno.test("ToolGate.close() withdraws a question still open, and its call is denied", async () => {
+  const upstream = await startUpstream();
+  let withdrawn: AbortSignal | undefined;
+  const gate = new ToolGate({
+    profile: makeProfile("p", {}, { approve: ["mem.echo"] }),
+    catalog: () => upstream.catalog,
+    session: () => Promise.resolve({ client: upstream.client }),
+    redact: createRedactor([SECRET]),
+    callTimeoutMs: 5000,
+    // A person who never answers; the question goes when it is withdrawn.
+    approve: (_, signal) => {
+      withdrawn = signal;
+      return new Promise((resolve) => signal.addEventListener("abort", () => resolve("cancelled")));
+    },
+  });
+  const call = gate.call({ server: "mem", tool: "echo", arguments: { text: "hi" } });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(withdrawn?.aborted, false, "asked, and waiting");
+  await gate.close(2_000);
+  assert.equal(withdrawn.aborted, true, "the question was withdrawn");
+  assert.deepEqual(gate.calls.map((c) => [c.outcome, c.approval, c.error]), [
+    ["denied", "cancelled", "the script ended before the call was decided"],
+  ]);
+  assert.deepEqual(await call, {
+    error: { kind: "denied", message: "denied: the script ended before the call was decided" },
+  });
+  await upstream.close();
+});
+
 /** Whether `promise` settles within `ms`. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;

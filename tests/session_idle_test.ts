@@ -1,9 +1,16 @@
 /**
  * A persistent session does nothing between its executions: JavaScript work its script
  * scheduled (a timer that spins and allocates) must not run on, outside every limit, while the
- * session sits idle.
+ * session sits idle, not even when a person's answer about one of its calls comes after the
+ * script ended.
  */
 import assert from "node:assert/strict";
+import { silentLogger } from "../src/_util/log.ts";
+import { Sandbox } from "../src/sandbox/launcher.ts";
+import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
+import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
+import { locateRuntime } from "../src/sandbox/runtime.ts";
+import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { delay, ROOT, sandboxPids, startServer, writeConfig } from "./_helpers.ts";
 
 /** CPU time (clock ticks) and resident memory (kB) of a process. */
@@ -66,4 +73,60 @@ Deno.test("a session's sandbox neither runs nor grows between its executions", a
   });
   assert.equal((next.structuredContent as { result: unknown }).result, true);
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("an answer that comes after its script ended does not wake the session", async () => {
+  const runtime = locateRuntime();
+  await using sandbox = new Sandbox({
+    runtime,
+    snapshotPath: await ensureSnapshot(runtime, silentLogger),
+    log: silentLogger,
+    memory: directResidentMemory,
+    persistent: true,
+    profile: {
+      name: "t",
+      description: "",
+      folders: [],
+      net: [],
+      allowed_tools: [],
+      approve: [],
+      limits: { ...DEFAULT_LIMITS },
+    },
+  });
+  const run = { timeoutMs: 30_000, memoryBytes: 512 * 1024 * 1024, outputBytes: 65536 };
+  // The script starts a call it does not wait for, and a timer that would spin. The call's
+  // clock is held (as while a person decides) only once the script has ended: holding it
+  // earlier would freeze the script before it could end.
+  let clock: { pause(): () => void } | undefined;
+  const outcome = await sandbox.execute({
+    ...run,
+    code: [
+      "import _codemode_host, js",
+      "from pyodide.ffi import create_proxy",
+      "def spin():",
+      "    total = 0",
+      "    for i in range(300_000):",
+      "        total += i",
+      "js.setInterval(create_proxy(spin), 5)",
+      "pending = _codemode_host.call_tool('s', 't', '{}')",
+      "'ended'",
+    ].join("\n"),
+  }, {
+    callTool: (_, held) => {
+      clock = held;
+      return new Promise(() => {});
+    },
+  });
+  assert.equal(outcome.reply?.ok && outcome.reply.result, "ended");
+  assert.ok(clock, "the call reached the host while the script ran");
+  // The person answers now, after the script ended.
+  clock.pause()();
+  const before = usage(sandbox.pid);
+  await delay(1000);
+  const after = usage(sandbox.pid);
+  assert.equal(after.state, "T", "the idle session was woken");
+  assert.ok(
+    after.ticks - before.ticks <= 2,
+    `idle session used ${after.ticks - before.ticks} ticks`,
+  );
 });

@@ -54,6 +54,41 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
   });
 
   await t.step(
+    "a session's leftover task calls tools during its next execution, recorded there",
+    async () => {
+      const first = await server.execute({
+        session_id: "new",
+        code: [
+          "import asyncio",
+          "from mcp_tools import dynamic",
+          "async def later():",
+          "    await asyncio.sleep(0.5)",
+          "    return await dynamic.greet_async(name='later')",
+          "task = asyncio.ensure_future(later())",
+          "'left'",
+        ].join("\n"),
+      });
+      assert.equal(first.result, "left", first.text);
+      assert.equal(first.tool_calls.count, 0);
+      // Frozen between executions, the task sleeps on only while the next one runs.
+      await delay(1500);
+      const second = await server.execute({
+        session_id: first.session_id,
+        code: "import asyncio\nawait asyncio.sleep(1.5)\n(task.done(), task.result())",
+      });
+      assert.deepEqual(second.result, [true, "hello later"], second.text);
+      assert.deepEqual(
+        second.tool_calls.calls.map((c) => [c.server, c.tool, c.outcome]),
+        [["dynamic", "greet", "ok"]],
+      );
+      await server.client.callTool({
+        name: "close_session",
+        arguments: { session_id: first.session_id },
+      });
+    },
+  );
+
+  await t.step(
     "a call still running 5 s after its script ended is cancelled upstream",
     async () => {
       await using dir = await tempDir();

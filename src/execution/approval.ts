@@ -16,8 +16,15 @@ export interface ApprovalQuestion {
   arguments: Record<string, unknown>;
 }
 
-/** Asks a person; never throws (a failure to ask is "unavailable"). */
-export type Approver = (question: ApprovalQuestion) => Promise<ApprovalAnswer>;
+/**
+ * Asks a person; never throws (a failure to ask is "unavailable"). `withdrawn` aborts when the
+ * answer is no longer wanted (the script ended): the question is taken back if it can be, and
+ * the answer is "cancelled".
+ */
+export type Approver = (
+  question: ApprovalQuestion,
+  withdrawn: AbortSignal,
+) => Promise<ApprovalAnswer>;
 
 /** The answer when there is nobody to ask. */
 export const nobodyToAsk: Approver = () => Promise.resolve("unavailable");

@@ -13,7 +13,8 @@ export interface AuditRecord {
   profile: string;
   code_sha256: string;
   code_chars: number;
-  tool_calls: Pick<ToolCallRecord, "server" | "tool" | "outcome" | "duration_ms">[];
+  /** Each call: who, how it ended, how long, and how a person answered when one was asked. */
+  tool_calls: Pick<ToolCallRecord, "server" | "tool" | "outcome" | "duration_ms" | "approval">[];
   /**
    * "ok"; a host outcome (TIMEOUT, MEMORY_LIMIT, ...); or "error" when the script raised an
    * exception (named in `script_error`: the script's own word, so it never decides `outcome`).
@@ -37,11 +38,12 @@ export async function auditRecord(
     profile: result.profile,
     code_sha256: await sha256Hex(code),
     code_chars: code.length,
-    tool_calls: result.tool_calls.calls.map(({ server, tool, outcome, duration_ms }) => ({
+    tool_calls: result.tool_calls.calls.map(({ server, tool, outcome, duration_ms, approval }) => ({
       server,
       tool,
       outcome,
       duration_ms,
+      ...(approval ? { approval } : {}),
     })),
     outcome: result.success ? "ok" : errorType ?? "error",
     ...(diagnostics?.reported_by === "script"

@@ -232,8 +232,8 @@ export class SandboxExecutor implements Executor {
       }, execution);
     } finally {
       live?.flush();
-      // A client that cancelled wants nothing more from this run: its calls stop at once.
-      await gate.close(options.signal?.aborted ? 0 : PENDING_CALLS_GRACE_MS);
+      // A client that cancelled, before or during the grace, wants nothing more from this run.
+      await gate.close(PENDING_CALLS_GRACE_MS, options.signal);
       released = lease.release(outcome);
     }
 

@@ -64,11 +64,12 @@ export class ToolGate {
   /** Every call the script asked for, in order: allowed or not, finished or not. */
   readonly calls: ToolCallRecord[] = [];
   readonly #deps: ToolGateDeps;
-  /** Allowed calls still waiting for their upstream answer. */
+  /** Calls not yet answered: waiting for a person's answer or for their upstream server. */
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** Aborted when the script ends: later calls are refused, open questions withdrawn. */
+  readonly #ended = new AbortController();
   /** Aborted when the gate gives up on the calls still running: their servers are told to stop. */
   readonly #abandon = new AbortController();
-  #closed = false;
   /** A question of this run went unanswered: the person is not there, so no more are asked. */
   #unanswered = false;
 
@@ -91,7 +92,9 @@ export class ToolGate {
         outcome: "denied",
         duration_ms: 0,
       };
-      const reply = await this.#call(params, record, clock);
+      const answered = this.#call(params, record, clock);
+      this.#inFlight.add(answered);
+      const reply = await answered.finally(() => this.#inFlight.delete(answered));
       const attributes = toolCallAttributes(record, reply);
       span.set(attributes);
       if (attributes["codemode.outcome"] !== "ok") span.fail();
@@ -105,7 +108,7 @@ export class ToolGate {
     clock?: RunClock,
   ): Promise<ToolReply> {
     const { profile } = this.#deps;
-    const decision = this.#closed
+    const decision = this.#ended.signal.aborted
       ? { allowed: false as const, reason: "the script has already ended" }
       : decideToolCall(params.server, params.tool, {
         allowed_tools: profile.allowed_tools,
@@ -134,19 +137,27 @@ export class ToolGate {
       }
       const ask = this.#deps.approve ?? nobodyToAsk;
       const resume = clock?.pause();
-      record.approval = await ask(question).catch(() => "unavailable" as const).finally(resume);
+      record.approval = await ask(question, this.#ended.signal)
+        .catch(() => "unavailable" as const)
+        .finally(resume);
       if (record.approval === "timed_out") this.#unanswered = true;
+      if (this.#ended.signal.aborted) {
+        // Whatever the answer, nobody is left to make the call for.
+        return denied(
+          record,
+          record.approval === "approved"
+            ? "the script has already ended"
+            : "the script ended before the call was decided",
+        );
+      }
       if (record.approval !== "approved") {
         const seconds = (this.#deps.approvalTimeoutMs ?? 0) / 1000;
         return denied(record, denialReason(record.approval, seconds));
       }
-      if (this.#closed) return denied(record, "the script has already ended");
     }
     record.outcome = "unfinished"; // until the upstream answers
     const started = performance.now();
-    const call = this.#route(params);
-    this.#inFlight.add(call);
-    const reply = this.#deps.redact.json(await call.finally(() => this.#inFlight.delete(call)));
+    const reply = this.#deps.redact.json(await this.#route(params));
     // Given up on by close(): nobody reads this answer, and the record stays "unfinished".
     if (this.#abandon.signal.aborted && "error" in reply) return reply;
     record.duration_ms = Math.round((performance.now() - started) * 10) / 10;
@@ -157,16 +168,21 @@ export class ToolGate {
   }
 
   /**
-   * Refuses calls from now on, and waits a little for those still running (a script may start
-   * calls it never waits for), so that the result and the audit log say what happened. Any
-   * still running after the grace are recorded "unfinished" and cancelled: the SDK tells their
-   * servers to stop (`notifications/cancelled`, or the request's stream closed on 2026-07-28),
-   * since nobody will read their answers. A server may finish the work anyway.
+   * Called when the script has ended: refuses calls from now on and withdraws the questions
+   * still open (their calls are denied), then waits a little for the calls still running (a
+   * script may start calls it never waits for), so that the result and the audit log say what
+   * happened. Any still running after the grace, or once `cancelled` aborts (the client gave up
+   * on the execution), are recorded "unfinished" and cancelled: the SDK tells their servers to
+   * stop (`notifications/cancelled`, or the request's stream closed on 2026-07-28), since nobody
+   * will read their answers. A server may finish the work anyway.
    */
-  async close(graceMs = PENDING_CALLS_GRACE_MS): Promise<void> {
-    this.#closed = true;
+  async close(graceMs = PENDING_CALLS_GRACE_MS, cancelled?: AbortSignal): Promise<void> {
+    this.#ended.abort();
     if (this.#inFlight.size > 0) {
-      await waitAtMost(Promise.allSettled([...this.#inFlight]), graceMs);
+      await waitAtMost(
+        Promise.race([Promise.allSettled([...this.#inFlight]), abortOf(cancelled)]),
+        graceMs,
+      );
       if (this.#inFlight.size > 0) this.#abandon.abort(new Error("the script has ended"));
     }
     if (this.calls.length > 0) await this.#deps.observe?.settle();
@@ -255,6 +271,15 @@ export function toolCallAttributes(
     ...(record.approval ? { "codemode.approval": record.approval } : {}),
     ...(kind ? { "codemode.error_kind": kind } : {}),
   };
+}
+
+/** Settles when `signal` aborts (at once if it has); never, without one. */
+function abortOf(signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return new Promise(() => {});
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener("abort", () => resolve(), { once: true })
+  );
 }
 
 function denied(record: ToolCallRecord, reason: string): ToolReply {

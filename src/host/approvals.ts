@@ -46,17 +46,19 @@ export function elicitingApprover(
   ctx: ServerContext,
   timeoutMs: number,
 ): Approver {
-  return async (question) => {
+  return async (question, withdrawn) => {
     const declared = server.server.getClientCapabilities();
     if (declared !== undefined && declared.elicitation === undefined) return "unavailable";
+    // Either ends the question: the client cancelled its call, or the script ended.
+    const signal = AbortSignal.any([ctx.mcpReq.signal, withdrawn]);
     try {
       const answer = await ctx.mcpReq.send(
         { method: "elicitation/create", params: approvalRequest(question) },
-        { timeout: timeoutMs, signal: ctx.mcpReq.signal },
+        { timeout: timeoutMs, signal },
       );
       return readElicitAnswer(answer);
     } catch (error) {
-      if (ctx.mcpReq.signal.aborted) return "cancelled";
+      if (signal.aborted) return "cancelled";
       const code = (error as { code?: unknown }).code;
       return code === SdkErrorCode.RequestTimeout ? "timed_out" : "unavailable";
     }
@@ -97,9 +99,16 @@ export class InteractiveRun {
   ) {
     void execute({
       signal: this.#abort.signal,
-      approve: (question) =>
+      approve: (question, withdrawn) =>
         new Promise<ApprovalAnswer>((resolve) => {
-          this.#questions.push({ question, answer: resolve });
+          const pending = { question, answer: resolve };
+          this.#questions.push(pending);
+          // Not yet handed to a round: taken back. Already asked: a late answer goes nowhere.
+          withdrawn.addEventListener("abort", () => {
+            const waiting = this.#questions.indexOf(pending);
+            if (waiting >= 0) this.#questions.splice(waiting, 1);
+            resolve("cancelled");
+          }, { once: true });
           this.#wake?.();
         }),
       onOutput: (stream, text) => this.#feedback.onOutput?.(stream, text),

@@ -278,8 +278,11 @@ export class Sandbox implements AsyncDisposable {
       request.timeoutMs,
     );
     // While a person decides about a call, the clock stops and so does the whole process: the
-    // rest of the script (other coroutines, a busy loop) must not run on uncounted time.
+    // rest of the script (other coroutines, a busy loop) must not run on uncounted time. An
+    // answer that comes after the execution ended resumes nothing: a session's process stays
+    // frozen until its next script.
     let deciding = 0;
+    let running = true;
     this.#clock = {
       pause: () => {
         const restart = timer.pause();
@@ -288,7 +291,7 @@ export class Sandbox implements AsyncDisposable {
         return () => {
           if (resumed) return;
           resumed = true;
-          if (--deciding === 0 && !this.#stop) this.#resume();
+          if (--deciding === 0 && running && !this.#stop) this.#resume();
           restart();
         };
       },
@@ -345,6 +348,7 @@ export class Sandbox implements AsyncDisposable {
         this.#halt("POLICY_VIOLATION", "The sandbox sent a malformed execution result");
       }
     } finally {
+      running = false;
       timer.clear();
       clearTimeout(this.#graceTimer);
       clearInterval(memoryWatch);
