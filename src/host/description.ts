@@ -24,9 +24,10 @@ export function describeExecuteCode(profile: Profile, toolIndex: string): string
     (profile.folders.length
       ? ` except ${profile.folders.map((f) => `${f.mount} (${f.mode})`).join(", ")}`
       : "") +
-    "; no environment variables; no subprocesses. Every call starts from a clean interpreter,",
-    'unless you pass session_id "new" (then the session_id the result gives) to keep variables',
-    "between calls. files go in; files written to outputs/ come back.",
+    "; no environment variables; no subprocesses.",
+    'Every call starts from a clean interpreter, unless you pass session_id "new" (then the',
+    "session_id the result gives) to keep variables between calls. files go in; files written to",
+    "outputs/ come back.",
     `Limits (profile "${profile.name}"): ${l.timeout_s} s timeout (timeout_s up to ${l.max_timeout_s}),`,
     `${l.memory_mb} MB memory, ${l.output_bytes} bytes per output stream, ${l.tool_calls} tool calls,`,
     `${l.code_chars} characters / ${l.code_lines} lines of code.`,
