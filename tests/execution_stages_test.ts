@@ -753,9 +753,11 @@ Deno.test("ToolGate.close() records a call still running after the grace unfinis
   // A per-call timeout far beyond the wait below: the SDK would cancel the call on it too.
   const gate = gateFor(upstream, makeProfile(), 120_000);
   const call = gate.call({ server: "mem", tool: "slow", arguments: {} });
+  await new Promise((resolve) => setTimeout(resolve, 30));
   await gate.close(10);
   assert.equal(gate.calls[0]!.outcome, "unfinished");
   assert.equal(gate.calls[0]!.error, undefined);
+  assert.ok(gate.calls[0]!.duration_ms >= 30, "how long it ran before it was given up on");
   assert.equal(await settlesWithin(upstream.slowCancelled, 10_000), true, "the server was told");
   await call;
   assert.equal(gate.calls[0]!.outcome, "unfinished", "the call's failure does not rewrite it");

@@ -445,6 +445,22 @@ const MUTATIONS: Mutation[] = [
     filter: "take a question back",
   },
   {
+    name: "closing a busy session reads as a crash",
+    file: "src/sandbox/sessions.ts",
+    from: 'if (session.busy) session.sandbox.stop("CANCELLED", `Execution stopped: ${why}`);',
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
+  },
+  {
+    name: "a task waits for the answer to a question its script withdrew",
+    file: "src/host/tasks.ts",
+    from: "void call.serving.questionSettled?.(state)?.then(unanswered);",
+    to: "",
+    tests: ["tests/tasks_test.ts"],
+    filter: "withdrawn because",
+  },
+  {
     name: "an answer after the script ended wakes the frozen session",
     file: "src/sandbox/launcher.ts",
     from: "if (--deciding === 0 && running && !this.#stop) this.#resume();",

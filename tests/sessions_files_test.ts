@@ -159,6 +159,32 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     },
   );
 
+  await t.step(
+    "close_session under a running script ends it CANCELLED, not as a crash",
+    async () => {
+      const busy = await server.execute({ code: "1", session_id: "new" });
+      const running = server.execute({
+        code: "import time\nprint('running', flush=True)\ntime.sleep(60)",
+        session_id: busy.session_id,
+      });
+      for (let i = 0; i < 200; i++) {
+        const listed = (await tool(server, "list_sessions")).data.sessions as {
+          session_id: string;
+          busy: boolean;
+        }[];
+        if (listed.find((s) => s.session_id === busy.session_id)?.busy) break;
+        await delay(50);
+      }
+      assert.equal(
+        (await tool(server, "close_session", { session_id: busy.session_id })).isError,
+        false,
+      );
+      const r = await running;
+      assert.equal(r.diagnostics?.error_type, "CANCELLED", r.text);
+      assert.match(r.diagnostics!.message, /close_session closed its session/);
+    },
+  );
+
   await t.step("close_session discards a session", async () => {
     assert.equal((await tool(server, "close_session", { session_id: s2 })).isError, false);
     assert.equal((await tool(server, "close_session", { session_id: s2 })).isError, true);

@@ -176,6 +176,73 @@ Deno.test("tasks: a question inside a task is asked with tasks/get and answered 
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("tasks: a question withdrawn because its script ended does not hold the task's result", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/permissions`);
+  const profile = JSON.parse(await Deno.readTextFile(`${ROOT}permissions/default.json`));
+  profile.approve = ["memory.create_*"];
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, JSON.stringify(profile));
+  const servers = JSON.parse(await Deno.readTextFile(`${ROOT}tests/fixtures/servers.json`));
+  const path = await writeConfig(dir, {
+    servers: { memory: servers.servers.memory },
+    settings: {
+      pool_size: 1,
+      permissions_dir: `${dir}/permissions`,
+      task_after_s: 0,
+      approval_timeout_s: 120,
+    },
+  });
+  await using connection = rawStdio(path, { TEST_MEMORY_DIR: dir, TEST_FS_DIR: dir });
+  const caps = { ...TASKS, elicitation: { form: {} } };
+  // The script asks and ends at once; its output keeps the host busy, so the call and the end
+  // reach it in one read: the question is asked (the task shows it), then withdrawn.
+  const code = [
+    "import _codemode_host",
+    "for i in range(600): print('y' * 100)",
+    "pending = _codemode_host.call_tool('memory', 'create_entities', '{\"entities\": []}')",
+    "'done'",
+  ].join("\n");
+  // A question still live (the script, frozen, waits for it) is declined once it has stood 5 s;
+  // one the script's end withdrew must not need that: its task goes on to the result alone.
+  let withdrawnSeen = false;
+  for (let attempt = 0; attempt < 20 && !withdrawnSeen; attempt++) {
+    const reply = await connection.request("tools/call", {
+      name: "execute_code",
+      arguments: { code },
+    }, caps);
+    const task = reply.result as { resultType: string; taskId?: string };
+    assert.equal(task.resultType, "task", JSON.stringify(reply));
+    let status: { status: string; result?: { structuredContent: ExecutionResult } } | undefined;
+    let askedSince: number | undefined;
+    let answered = false;
+    while (true) {
+      const got = await connection.request("tasks/get", { taskId: task.taskId }, caps);
+      status = got.result as typeof status;
+      if (status!.status !== "input_required" && status!.status !== "working") break;
+      if (status!.status === "input_required") askedSince ??= Date.now();
+      if (!answered && askedSince !== undefined && Date.now() - askedSince > 5000) {
+        answered = true;
+        await connection.request("tasks/update", {
+          taskId: task.taskId,
+          inputResponses: { "1.approval": { action: "decline" } },
+        }, caps);
+      }
+      await delay(200);
+    }
+    assert.equal(status!.status, "completed", JSON.stringify(status));
+    const call = status!.result!.structuredContent.tool_calls.calls[0];
+    withdrawnSeen = call?.approval === "cancelled";
+    if (withdrawnSeen) {
+      assert.equal(call!.error, "the script ended before the call was decided");
+      assert.equal(answered, false, "the task waited for an answer to a withdrawn question");
+    } else {
+      assert.equal(call?.approval, "declined", JSON.stringify(call));
+    }
+  }
+  assert.ok(withdrawnSeen, "no attempt ended its script with the question open");
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("tasks: a task is its caller's, and a client without the extension gets its result", async () => {
   const { path, dir, env } = await tasksConfig();
   await using first = rawStdio(path, env);

@@ -158,9 +158,10 @@ export class ToolGate {
     record.outcome = "unfinished"; // until the upstream answers
     const started = performance.now();
     const reply = this.#deps.redact.json(await this.#route(params));
-    // Given up on by close(): nobody reads this answer, and the record stays "unfinished".
-    if (this.#abandon.signal.aborted && "error" in reply) return reply;
     record.duration_ms = Math.round((performance.now() - started) * 10) / 10;
+    // Given up on by close(): nobody reads this answer, and the record stays "unfinished" (its
+    // duration: how long it ran before that).
+    if (this.#abandon.signal.aborted && "error" in reply) return reply;
     record.outcome = "error" in reply ? "error" : "ok";
     if ("error" in reply) record.error = reply.error.message.slice(0, 500);
     else this.#deps.observe?.record(record.server, record.tool, reply.result);
@@ -183,7 +184,11 @@ export class ToolGate {
         Promise.race([Promise.allSettled([...this.#inFlight]), abortOf(cancelled)]),
         graceMs,
       );
-      if (this.#inFlight.size > 0) this.#abandon.abort(new Error("the script has ended"));
+      if (this.#inFlight.size > 0) {
+        this.#abandon.abort(new Error("the script has ended"));
+        // The calls fail at once; their records are final before the result is made.
+        await waitAtMost(Promise.allSettled([...this.#inFlight]), 1000);
+      }
     }
     if (this.calls.length > 0) await this.#deps.observe?.settle();
   }

@@ -68,7 +68,10 @@ export function elicitingApprover(
 /** A question a run is waiting on. */
 export interface PendingQuestion {
   question: ApprovalQuestion;
+  /** Settles the question; only its first answer counts. */
   answer(answer: ApprovalAnswer): void;
+  /** Resolves once it has its answer: the person's, or one it got for them (timeout, script over). */
+  settled: Promise<void>;
 }
 
 /** Where a run's live output goes during the round that is waiting on it. */
@@ -101,13 +104,21 @@ export class InteractiveRun {
       signal: this.#abort.signal,
       approve: (question, withdrawn) =>
         new Promise<ApprovalAnswer>((resolve) => {
-          const pending = { question, answer: resolve };
+          const settled = Promise.withResolvers<void>();
+          const pending: PendingQuestion = {
+            question,
+            answer: (answer) => {
+              resolve(answer);
+              settled.resolve();
+            },
+            settled: settled.promise,
+          };
           this.#questions.push(pending);
           // Not yet handed to a round: taken back. Already asked: a late answer goes nowhere.
           withdrawn.addEventListener("abort", () => {
             const waiting = this.#questions.indexOf(pending);
             if (waiting >= 0) this.#questions.splice(waiting, 1);
-            resolve("cancelled");
+            pending.answer("cancelled");
           }, { once: true });
           this.#wake?.();
         }),
@@ -259,6 +270,16 @@ export class ParkedRuns {
     );
     this.#parked.set(id, parked);
     return this.#codec.mint({ parked: id });
+  }
+
+  /**
+   * Resolves once the question a round's verified state names has its answer without its
+   * client (timed out, or withdrawn because the script ended): a task waiting for the client can
+   * go on to the result. Undefined for no such question.
+   */
+  settled(state: unknown): Promise<void> | undefined {
+    const id = (state as Partial<ParkedState> | undefined)?.parked;
+    return typeof id === "string" ? this.#parked.get(id)?.pending.settled : undefined;
   }
 
   /** The parked run a round's verified state names, if it is still there and the caller's. */

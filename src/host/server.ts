@@ -110,6 +110,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
       afterMs: deps.taskAfterMs,
       questionTimeoutMs: deps.parked.timeoutMs,
       verifyState: deps.parked.verify,
+      questionSettled: (state) => deps.parked.settled(state),
     });
   }
   const executeCode = registerExecuteCodeTool(server, {

@@ -165,6 +165,11 @@ export interface TaskServing {
   questionTimeoutMs: number;
   /** Decodes a request state the call's handler minted (the server's `requestState.verify`). */
   verifyState: (state: string, ctx: ServerContext) => Promise<unknown>;
+  /**
+   * For a question's decoded request state: resolves when the question no longer waits for the
+   * client (the script that asked it ended), so the call goes on without an answer.
+   */
+  questionSettled?: (state: unknown) => Promise<void> | undefined;
 }
 
 /**
@@ -275,6 +280,9 @@ async function followToTheEnd(
       round++;
       const prefix = `${round}.`;
       const questions = (outcome.inputRequests ?? {}) as Json;
+      const state = typeof outcome.requestState === "string"
+        ? await call.serving.verifyState(outcome.requestState, call.inner)
+        : undefined;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const answers = await new Promise<Json>((resolve) => {
         task.inputRequests = Object.fromEntries(
@@ -289,19 +297,17 @@ async function followToTheEnd(
             Object.fromEntries(mine.map(([key, value]) => [key.slice(prefix.length), value])),
           );
         };
-        // No answer in time, or cancelled: the call is asked again with none (it then knows
-        // which it was).
+        // No answer in time, cancelled, or no longer asked: the call is asked again with none
+        // (it then knows which it was).
         const unanswered = () => resolve({});
         timer = setTimeout(unanswered, call.serving.questionTimeoutMs + 1000);
         task.abort.signal.addEventListener("abort", unanswered, { once: true });
+        void call.serving.questionSettled?.(state)?.then(unanswered);
       }).finally(() => clearTimeout(timer));
       task.status = "working";
       task.inputRequests = undefined;
       task.answer = undefined;
       task.updatedAt = Date.now();
-      const state = typeof outcome.requestState === "string"
-        ? await call.serving.verifyState(outcome.requestState, call.inner)
-        : undefined;
       outcome = await call.handler(call.request, {
         ...call.inner,
         mcpReq: { ...call.inner.mcpReq, inputResponses: answers, requestState: () => state },

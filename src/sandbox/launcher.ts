@@ -426,6 +426,11 @@ export class Sandbox implements AsyncDisposable {
     );
   }
 
+  /** Ends the running script, if any, as `reason` says, and the process with it. */
+  stop(reason: StopReason, message: string): void {
+    this.#halt(reason, message);
+  }
+
   #halt(reason: StopReason, message: string): void {
     if (this.#stop) return;
     this.#stop = { reason, message };

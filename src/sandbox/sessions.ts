@@ -189,12 +189,16 @@ export class SessionManager implements AsyncDisposable {
     }));
   }
 
-  /** Closes a session; returns whether it existed. */
-  async close(owner: string, id: string): Promise<boolean> {
+  /**
+   * Closes a session; returns whether it existed. A script it is running ends `CANCELLED`,
+   * saying `why` (a killed process alone would read as a crash).
+   */
+  async close(owner: string, id: string, why = "the session was closed"): Promise<boolean> {
     const key = `${owner}\0${id}`;
     const session = this.#sessions.get(key);
     if (!session) return false;
     this.#sessions.delete(key);
+    if (session.busy) session.sandbox.stop("CANCELLED", `Execution stopped: ${why}`);
     await session.sandbox[Symbol.asyncDispose]();
     return true;
   }
@@ -202,7 +206,7 @@ export class SessionManager implements AsyncDisposable {
   /** Closes every session of one owner (its connection went away). */
   async closeOwner(owner: string): Promise<void> {
     const mine = [...this.#sessions.values()].filter((s) => s.owner === owner);
-    await Promise.all(mine.map((s) => this.close(owner, s.id)));
+    await Promise.all(mine.map((s) => this.close(owner, s.id, "its connection closed")));
   }
 
   #expire(): void {

@@ -29,7 +29,7 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
     description: "Closes a session and discards its state (its sandbox process is killed).",
     inputSchema: z.object(closeInput),
   }, async (args) => {
-    const closed = await sessions.close(owner, args.session_id);
+    const closed = await sessions.close(owner, args.session_id, "close_session closed its session");
     return {
       content: [{
         type: "text" as const,
