@@ -25,9 +25,12 @@ interface FakeSandbox {
   exited: Promise<Deno.CommandStatus>;
   killed: number;
   disposed: number;
+  /** Why its running script was stopped, if it was. */
+  stopped?: string;
   /** The process exits on its own. */
   exit(): void;
   kill(): void;
+  stop(reason: string, message: string): void;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -47,6 +50,10 @@ function managerWith(options: Partial<SessionOptions> = {}, ready = () => Promis
       kill: () => {
         sandbox.killed++;
         exited.resolve(status);
+      },
+      stop: (reason, message) => {
+        sandbox.stopped = `${reason}: ${message}`;
+        sandbox.kill();
       },
       [Symbol.asyncDispose]: () => {
         sandbox.disposed++;
@@ -217,11 +224,17 @@ Deno.test("SessionManager gives a session to its owner alone, even one who knows
 
 Deno.test("SessionManager.closeOwner() closes only that connection's sessions", async () => {
   const { manager, launched } = managerWith();
-  await manager.open("o", work);
-  await manager.open("o", work);
+  await manager.open("o", work); // still running its script
+  const idle = await manager.open("o", work);
+  manager.release("o", idle.id, false);
   const theirs = await manager.open("p", work);
   await manager.closeOwner("o");
   assert.deepEqual(launched.map((s) => s.disposed), [1, 1, 0]);
+  assert.deepEqual(launched.map((s) => s.stopped), [
+    "CANCELLED: Execution stopped: its connection closed",
+    undefined,
+    undefined,
+  ], "only the running script is stopped, saying why");
   assert.deepEqual(manager.list("o"), []);
   assert.deepEqual(manager.list("p").map((s) => s.session_id), [theirs.id]);
   await manager.closeAll();
