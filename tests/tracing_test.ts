@@ -99,6 +99,9 @@ try:
     js.Deno.telemetry.tracerProvider.getTracer("probe").startSpan("sandbox-probe").end()
 except Exception:
     pass
+# Time for such an export (batched every 100 ms here) before the script ends and its process goes.
+import asyncio
+await asyncio.sleep(0.5)
 from mcp_tools import remote, local, ToolDenied
 found = remote.lookup(query="${ARGUMENT_MARKER}")
 greeting = local.greet(name="${ARGUMENT_MARKER}")
