@@ -190,9 +190,11 @@ Deno.test("packages come from a package index only for profiles that allow its h
         "-leading-dash",
       ]
     ) {
-      for (const request of [{ packages: [bad] }, { pep723: bad }]) {
+      // Beside a good name: nothing of the request is fetched, not even the good one.
+      const names = [bad, "good-name"];
+      for (const request of [{ packages: names }, { pep723: bad }]) {
         const code = "pep723" in request
-          ? `# /// script\n# dependencies = [${JSON.stringify(bad)}]\n# ///\nprint(1)`
+          ? `# /// script\n# dependencies = ${JSON.stringify(names)}\n# ///\nprint(1)`
           : "print(1)";
         const r = await server.execute(
           {

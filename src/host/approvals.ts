@@ -70,7 +70,7 @@ export interface PendingQuestion {
   question: ApprovalQuestion;
   /** Settles the question; only its first answer counts. */
   answer(answer: ApprovalAnswer): void;
-  /** Resolves once it has its answer: the person's, or one it got for them (timeout, script over). */
+  /** Resolves on its answer: the person's, or one given for them (timed out, script ended). */
   settled: Promise<void>;
 }
 
