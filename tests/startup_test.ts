@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { delay, isAlive, startServer } from "./_helpers.ts";
+import { delay, isAlive, ROOT, startServer, writeConfig } from "./_helpers.ts";
 import { StartingExecutor } from "../src/execution/starting_executor.ts";
 import type { Executor } from "../src/execution/executor.ts";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
@@ -16,10 +16,20 @@ const snapshotFiles = (dir: string) =>
 
 Deno.test("serve answers the handshake before its first snapshot is built, and a call made then waits and runs", async () => {
   const cacheDir = await Deno.makeTempDir();
+  // No upstream servers: nothing but the snapshot could hold `tools/list` back.
+  const config = await writeConfig(cacheDir, {
+    settings: { permissions_dir: `${ROOT}permissions` },
+  });
   try {
-    await using server = await startServer({ env: { CODEMODE_CACHE_DIR: cacheDir } });
-    // The build takes seconds; the handshake did not wait for it.
+    await using server = await startServer({
+      args: ["--config", config],
+      env: { CODEMODE_CACHE_DIR: cacheDir },
+    });
+    // The build takes seconds; neither the handshake nor the tool list waited for it.
     assert.deepEqual(snapshotFiles(cacheDir), [], "the handshake waited for the snapshot build");
+    const tools = await server.client.listTools();
+    assert.ok(tools.tools.some((t: { name: string }) => t.name === "execute_code"));
+    assert.deepEqual(snapshotFiles(cacheDir), [], "tools/list waited for the snapshot build");
     const result = await server.execute({ code: "print(6 * 7)" });
     assert.equal(result.success, true, result.text);
     assert.equal(result.stdout, "42\n");
