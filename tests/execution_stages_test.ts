@@ -28,7 +28,12 @@ import type { ScriptError } from "../src/rpc/sandbox_protocol.ts";
 import type { RawOutcome, Sandbox } from "../src/sandbox/launcher.ts";
 import { PoolBusyError, type SandboxPool } from "../src/sandbox/pool.ts";
 import { DEFAULT_LIMITS, type Limits, type Profile } from "../src/sandbox/profile.ts";
-import { SessionBusyError, SessionError, type SessionManager } from "../src/sandbox/sessions.ts";
+import {
+  SessionBusyError,
+  SessionClosedError,
+  SessionError,
+  type SessionManager,
+} from "../src/sandbox/sessions.ts";
 import type { UpstreamSession } from "../src/upstream/pool.ts";
 
 function makeProfile(name = "default", limits: Partial<Limits> = {}, extra: Partial<Profile> = {}) {
@@ -476,6 +481,11 @@ Deno.test("acquireSandbox() maps why there is no sandbox to an outcome", async (
     ["a busy session", new SessionBusyError("s1"), "BUSY"],
     ["a refused session", new SessionError("session_id must be 1-64 letters"), "POLICY_VIOLATION"],
     ["a boot failure", new Error("Cannot boot sandbox: the process exited"), "SANDBOX_CRASHED"],
+    [
+      "a session closed while it started",
+      new SessionClosedError("Execution stopped: close_session closed its session"),
+      "CANCELLED",
+    ],
   ];
   for (const [what, error, outcome] of table) {
     await t.step(`${what} -> ${outcome}`, async () => {

@@ -447,10 +447,26 @@ const MUTATIONS: Mutation[] = [
   {
     name: "closing a busy session reads as a crash",
     file: "src/sandbox/sessions.ts",
-    from: 'if (session.busy) session.sandbox.stop("CANCELLED", `Execution stopped: ${why}`);',
+    from: 'session.sandbox.stop("CANCELLED", `Execution stopped: ${why}`);',
     to: "",
     tests: ["tests/sessions_files_test.ts"],
     filter: "persistent sessions",
+  },
+  {
+    name: "a session closed while it starts reads as a crash",
+    file: "src/sandbox/sessions.ts",
+    from: "if (session.closedBecause) {",
+    to: "if (false) {",
+    tests: ["tests/sessions_unit_test.ts"],
+    filter: "closed while it starts",
+  },
+  {
+    name: "a session closed while it starts is not mapped to CANCELLED",
+    file: "src/execution/sandbox_lease.ts",
+    from: 'if (error instanceof SessionClosedError) return { outcome: "CANCELLED", message };',
+    to: "",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "maps why",
   },
   {
     name: "a task waits for the answer to a question its script withdrew",

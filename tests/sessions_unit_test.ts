@@ -12,6 +12,7 @@ import { plainProfile } from "./_profiles.ts";
 import {
   SESSION_ID,
   SessionBusyError,
+  SessionClosedError,
   SessionError,
   SessionManager,
   type SessionOptions,
@@ -267,4 +268,25 @@ Deno.test("SessionManager does not keep a session whose sandbox failed to boot",
   await manager.open("o", work);
   assert.equal(launched.length, 2);
   await manager.closeAll();
+});
+
+Deno.test("SessionManager: a session closed while it starts cancels its first script, saying why", async () => {
+  let failBoot: (error: Error) => void = () => {};
+  const { manager, launched } = managerWith(
+    {},
+    () => new Promise((_, reject) => failBoot = reject),
+  );
+  const opening = manager.open("o", work);
+  const [listed] = manager.list("o");
+  assert.equal(await manager.close("o", listed!.session_id, "close_session closed it"), true);
+  // As the killed process makes it: its boot fails.
+  failBoot(new Error("Cannot boot sandbox: the process exited"));
+  await assert.rejects(
+    opening,
+    (error) =>
+      error instanceof SessionClosedError &&
+      error.message === "Execution stopped: close_session closed it",
+  );
+  assert.equal(launched[0]!.stopped, "CANCELLED: Execution stopped: close_session closed it");
+  assert.deepEqual(manager.list("o"), []);
 });

@@ -11,6 +11,7 @@ import type { Profile } from "../sandbox/profile.ts";
 import {
   NEW_SESSION,
   SessionBusyError,
+  SessionClosedError,
   SessionError,
   type SessionManager,
 } from "../sandbox/sessions.ts";
@@ -80,6 +81,7 @@ export async function acquireSandbox(
       return { outcome: "BUSY", message };
     }
     if (error instanceof SessionError) return { outcome: "POLICY_VIOLATION", message };
+    if (error instanceof SessionClosedError) return { outcome: "CANCELLED", message };
     return { outcome: "SANDBOX_CRASHED", message };
   }
 }

@@ -27,6 +27,16 @@ interface Session {
   lastUsed: number;
   executions: number;
   busy: boolean;
+  /** Why it was closed while busy (close_session, its connection), if it was. */
+  closedBecause?: string;
+}
+
+/** The session was closed while its sandbox was starting: its first script is cancelled. */
+export class SessionClosedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SessionClosedError";
+  }
 }
 
 /** A session cannot be used as asked (bad id, cap reached, other profile, not available). */
@@ -125,6 +135,9 @@ export class SessionManager implements AsyncDisposable {
       await sandbox.ready;
     } catch (error) {
       this.#sessions.delete(key);
+      if (session.closedBecause) {
+        throw new SessionClosedError(`Execution stopped: ${session.closedBecause}`);
+      }
       throw error;
     }
     this.#options.log.info("session opened", { session: id, profile: profile.name });
@@ -198,7 +211,10 @@ export class SessionManager implements AsyncDisposable {
     const session = this.#sessions.get(key);
     if (!session) return false;
     this.#sessions.delete(key);
-    if (session.busy) session.sandbox.stop("CANCELLED", `Execution stopped: ${why}`);
+    if (session.busy) {
+      session.closedBecause = why;
+      session.sandbox.stop("CANCELLED", `Execution stopped: ${why}`);
+    }
     await session.sandbox[Symbol.asyncDispose]();
     return true;
   }
