@@ -35,6 +35,7 @@ import {
   type SessionManager,
 } from "../src/sandbox/sessions.ts";
 import type { UpstreamSession } from "../src/upstream/pool.ts";
+import { waitAtMost } from "../src/_util/wait_at_most.ts";
 
 function makeProfile(name = "default", limits: Partial<Limits> = {}, extra: Partial<Profile> = {}) {
   return {
@@ -768,7 +769,7 @@ Deno.test("ToolGate.close() records a call still running after the grace unfinis
   assert.equal(gate.calls[0]!.outcome, "unfinished");
   assert.equal(gate.calls[0]!.error, undefined);
   assert.ok(gate.calls[0]!.duration_ms >= 30, "how long it ran before it was given up on");
-  assert.equal(await settlesWithin(upstream.slowCancelled, 10_000), true, "the server was told");
+  assert.equal(await waitAtMost(upstream.slowCancelled, 10_000), true, "the server was told");
   await call;
   assert.equal(gate.calls[0]!.outcome, "unfinished", "the call's failure does not rewrite it");
   assert.equal(gate.calls[0]!.error, undefined);
@@ -783,7 +784,7 @@ Deno.test("ToolGate.close() cancels nothing that finished within the grace", asy
   upstream.finishSlow();
   await closing;
   assert.deepEqual(await call, { result: { content: [{ type: "text", text: "done" }] } });
-  assert.equal(await settlesWithin(upstream.slowCancelled, 100), false, "nothing to cancel");
+  assert.equal(await waitAtMost(upstream.slowCancelled, 100), false, "nothing to cancel");
   await upstream.close();
 });
 
@@ -793,10 +794,10 @@ Deno.test("ToolGate.close() cancels the calls still running at once when the exe
   const call = gate.call({ server: "mem", tool: "slow", arguments: {} });
   const cancelled = new AbortController();
   const closing = gate.close(60_000, cancelled.signal);
-  assert.equal(await settlesWithin(upstream.slowCancelled, 100), false, "still within the grace");
+  assert.equal(await waitAtMost(upstream.slowCancelled, 100), false, "still within the grace");
   cancelled.abort();
-  assert.equal(await settlesWithin(closing, 10_000), true, "close() waited out the grace");
-  assert.equal(await settlesWithin(upstream.slowCancelled, 10_000), true, "the server was told");
+  assert.equal(await waitAtMost(closing, 10_000), true, "close() waited out the grace");
+  assert.equal(await waitAtMost(upstream.slowCancelled, 10_000), true, "the server was told");
   assert.equal(gate.calls[0]!.outcome, "unfinished");
   await call;
   await upstream.close();
@@ -830,14 +831,3 @@ Deno.test("ToolGate.close() withdraws a question still open, and its call is den
   });
   await upstream.close();
 });
-
-/** Whether `promise` settles within `ms`. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), ms));
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

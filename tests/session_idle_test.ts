@@ -7,11 +7,11 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../src/_util/log.ts";
 import { Sandbox } from "../src/sandbox/launcher.ts";
-import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
 import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { delay, ROOT, sandboxPids, startServer, writeConfig } from "./_helpers.ts";
+import { plainProfile } from "./_profiles.ts";
 
 /** CPU time (clock ticks) and resident memory (kB) of a process. */
 function usage(pid: number): { ticks: number; rssKb: number; state: string } {
@@ -83,15 +83,7 @@ Deno.test("an answer that comes after its script ended does not wake the session
     log: silentLogger,
     memory: directResidentMemory,
     persistent: true,
-    profile: {
-      name: "t",
-      description: "",
-      folders: [],
-      net: [],
-      allowed_tools: [],
-      approve: [],
-      limits: { ...DEFAULT_LIMITS },
-    },
+    profile: plainProfile("t"),
   });
   const run = { timeoutMs: 30_000, memoryBytes: 512 * 1024 * 1024, outputBytes: 65536 };
   // The script starts a call it does not wait for, and a timer that would spin. The call's

@@ -13,8 +13,11 @@ import { startHttp } from "./_http.ts";
 import { delay, ROOT, sandboxPids, writeConfig } from "./_helpers.ts";
 import { envelope, MODERN, postModern, rawStdio, TASKS } from "./_modern.ts";
 
-/** A config with the memory server, tasks after 1 s, and an approval on memory.create_*. */
-async function tasksConfig() {
+/**
+ * A config with the memory server, tasks after 1 s, and an approval on memory.create_*;
+ * `settings` overrides.
+ */
+async function tasksConfig(settings: Record<string, unknown> = {}) {
   const dir = await Deno.makeTempDir();
   await Deno.mkdir(`${dir}/permissions`);
   const profile = JSON.parse(await Deno.readTextFile(`${ROOT}permissions/default.json`));
@@ -23,7 +26,7 @@ async function tasksConfig() {
   const servers = JSON.parse(await Deno.readTextFile(`${ROOT}tests/fixtures/servers.json`));
   const path = await writeConfig(dir, {
     servers: { memory: servers.servers.memory },
-    settings: { pool_size: 1, permissions_dir: `${dir}/permissions`, task_after_s: 1 },
+    settings: { pool_size: 1, permissions_dir: `${dir}/permissions`, task_after_s: 1, ...settings },
   });
   return { path, dir, env: { TEST_MEMORY_DIR: dir, TEST_FS_DIR: dir, TEST_SECRET: "x" } };
 }
@@ -177,22 +180,8 @@ Deno.test("tasks: a question inside a task is asked with tasks/get and answered 
 });
 
 Deno.test("tasks: a question withdrawn because its script ended does not hold the task's result", async () => {
-  const dir = await Deno.makeTempDir();
-  await Deno.mkdir(`${dir}/permissions`);
-  const profile = JSON.parse(await Deno.readTextFile(`${ROOT}permissions/default.json`));
-  profile.approve = ["memory.create_*"];
-  await Deno.writeTextFile(`${dir}/permissions/default.json`, JSON.stringify(profile));
-  const servers = JSON.parse(await Deno.readTextFile(`${ROOT}tests/fixtures/servers.json`));
-  const path = await writeConfig(dir, {
-    servers: { memory: servers.servers.memory },
-    settings: {
-      pool_size: 1,
-      permissions_dir: `${dir}/permissions`,
-      task_after_s: 0,
-      approval_timeout_s: 120,
-    },
-  });
-  await using connection = rawStdio(path, { TEST_MEMORY_DIR: dir, TEST_FS_DIR: dir });
+  const { path, dir, env } = await tasksConfig({ task_after_s: 0, approval_timeout_s: 120 });
+  await using connection = rawStdio(path, env);
   const caps = { ...TASKS, elicitation: { form: {} } };
   // The script asks and ends at once; its output keeps the host busy, so the call and the end
   // reach it in one read: the question is asked (the task shows it), then withdrawn.
