@@ -25,8 +25,8 @@ export type TransportFactory = (server: ServerConfig) => {
  * gets the SDK's minimal default environment, `DENO_DIR` when set, the proxy and CA variables
  * (network_env.ts), and its configured `env`. HTTP servers are reached with Deno's fetch, which
  * honours the proxy variables and `DENO_CERT` itself; Streamable HTTP through fetchThatAborts,
- * so a call given up on (its per-call timeout) closes its request, which is how a 2026-07-28
- * server is told.
+ * so a call given up on (its per-call timeout, or its script ended) closes its request, which
+ * is how a 2026-07-28 server is told.
  */
 export const defaultTransportFactory: TransportFactory = (server) => {
   if (server.kind === "http") {
