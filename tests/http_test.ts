@@ -35,8 +35,13 @@ function residentMb(pid: number): number {
   }
 }
 
-/** A script that takes 150 MB more than a sandbox has, then runs until it is stopped. */
-const SCRIPT_OF_MARKED_SIZE = "ballast = bytearray(b'x') * (150 << 20)\nwhile True:\n    pass";
+/**
+ * A script that takes 250 MB more than a sandbox has, then runs until it is stopped. A sandbox
+ * holds about 160 MB (150 to 175 seen), so its own reads about 410 MB: `MARKED_MB` lies well
+ * between the two, and under the default profile's 512 MB limit.
+ */
+const SCRIPT_OF_MARKED_SIZE = "ballast = bytearray(b'x') * (250 << 20)\nwhile True:\n    pass";
+const MARKED_MB = 300;
 
 Deno.test("a 2026-07-28 tools/call is streamed to every client that can take a stream", () => {
   // An attacker's corpus: a client whose call is answered in JSON cannot be noticed going away.
@@ -294,7 +299,7 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
       // A script that prints nothing, from a client that asked for no log messages: nothing is
       // written on the request's response before the client goes away. The client is a process
       // of its own, killed: its connection is closed by the kernel, as when a client crashes.
-      // 150 MB of its own tells its sandbox from the others (about 170 MB each).
+      // 250 MB of its own tells its sandbox from the others.
       const request = executeCallInit(SCRIPT_OF_MARKED_SIZE);
       const client = new Deno.Command(Deno.execPath(), {
         args: [
@@ -305,7 +310,7 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
         stdout: "null",
         stderr: "null",
       }).spawn();
-      const marked = () => sandboxPids(server.pid).find((pid) => residentMb(pid) > 300);
+      const marked = () => sandboxPids(server.pid).find((pid) => residentMb(pid) > MARKED_MB);
       let script: number | undefined;
       for (let i = 0; i < 600 && script === undefined; i++) {
         script = marked();
