@@ -54,7 +54,13 @@ export async function writeConfig(
 export interface TestServer extends AsyncDisposable {
   client: Client;
   execute(
-    args: { code: string; timeout_s?: number; profile?: string; session_id?: string },
+    args: {
+      code: string;
+      timeout_s?: number;
+      profile?: string;
+      session_id?: string;
+      files?: Record<string, string>;
+    },
   ): Promise<
     ExecutionResult & {
       isError: boolean;

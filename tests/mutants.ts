@@ -477,6 +477,22 @@ const MUTATIONS: Mutation[] = [
     filter: "withdrawn because",
   },
   {
+    name: "a session's interrupt is not sent again once its script starts (it is lost)",
+    file: "src/sandbox/launcher.ts",
+    from: "if (this.#interrupted && !this.#stop) this.#signalInterrupt();",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
+  },
+  {
+    name: "a session's sandbox never says its script started",
+    file: "src/sandbox/prelude.py",
+    from: "_host().script_started()",
+    to: "pass",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
+  },
+  {
     name: "an answer after the script ended wakes the frozen session",
     file: "src/sandbox/launcher.ts",
     from: "if (--deciding === 0 && running && !this.#stop) this.#resume();",

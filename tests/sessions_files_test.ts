@@ -116,6 +116,25 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
   });
 
   await t.step(
+    "a timeout that comes before the script starts still only interrupts it",
+    async () => {
+      // The time runs out while 4 MB of input files are still on their way to the sandbox: the
+      // interrupt must wait for the script, not be lost (the session would then be killed).
+      const early = await server.execute({
+        code: "counter += 100\nwhile True:\n    pass",
+        session_id: s1,
+        timeout_s: 0.001,
+        files: { "big.txt": "x".repeat(4 << 20) },
+      });
+      assert.equal(early.diagnostics?.error_type, "TIMEOUT");
+      assert.match(early.diagnostics!.message, /interrupted \(KeyboardInterrupt\)/);
+      assert.equal(early.session_id, s1, "still open");
+      const after = await server.execute({ code: "counter -= 100\ncounter", session_id: s1 });
+      assert.equal(after.result, 43, "the script ran before it was interrupted");
+    },
+  );
+
+  await t.step(
     "a script that makes outputs/ a file or a link does not break the next",
     async () => {
       for (

@@ -5,6 +5,7 @@
  *   sandbox -> host  notification "ready"       once Pyodide has booted
  *   host -> sandbox  request      "prepare"     PrepareParams -> {} (while idle in the pool)
  *   host -> sandbox  request      "execute"     ExecuteParams -> ExecuteReply (once; a session's, once per script)
+ *   sandbox -> host  notification "started"     a session's script is about to run (see below)
  *   sandbox -> host  notification "output"      OutputParams, while a script runs
  *   sandbox -> host  notification "progress"    ProgressParams, while a script runs
  *   sandbox -> host  request      "call_tool"   CallToolParams -> ToolReply, while a script runs
@@ -15,7 +16,9 @@
  * breaks the type check where it is sent; replies travel as `unknown` and are read through the
  * validators (the worker's replies are built in Python, prelude.py). Besides these messages the
  * host signals a process: SIGUSR1 interrupts a session's script, SIGSTOP/SIGCONT pause a session
- * between scripts (sandbox_command.ts, launcher.ts).
+ * between scripts (sandbox_command.ts, launcher.ts). A session's sandbox clears its interrupt
+ * flag as a script starts, then says "started": the host sends SIGUSR1 only after that, or a
+ * signal sent while the request was still on its way would be cleared and lost.
  * The worker's command line (`workerArgs`, `parseWorkerArgs`) is defined here too.
  */
 import type { ToolErrorKind } from "../execution/outcomes.ts";
@@ -24,6 +27,7 @@ export const METHOD_BOOT = "boot" satisfies keyof HostMessages["notifications"];
 export const METHOD_READY = "ready" satisfies keyof SandboxMessages["notifications"];
 export const METHOD_PREPARE = "prepare" satisfies keyof HostMessages["requests"];
 export const METHOD_EXECUTE = "execute" satisfies keyof HostMessages["requests"];
+export const METHOD_STARTED = "started" satisfies keyof SandboxMessages["notifications"];
 export const METHOD_OUTPUT = "output" satisfies keyof SandboxMessages["notifications"];
 export const METHOD_PROGRESS = "progress" satisfies keyof SandboxMessages["notifications"];
 export const METHOD_CALL_TOOL = "call_tool" satisfies keyof SandboxMessages["requests"];
@@ -173,7 +177,12 @@ export interface HostMessages {
 }
 
 export interface SandboxMessages {
-  notifications: { ready: Record<string, never>; output: OutputParams; progress: ProgressParams };
+  notifications: {
+    ready: Record<string, never>;
+    started: Record<string, never>;
+    output: OutputParams;
+    progress: ProgressParams;
+  };
   requests: { call_tool: { params: CallToolParams; reply: ToolReply } };
 }
 

@@ -23,6 +23,7 @@ import {
   METHOD_PREPARE,
   METHOD_PROGRESS,
   METHOD_READY,
+  METHOD_STARTED,
   type OutputStream,
   type PackageFile,
   type Packages,
@@ -150,6 +151,8 @@ export class Sandbox implements AsyncDisposable {
   #violations: string[] = [];
   #progressReports = 0;
   #interrupted: string | null = null;
+  /** Whether the sandbox said the running script started (it then takes an interrupt). */
+  #started = false;
   #graceTimer: ReturnType<typeof setTimeout> | undefined;
   #used = false;
   #booted = false;
@@ -200,7 +203,8 @@ export class Sandbox implements AsyncDisposable {
           if (method === METHOD_READY && !this.#booted) {
             this.#booted = true;
             booted.resolve();
-          } else if (method === METHOD_OUTPUT) this.#onOutput(params);
+          } else if (method === METHOD_STARTED) this.#onStarted();
+          else if (method === METHOD_OUTPUT) this.#onOutput(params);
           else if (method === METHOD_PROGRESS) this.#onProgress(params);
           else {
             this.#violation({
@@ -272,6 +276,7 @@ export class Sandbox implements AsyncDisposable {
 
     const overtime = `Execution exceeded the time limit of ${request.timeoutMs / 1000} s`;
     this.#interrupted = null;
+    this.#started = false;
     // A session's script is interrupted first, so the session can keep its state.
     const timer = pausableTimeout(
       () => this.persistent ? this.#interrupt(overtime) : this.#halt("TIMEOUT", overtime),
@@ -411,19 +416,36 @@ export class Sandbox implements AsyncDisposable {
     this.#paused = false;
   }
 
-  /** Asks the sandbox to raise KeyboardInterrupt; kills it if that does not end the run. */
+  /**
+   * Asks the sandbox to raise KeyboardInterrupt; kills it if that does not end the run. The
+   * signal waits for the sandbox's "started": before it, the sandbox would clear it unseen.
+   */
   #interrupt(message: string): void {
     if (this.#stop || this.#interrupted) return;
     this.#interrupted = message;
+    if (this.#started) this.#signalInterrupt();
+    else this.#startGrace(); // a sandbox that never starts the script is killed all the same
+  }
+
+  #onStarted(): void {
+    if (this.#hooks === null || this.#started) return;
+    this.#started = true;
+    if (this.#interrupted && !this.#stop) this.#signalInterrupt();
+  }
+
+  #signalInterrupt(): void {
     try {
       this.#process.kill(INTERRUPT_SIGNAL);
     } catch {
       // already gone: the exit is reported as a crash
     }
-    this.#graceTimer = setTimeout(
-      () => this.#halt("TIMEOUT", `${message}; it did not stop when interrupted`),
-      INTERRUPT_GRACE_MS,
-    );
+    this.#startGrace();
+  }
+
+  #startGrace(): void {
+    clearTimeout(this.#graceTimer);
+    const message = `${this.#interrupted}; it did not stop when interrupted`;
+    this.#graceTimer = setTimeout(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);
   }
 
   /** Ends the running script, if any, as `reason` says, and the process with it. */

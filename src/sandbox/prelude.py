@@ -250,7 +250,15 @@ def execute(request_json):
         if _session_scope is None:
             _session_scope = new_scope()
         scope = _session_scope
+        _host().script_started()  # the host may interrupt it from now on
     outcome = run(request["code"], request["result_bytes"], scope)
+    try:
+        return _answer(outcome, request)
+    except KeyboardInterrupt:  # the host's interrupt, sent as the script ended: it is done
+        return _answer(outcome, request)
+
+
+def _answer(outcome, request):
     outcome["outputs"] = collect_outputs(
         request.get("output_files_bytes", 0), request.get("large_outputs_dir"))
     return to_json(outcome)

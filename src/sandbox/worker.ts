@@ -26,6 +26,7 @@ import {
   METHOD_PREPARE,
   METHOD_PROGRESS,
   METHOD_READY,
+  METHOD_STARTED,
   type OutputStream,
   type PackageFile,
   parseBootParams,
@@ -336,6 +337,13 @@ async function serve(): Promise<void> {
     },
     report_progress: (reportJson: string): void => {
       if (forwarding) void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
+    },
+    // A session's script is about to run, its files placed: the host may interrupt it from now
+    // on (a signal before this would be cleared unseen, or hit the runtime's own code).
+    script_started: (): void => {
+      if (!forwarding || !interrupts) return;
+      Atomics.store(interrupts, 0, 0);
+      void channel.notify(METHOD_STARTED, {});
     },
   });
   const codemode = pyodide.pyimport("_codemode");

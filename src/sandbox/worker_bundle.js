@@ -205,6 +205,7 @@ var METHOD_BOOT = "boot";
 var METHOD_READY = "ready";
 var METHOD_PREPARE = "prepare";
 var METHOD_EXECUTE = "execute";
+var METHOD_STARTED = "started";
 var METHOD_OUTPUT = "output";
 var METHOD_PROGRESS = "progress";
 var METHOD_CALL_TOOL = "call_tool";
@@ -640,7 +641,15 @@ def execute(request_json):
         if _session_scope is None:
             _session_scope = new_scope()
         scope = _session_scope
+        _host().script_started()  # the host may interrupt it from now on
     outcome = run(request["code"], request["result_bytes"], scope)
+    try:
+        return _answer(outcome, request)
+    except KeyboardInterrupt:  # the host's interrupt, sent as the script ended: it is done
+        return _answer(outcome, request)
+
+
+def _answer(outcome, request):
     outcome["outputs"] = collect_outputs(
         request.get("output_files_bytes", 0), request.get("large_outputs_dir"))
     return to_json(outcome)
@@ -1215,6 +1224,13 @@ async function serve() {
     },
     report_progress: (reportJson) => {
       if (forwarding) void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
+    },
+    // A session's script is about to run, its files placed: the host may interrupt it from now
+    // on (a signal before this would be cleared unseen, or hit the runtime's own code).
+    script_started: () => {
+      if (!forwarding || !interrupts) return;
+      Atomics.store(interrupts, 0, 0);
+      void channel.notify(METHOD_STARTED, {});
     }
   });
   const codemode = pyodide.pyimport("_codemode");
