@@ -487,8 +487,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a session's sandbox never says its script started",
     file: "src/sandbox/prelude.py",
-    from: "_host().script_started()",
-    to: "pass",
+    from: "started = _host().script_started",
+    to: "started = None",
     tests: ["tests/sessions_files_test.ts"],
     filter: "persistent sessions",
   },

@@ -245,16 +245,22 @@ def execute(request_json):
     if not _outputs_empty:
         reset_outputs()
     _outputs_empty = False
-    scope = None
+    scope = started = None
     if request.get("persistent"):
         if _session_scope is None:
             _session_scope = new_scope()
         scope = _session_scope
-        _host().script_started()  # the host may interrupt it from now on
-    outcome = run(request["code"], request["result_bytes"], scope)
+        started = _host().script_started
+    # A session's script may be interrupted (KeyboardInterrupt) from `started` on. The host
+    # signals once, and the interrupt may land in this runtime's own code as the script ends:
+    # the script is then done, and its answer is made again.
+    try:
+        outcome = run(request["code"], request["result_bytes"], scope, started)
+    except KeyboardInterrupt as exc:
+        outcome = {"ok": False, "error": describe_error(exc)}
     try:
         return _answer(outcome, request)
-    except KeyboardInterrupt:  # the host's interrupt, sent as the script ended: it is done
+    except KeyboardInterrupt:
         return _answer(outcome, request)
 
 
@@ -464,17 +470,20 @@ def _evaluate(compiled, scope):
     return eval(compiled, scope)
 
 
-def run(code, result_limit, scope=None):
+def run(code, result_limit, scope=None, started=None):
     """Runs a script; returns {ok, result} or {ok: false, error}.
 
     Called with JSPI enabled (PyProxy.callPromising), so tool calls and top-level await can
     suspend Python while JavaScript waits; a script without await never touches the event loop.
-    A persistent session passes the same scope every time.
+    A persistent session passes the same scope every time, and `started`, called as the script
+    starts, after which an interrupt counts as the script's.
     """
     linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
     if scope is None:
         scope = new_scope()
     try:
+        if started is not None:
+            started()
         body, last = compile_script(code)
         _evaluate(body, scope)
         outcome = {"ok": True, "result": json_safe(_evaluate(last, scope), result_limit)}
