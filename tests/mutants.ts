@@ -157,8 +157,22 @@ const MUTATIONS: Mutation[] = [
   {
     name: "only a server's script file is protected, not the modules beside it",
     file: "src/policy/trusted_paths.ts",
-    from: "path: SCRIPT.test(token) ? dirname(path) : path,",
+    from: "path: SCRIPT.test(token) || isFile(path) ? dirname(path) : path,",
     to: "path,",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "a file a server is given, of an extension not listed, is protected without its folder",
+    file: "src/policy/trusted_paths.ts",
+    from: "path: SCRIPT.test(token) || isFile(path) ? dirname(path) : path,",
+    to: "path: SCRIPT.test(token) ? dirname(path) : path,",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "loadConfig never tells a file from a folder",
+    file: "src/config/config.ts",
+    from: "return Deno.statSync(path).isFile;",
+    to: "return false;",
     tests: ["tests/trusted_paths_test.ts"],
   },
   // Tool policy

@@ -18,6 +18,8 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     "wheels",
     "logs",
     "servers/lib",
+    "tsx/lib",
+    "anylang/lib",
     "taskdir/sub",
     "py/pkg",
     "home",
@@ -29,6 +31,9 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
   await Deno.writeTextFile(join(root, "bin", "mysrv"), "#!/bin/sh\n");
   await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "import './lib/helper.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "lib", "helper.ts"), "export {};\n");
+  // An attacker's corpus: a script whose extension the host does not list still has modules.
+  await Deno.writeTextFile(join(root, "tsx", "main.tsx"), "import './lib/tools.ts';\n");
+  await Deno.writeTextFile(join(root, "anylang", "entry.prog"), "load lib/tools\n");
   await Deno.writeTextFile(join(root, "taskdir", "deno.json"), '{"tasks": {"mcp": "true"}}');
   const configPath = join(root, "mcp_servers.json");
   await Deno.writeTextFile(
@@ -50,6 +55,8 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
           cwd: "home",
         },
         bare: { command: "mysrv", cwd: "home" },
+        tsx: { command: "deno", args: ["run", "-A", "../tsx/main.tsx"], cwd: "home" },
+        anylang: { command: "interp", args: [`${root}/anylang/entry.prog`], cwd: "home" },
       },
       settings: {
         permissions_dir: "permissions",
@@ -83,6 +90,12 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     ["the audit log's folder", join(root, "logs"), /the audit log/],
     ["a script an upstream server runs", join(root, "servers"), /files an upstream server runs/],
     ["modules beside that script", join(root, "servers", "lib"), /files an upstream server runs/],
+    ["modules beside a .tsx script", join(root, "tsx", "lib"), /files an upstream server runs/],
+    [
+      "modules beside a file of any kind a server is given",
+      join(root, "anylang", "lib"),
+      /files an upstream server runs/,
+    ],
     ["a server's working folder (deno task)", join(root, "taskdir"), /working folder/],
     ["a folder below a server's working folder", join(root, "taskdir", "sub"), /working folder/],
     ["a package a server runs with -m", join(root, "py", "pkg"), /working folder/],

@@ -167,6 +167,13 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     settings: parsed.settings,
     servers: parsed.servers.filter((s) => s.kind === "stdio"),
     resolveCommand: (name) => findOnPath(name, env("PATH") ?? ""),
+    isFile: (path) => {
+      try {
+        return Deno.statSync(path).isFile;
+      } catch {
+        return false; // not there (or not readable by the restricted server)
+      }
+    },
     runtime: options.runtimePaths ?? [],
   }).map((t) => ({ ...t, path: realPathOfWhatExists(t.path) }));
   const profiles = await loadProfiles(parsed.settings.permissions_dir, trusted);

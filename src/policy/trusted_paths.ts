@@ -31,6 +31,8 @@ export interface TrustInputs {
   servers: { command: string; args: string[]; env?: Record<string, string>; cwd: string }[];
   /** Where a bare command name is found (PATH); undefined when it is not found. */
   resolveCommand?: (name: string) => string | undefined;
+  /** Whether a path names an existing file (not a folder). */
+  isFile?: (path: string) => boolean;
   /** The runtime's own files: Pyodide, the snapshot cache, the Deno binary, Deno's cache. */
   runtime: TrustedPath[];
 }
@@ -63,7 +65,14 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
   }
   const examples = join(inputs.projectRoot, "examples");
   for (const server of inputs.servers) {
-    paths.push(...serverPaths(server, examples, inputs.resolveCommand ?? (() => undefined)));
+    paths.push(
+      ...serverPaths(
+        server,
+        examples,
+        inputs.resolveCommand ?? (() => undefined),
+        inputs.isFile ?? (() => false),
+      ),
+    );
   }
   return paths;
 }
@@ -73,13 +82,15 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
  * task`, `node .`, `python -m`/`-c` imports; only the checkout's `examples/` below it may still
  * be granted), the folder of its command (a bare name as found on PATH), and every path named on
  * its command line or in its environment: as a word, after `--flag=`, inside a quoted shell
- * command, in `NODE_OPTIONS` or `PYTHONPATH`. A script's whole folder counts (the modules beside
- * it). A data folder named this way is protected too, which errs on the safe side.
+ * command, in `NODE_OPTIONS` or `PYTHONPATH`. A file named there counts with its whole folder
+ * (a script's modules lie beside it, whatever its language), and so does a script that does not
+ * exist yet. A data folder named this way is protected too, which errs on the safe side.
  */
 function serverPaths(
   server: { command: string; args: string[]; env?: Record<string, string>; cwd: string },
   examples: string,
   resolveCommand: (name: string) => string | undefined,
+  isFile: (path: string) => boolean,
 ): TrustedPath[] {
   const at = (word: string) => isAbsolute(word) ? word : resolve(server.cwd, word);
   const paths: TrustedPath[] = [{
@@ -97,7 +108,7 @@ function serverPaths(
   for (const token of words.flatMap(pathTokens)) {
     const path = at(token);
     paths.push({
-      path: SCRIPT.test(token) ? dirname(path) : path,
+      path: SCRIPT.test(token) || isFile(path) ? dirname(path) : path,
       what: "files an upstream server runs",
     });
   }
@@ -120,7 +131,7 @@ function pathTokens(word: string): string[] {
   });
 }
 
-const SCRIPT = /\.(ts|mts|js|mjs|cjs|py|sh)$/;
+const SCRIPT = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs|py|sh|rb|php|pl|lua)$/;
 
 /** Whether write access to `folder` would reach into `trusted`. */
 export function overlaps(folder: string, trusted: TrustedPath): boolean {
