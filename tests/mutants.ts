@@ -670,11 +670,25 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a long partial line of live output is sent before its end",
-    file: "src/execution/executor.ts",
-    from: 'const end = joined.lastIndexOf("\\n") + 1;',
-    to: 'const end = joined.length > 16384 ? joined.length : joined.lastIndexOf("\\n") + 1;',
+    file: "src/execution/scrubbed_lines.ts",
+    from: 'const lines = joined.lastIndexOf("\\n") + 1;',
+    to: 'const lines = joined.length > 16384 ? joined.length : joined.lastIndexOf("\\n") + 1;',
     tests: ["tests/secret_surfaces_test.ts"],
     filter: "reaches no surface",
+  },
+  {
+    name: "live output holds back no lines for a secret that spans lines",
+    file: "src/execution/scrubbed_lines.ts",
+    from: "lastLinesStart(scrubbed, redact.lineBreaks)",
+    to: "lastLinesStart(scrubbed, 0)",
+    tests: ["tests/scrubbed_lines_test.ts"],
+  },
+  {
+    name: "the redactor counts no line breaks in its secrets",
+    file: "src/policy/redaction.ts",
+    from: 'const lineBreaks = Math.max(...given.map((s) => s.split("\\n").length - 1));',
+    to: "const lineBreaks = 0;",
+    tests: ["tests/scrubbed_lines_test.ts"],
   },
   {
     name: "output data is taken without checking it is base64",

@@ -33,6 +33,7 @@ import type { ExecutionResult } from "./execution_result.ts";
 import { checkRequest, isRefusal } from "./request_checks.ts";
 import { refusedResult, toExecutionResult, verifyOutputs } from "./result_mapping.ts";
 import { acquireSandbox } from "./sandbox_lease.ts";
+import { scrubbedLines } from "./scrubbed_lines.ts";
 
 /** What a caller asks to run; the `execute_code` tool's input schema (and its only source). */
 export const EXECUTE_REQUEST_SHAPE = {
@@ -264,33 +265,4 @@ function executionOutcome(result: ExecutionResult): string {
 function runOutcome(outcome: RawOutcome): string {
   if (outcome.stop !== null) return outcome.stop.reason;
   return outcome.reply?.ok === true ? "ok" : "script_error";
-}
-
-/**
- * Live output, scrubbed of secrets a whole line at a time (a chunk may end inside a secret),
- * as the result's stdout and stderr are scrubbed whole. A partial line is held until its end or
- * the end of the run, however long: the sandbox's output cap bounds it.
- */
-function scrubbedLines(
-  redact: Redactor,
-  emit: (stream: "stdout" | "stderr", text: string) => void,
-) {
-  const held = { stdout: "", stderr: "" };
-  const send = (stream: "stdout" | "stderr", text: string) => {
-    if (text !== "") emit(stream, redact.text(text));
-  };
-  return {
-    write(stream: "stdout" | "stderr", text: string): void {
-      const joined = held[stream] + text;
-      const end = joined.lastIndexOf("\n") + 1;
-      send(stream, joined.slice(0, end));
-      held[stream] = joined.slice(end);
-    },
-    flush(): void {
-      for (const stream of ["stdout", "stderr"] as const) {
-        send(stream, held[stream]);
-        held[stream] = "";
-      }
-    },
-  };
 }

@@ -32,6 +32,11 @@ export interface Redactor {
    * whose digits hold a secret becomes the scrubbed string.
    */
   json<T>(value: T): T;
+  /**
+   * The most line breaks one secret holds (a PEM key has several; most secrets none): text
+   * scrubbed a line at a time must hold back that many lines for such a secret to be seen whole.
+   */
+  lineBreaks: number;
 }
 
 /** Why `secret` cannot be scrubbed safely (to follow "<where>: "), or null when it can. */
@@ -53,7 +58,8 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
   const given = [...secrets].filter((s) => secretProblem(s) === null);
   const hostForms = given.map(asHost).filter((s): s is string => s !== null && !secretProblem(s));
   const list = [...new Set([...given, ...given.map((s) => s.toLowerCase()), ...hostForms])];
-  if (list.length === 0) return { text: (v) => v, json: (v) => v };
+  if (list.length === 0) return { text: (v) => v, json: (v) => v, lineBreaks: 0 };
+  const lineBreaks = Math.max(...given.map((s) => s.split("\n").length - 1));
   const sources = [...new Set(list.flatMap(secretPatterns))];
   // One pass answers "any secret here?" (almost always no); only then is each form looked for.
   const anyForm = new RegExp(sources.join("|"));
@@ -72,7 +78,7 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
     }
     return value;
   };
-  return { text, json };
+  return { text, json, lineBreaks };
 }
 
 /** `secret` as a URL's host spells it (lower case, punycode), when that differs; else null. */
