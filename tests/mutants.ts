@@ -143,8 +143,22 @@ const MUTATIONS: Mutation[] = [
   {
     name: "hard links in a granted folder go unnoticed",
     file: "src/config/config.ts",
-    from: "entry.isFile && (Deno.lstatSync(path).nlink ?? 1) > 1",
-    to: "false",
+    from: "if ((nlink ?? 1) <= 1) continue;",
+    to: "continue;",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "a file hard-linked outside the folder goes unnoticed when another name is inside",
+    file: "src/config/config.ts",
+    from: "find((file) => file.found < file.links)",
+    to: "find((file) => file.found < 2)",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "any hard link refuses the folder, even one a sandbox made inside it",
+    file: "src/config/config.ts",
+    from: "find((file) => file.found < file.links)",
+    to: "find((file) => file.links > 1)",
     tests: ["tests/trusted_paths_test.ts"],
   },
   {

@@ -142,6 +142,20 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     await Deno.link(join(root, "permissions", "default.json"), join(elsewhere, "linked", "x"));
     await assert.rejects(attempt(join(elsewhere, "linked")), /x, a link that may lead outside/);
   });
+  await t.step(
+    "a folder whose files are hard-linked only to each other loads (a sandbox can do that)",
+    async () => {
+      const inside = join(elsewhere, "inside");
+      await Deno.mkdir(join(inside, "sub"), { recursive: true });
+      await Deno.writeTextFile(join(inside, "a.txt"), "x");
+      await Deno.link(join(inside, "a.txt"), join(inside, "sub", "b.txt"));
+      await Deno.link(join(inside, "a.txt"), join(inside, "c.txt"));
+      await attempt(inside);
+      // One more name, outside: the folder is refused again.
+      await Deno.link(join(inside, "a.txt"), join(elsewhere, "d.txt"));
+      await assert.rejects(attempt(inside), /a link that may lead outside/);
+    },
+  );
   await t.step("a folder too large to check for links is refused", async () => {
     const pad = join(elsewhere, "pad");
     await Deno.mkdir(pad);

@@ -762,20 +762,24 @@ const MAX_SCANNED_ENTRIES = 20_000;
 
 /**
  * Why `folder` may not be granted because of its links, or null: a symlink below it that
- * resolves outside it (or dangles), a file with more than one hard link (its other name may lie
- * anywhere, a trusted file included), or more entries than can be checked (what was not checked
- * is not granted). Checked when profiles load; the sandbox itself cannot create links.
+ * resolves outside it (or dangles), a file with a hard link outside it (its other name may lie
+ * anywhere, a trusted file included), a folder that cannot be listed, or more entries than can
+ * be checked (what was not checked is not granted). Checked when profiles load. A sandbox
+ * cannot create symlinks, but it can hard-link two files of a read-write folder: those links are
+ * all inside, found here, so the folder is granted still.
  */
 export function findEscapingLink(folder: string): string | null {
   const pending = [folder];
   let seen = 0;
+  /** Files with several links: how many of their names were found inside, and one of them. */
+  const linked = new Map<string, { found: number; links: number; path: string }>();
   while (pending.length > 0) {
     const dir = pending.pop()!;
     let entries: Deno.DirEntry[];
     try {
       entries = [...Deno.readDirSync(dir)];
     } catch {
-      continue;
+      return `${dir}, a folder that cannot be listed to check it for links`;
     }
     for (const entry of entries) {
       if (++seen > MAX_SCANNED_ENTRIES) {
@@ -792,12 +796,19 @@ export function findEscapingLink(folder: string): string | null {
         if (target !== folder && !target.startsWith(folder + "/")) return linkOut(path);
       } else if (entry.isDirectory) {
         pending.push(path);
-      } else if (entry.isFile && (Deno.lstatSync(path).nlink ?? 1) > 1) {
-        return linkOut(path);
+      } else if (entry.isFile) {
+        const { nlink, dev, ino } = Deno.lstatSync(path);
+        if ((nlink ?? 1) <= 1) continue;
+        if (ino === null) return linkOut(path); // cannot tell where its other names are
+        const key = `${dev}:${ino}`;
+        const file = linked.get(key) ?? { found: 0, links: nlink!, path };
+        file.found++;
+        linked.set(key, file);
       }
     }
   }
-  return null;
+  const outside = [...linked.values()].find((file) => file.found < file.links);
+  return outside ? linkOut(outside.path) : null;
 }
 
 const linkOut = (path: string) =>
