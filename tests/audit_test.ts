@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "../src/execution/audit_log.ts";
 import { refusedResult } from "../src/execution/result_mapping.ts";
-import { startServer, writeConfig } from "./_helpers.ts";
+import { ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("createRedactor() replaces secrets in text and in JSON values", () => {
   const r = createRedactor(["hunter22", "abc", "sk-long-secret-value"]);
@@ -50,6 +50,56 @@ Deno.test("every execution writes one audit line, never to stdout", async () => 
   assert.equal(records[0]!.code_chars, "print('fine')".length);
   assert.match(records[0]!.code_sha256, /^[0-9a-f]{64}$/);
   assert.notEqual(records[0]!.execution_id, records[1]!.execution_id);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a result nested thousands of levels deep still gets its audit line and a small reply", async () => {
+  // An attacker's corpus: with a secret configured, scrubbing walked the result level by level
+  // and overflowed the stack after the tool call had run: no audit line, no tool_calls. Without
+  // one, the indented text of 6 KB of result was 18 MB, past what an SDK client reads.
+  const dir = await Deno.makeTempDir();
+  const config = await writeConfig(dir, {
+    servers: {
+      dynamic: {
+        command: "deno",
+        args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
+        env: { UNUSED_KEY: "${DEEP_TEST_SECRET}" },
+        cwd: ROOT,
+      },
+    },
+    settings: { pool_size: 1, audit_log: "audit.jsonl", permissions_dir: `${ROOT}permissions` },
+  });
+  {
+    await using server = await startServer({
+      args: ["--config", config],
+      env: { DEEP_TEST_SECRET: "deep-secret-0123456789" },
+    });
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import dynamic",
+        "dynamic.greet(name='deep')",
+        "import sys",
+        "sys.setrecursionlimit(20000)",
+        "x = []",
+        "for i in range(3500):",
+        "    x = [x]",
+        "x",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text.slice(0, 500));
+    assert.equal(r.tool_calls.count, 1);
+    assert.match(
+      String(r.result),
+      /^\[\[\[.*result given as its JSON text: nested deeper than 100 levels\]$/s,
+    );
+    assert.ok(r.text.length < 20_000, `the text is ${r.text.length} characters`);
+  }
+  const records = (await Deno.readTextFile(`${dir}/audit.jsonl`)).trim().split("\n").map((l) =>
+    JSON.parse(l) as AuditRecord
+  );
+  assert.equal(records.length, 1);
+  assert.equal(records[0]!.outcome, "ok");
+  assert.deepEqual(records[0]!.tool_calls.map((c) => c.tool), ["greet"]);
   await Deno.remove(dir, { recursive: true });
 });
 

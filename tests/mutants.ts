@@ -705,6 +705,27 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/scrubbed_lines_test.ts"],
   },
   {
+    name: "a result nested thousands deep is taken as it is",
+    file: "src/execution/result_mapping.ts",
+    from: "const deep = depthOver(value, MAX_RESULT_DEPTH);",
+    to: "const deep = false;",
+    tests: ["tests/audit_test.ts", "tests/deep_results_test.ts"],
+  },
+  {
+    name: "scrubbing walks a value however deep it nests",
+    file: "src/policy/redaction.ts",
+    from: "if (depth >= MAX_WALKED_DEPTH) return scrubbedJsonText(value, text) as T;",
+    to: "",
+    tests: ["tests/deep_results_test.ts"],
+  },
+  {
+    name: "a result's text is indented however large that makes it",
+    file: "src/execution/execution_result.ts",
+    from: "return indented.length <= 2 * compact.length + INDENTED_UP_TO ? indented : compact;",
+    to: "return indented;",
+    tests: ["tests/deep_results_test.ts"],
+  },
+  {
     name: "output data is taken without checking it is base64",
     file: "src/rpc/sandbox_protocol.ts",
     from: 'typeof f.data === "string" && BASE64.test(f.data)',

@@ -71,6 +71,21 @@ export interface ExecutionResult {
 }
 
 /** The text block shown next to the structured result. */
+/**
+ * The result as text: indented when that keeps it near its size, else compact. Indenting adds
+ * two spaces a level to every line, so a deeply nested result of a few KB would otherwise
+ * become megabytes (an attacker's corpus: 6 KB nested 3,000 deep became 18 MB).
+ */
+function shownResult(result: unknown): string {
+  if (typeof result === "string") return result;
+  const compact = JSON.stringify(result);
+  if (compact.length > INDENTED_UP_TO) return compact;
+  const indented = JSON.stringify(result, null, 2);
+  return indented.length <= 2 * compact.length + INDENTED_UP_TO ? indented : compact;
+}
+
+const INDENTED_UP_TO = 16_384;
+
 export function formatResultText(r: ExecutionResult): string {
   const parts: string[] = [];
   parts.push(r.success ? `OK (${r.duration_ms} ms)` : `FAILED (${r.duration_ms} ms)`);
@@ -78,8 +93,7 @@ export function formatResultText(r: ExecutionResult): string {
   if (r.stdout) parts.push(`--- stdout ---\n${r.stdout.replace(/\n$/, "")}`);
   if (r.stderr) parts.push(`--- stderr ---\n${r.stderr.replace(/\n$/, "")}`);
   if (r.result !== null && r.result !== undefined) {
-    const shown = typeof r.result === "string" ? r.result : JSON.stringify(r.result, null, 2);
-    parts.push(`--- result ---\n${shown}`);
+    parts.push(`--- result ---\n${shownResult(r.result)}`);
   }
   if (r.outputs.length > 0) {
     const lines = r.outputs.map((f) =>

@@ -131,7 +131,7 @@ export class SandboxExecutor implements Executor {
     const log = withFields(this.#deps.log, { execution: id });
     let result: ExecutionResult;
     try {
-      result = await this.#run(request, options, log, span);
+      result = this.#deps.redact.json(await this.#run(request, options, log, span));
     } catch (error) {
       // Not expected: every known failure is mapped in #run. Still an answer, never a throw.
       log.error("execution failed on the host", { error: String(error) });
@@ -141,7 +141,6 @@ export class SandboxExecutor implements Executor {
         message: `Cannot run: the host failed (${error instanceof Error ? error.message : error})`,
       });
     }
-    result = this.#deps.redact.json(result);
     if (this.#deps.audit) this.#deps.audit(await auditRecord(id, request.code, result));
     log.debug("execution finished", {
       profile: result.profile,

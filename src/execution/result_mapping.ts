@@ -167,11 +167,34 @@ function describeOutput(file: OutputFile): ResultFile {
   return { ...file, mime_type: mimeType(file.name) };
 }
 
-/** The sandbox promises a capped result; the host does not take its word for it. */
-function capResult(value: unknown, limit: number): unknown {
+/**
+ * The sandbox promises a capped result; the host does not take its word for it. A result nested
+ * deeper than `MAX_RESULT_DEPTH` comes back as its JSON text: what handles it after this (the
+ * scrubbing of secrets, the text a client shows) may walk it level by level.
+ */
+export function capResult(value: unknown, limit: number): unknown {
   const text = JSON.stringify(value) ?? "null";
-  if (text.length <= limit) return value;
-  return `${text.slice(0, limit)}... [result truncated: ${text.length} chars, limit ${limit}]`;
+  const deep = depthOver(value, MAX_RESULT_DEPTH);
+  if (text.length <= limit && !deep) return value;
+  const why = deep ? `nested deeper than ${MAX_RESULT_DEPTH} levels; ` : "";
+  if (text.length <= limit) return `${text} [result given as its JSON text: ${why.slice(0, -2)}]`;
+  return `${
+    text.slice(0, limit)
+  }... [result truncated: ${why}${text.length} chars, limit ${limit}]`;
+}
+
+export const MAX_RESULT_DEPTH = 100;
+
+/** Whether a JSON value nests arrays and objects deeper than `max` (walked without recursion). */
+export function depthOver(value: unknown, max: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (item === null || typeof item !== "object") continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return false;
 }
 
 function round(ms: number): number {

@@ -65,20 +65,33 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
   const anyForm = new RegExp(sources.join("|"));
   const forms = sources.map((source) => new RegExp(source, "g"));
   const text = (value: string) => anyForm.test(value) ? replaceAll(value, forms) : value;
-  const json = <T>(value: T): T => {
+  const json = <T>(value: T, depth = 0): T => {
     if (typeof value === "string") return text(value) as T;
     if (typeof value === "number") {
       const digits = String(value);
       const scrubbed = text(digits);
       return (scrubbed === digits ? value : scrubbed) as T;
     }
-    if (Array.isArray(value)) return value.map(json) as T;
-    if (value !== null && typeof value === "object") {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [text(k), json(v)])) as T;
-    }
-    return value;
+    if (value === null || typeof value !== "object") return value;
+    // Deeper than any honest reply nests: scrubbed as its JSON text, not walked (the walk would
+    // overflow the stack where a reply nests thousands of levels deep).
+    if (depth >= MAX_WALKED_DEPTH) return scrubbedJsonText(value, text) as T;
+    if (Array.isArray(value)) return value.map((v) => json(v, depth + 1)) as T;
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [text(k), json(v, depth + 1)]),
+    ) as T;
   };
-  return { text, json, lineBreaks };
+  return { text, json: (value) => json(value), lineBreaks };
+}
+
+const MAX_WALKED_DEPTH = 200;
+
+function scrubbedJsonText(value: object, text: (value: string) => string): string {
+  try {
+    return text(JSON.stringify(value));
+  } catch {
+    return "[a value nested too deeply to show]";
+  }
 }
 
 /** `secret` as a URL's host spells it (lower case, punycode), when that differs; else null. */
