@@ -726,6 +726,22 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/deep_results_test.ts"],
   },
   {
+    name: "empty output is taken, uncounted",
+    file: "src/rpc/sandbox_protocol.ts",
+    from: '|| typeof params.text !== "string" || params.text === "") return null;',
+    to: '|| typeof params.text !== "string") return null;',
+    tests: ["tests/policy_test.ts"],
+    filter: "forges protocol",
+  },
+  {
+    name: "a one-shot sandbox's 'started' is taken, uncounted",
+    file: "src/sandbox/launcher.ts",
+    from: "if (this.#hooks === null || this.#started || !this.persistent) {",
+    to: "if (this.#hooks === null || this.#started) {",
+    tests: ["tests/policy_test.ts"],
+    filter: "forges protocol",
+  },
+  {
     name: "output data is taken without checking it is base64",
     file: "src/rpc/sandbox_protocol.ts",
     from: 'typeof f.data === "string" && BASE64.test(f.data)',

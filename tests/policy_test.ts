@@ -165,6 +165,33 @@ Deno.test("a sandbox that forges protocol messages cannot harm the host", async 
     assert.equal(r.tool_calls.calls[0]?.outcome, "denied");
   });
 
+  await t.step(
+    "empty output and a 'started' outside a session count, and a flood of them is stopped",
+    async () => {
+      // An attacker's corpus: 68 million empty outputs took the host to 1.67 GB, uncounted.
+      const counted = await server.execute({
+        code: send([
+          { jsonrpc: "2.0", method: "output", params: { stream: "stdout", text: "" } },
+          { jsonrpc: "2.0", method: "started", params: {} },
+        ]) + "\n'finished'",
+      });
+      assert.equal(counted.result, "finished", counted.text);
+      assert.equal(counted.protocol_violations, 2);
+      const flood = await server.execute({
+        code: "import js\nline = js.TextEncoder.new().encode(" +
+          `'${
+            JSON.stringify({
+              jsonrpc: "2.0",
+              method: "output",
+              params: { stream: "stdout", text: "" },
+            })
+          }\\n' * 1000)` +
+          "\njs.Deno.stdout.writeSync(line)\nimport time\ntime.sleep(2)",
+      });
+      assert.equal(flood.diagnostics?.error_type, "POLICY_VIOLATION", flood.text);
+    },
+  );
+
   await t.step("a flood of invalid messages stops the sandbox", async () => {
     const r = await server.execute({
       code:

@@ -234,6 +234,7 @@ export function parseWorkerArgs(args: readonly string[]): WorkerLaunch | null {
 export interface ProtocolViolation {
   kind:
     | "unknown_notification"
+    | "unexpected_started"
     | "bad_output"
     | "bad_progress"
     | "too_many_progress_reports"
@@ -259,9 +260,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** An output notification, or null when its shape is wrong. */
+/**
+ * An output notification, or null when its shape is wrong. Empty text is wrong too: the worker
+ * never sends it, and it would cost the host without counting against the output limit.
+ */
 export function parseOutput(params: unknown): OutputParams | null {
-  if (!isRecord(params) || typeof params.text !== "string") return null;
+  if (!isRecord(params) || typeof params.text !== "string" || params.text === "") return null;
   if (params.stream !== "stdout" && params.stream !== "stderr") return null;
   return { stream: params.stream, text: params.text };
 }

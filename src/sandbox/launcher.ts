@@ -428,7 +428,13 @@ export class Sandbox implements AsyncDisposable {
   }
 
   #onStarted(): void {
-    if (this.#hooks === null || this.#started) return;
+    if (this.#hooks === null || this.#started || !this.persistent) {
+      this.#violation({
+        kind: "unexpected_started",
+        detail: "a started notification outside a session's script, or a repeated one",
+      });
+      return;
+    }
     this.#started = true;
     if (this.#interrupted && !this.#stop) this.#signalInterrupt();
   }
