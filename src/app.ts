@@ -217,6 +217,8 @@ export async function openApp(options: AppOptions): Promise<App> {
     new SandboxExecutor({
       pool,
       profile: (name) => (allowed.has(name) ? config.profiles.get(name) : undefined),
+      unavailableProfile: (name) =>
+        allowed.has(name) ? config.unavailableProfiles.get(name) : undefined,
       defaultProfile: defaultProfile.name,
       tools: {
         approvalTimeoutMs: config.settings.approval_timeout_s * 1000,

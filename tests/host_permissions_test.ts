@@ -51,6 +51,7 @@ function needs(overrides: Partial<HostNeeds> = {}): HostNeeds {
     unavailable: parsed.unavailable,
     settings: parsed.settings,
     profiles: new Map([["workspace", workspace]]),
+    unavailableProfiles: new Map(),
     secrets: parsed.secrets,
     notes: parsed.notes,
   };

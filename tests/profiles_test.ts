@@ -204,3 +204,38 @@ Deno.test("loadProfiles() follows extends and refuses bad bases, cycles and esca
   });
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("what a script leaves in a read-write folder cannot stop the next start", async () => {
+  // An attacker's corpus: a script filled its read-write folder past what the start can check
+  // (hard links between its own files were the other way, fixed in findEscapingLink), and the
+  // next start refused the whole server. Now only that profile is unavailable, and says why.
+  const root = Deno.realPathSync(await Deno.makeTempDir());
+  for (const dir of ["permissions", "ws"]) await Deno.mkdir(`${root}/${dir}`);
+  await Deno.writeTextFile(`${root}/permissions/default.json`, "{}");
+  await Deno.writeTextFile(
+    `${root}/permissions/workspace.json`,
+    JSON.stringify({ folders: [{ host: "../ws", mount: "/workspace", mode: "rw" }] }),
+  );
+  const config = await writeConfig(root, {
+    settings: { pool_size: 1, permissions_dir: "permissions" },
+  });
+  {
+    await using server = await startServer({ args: ["--config", config] });
+    const filled = await server.execute({
+      profile: "workspace",
+      timeout_s: 120,
+      code: "for i in range(20_001):\n    open(f'/workspace/f{i}', 'w').close()\n'filled'",
+    });
+    assert.equal(filled.result, "filled", filled.text);
+  }
+  await using server = await startServer({ args: ["--config", config] });
+  const refused = await server.execute({ profile: "workspace", code: "1" });
+  assert.equal(refused.diagnostics?.error_type, "POLICY_VIOLATION");
+  assert.match(
+    refused.diagnostics!.message,
+    /^Profile "workspace" is unavailable: .*more than 20000 entries, too many to check/,
+  );
+  assert.equal((await server.execute({ code: "6 * 7" })).result, 42, "the default profile works");
+  assert.match(server.stderr(), /profile "workspace" is unavailable/);
+  await Deno.remove(root, { recursive: true });
+});

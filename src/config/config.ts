@@ -8,7 +8,12 @@ import { readConfigVariable, readEnv } from "./environment.ts";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { isHttpUrl } from "../packages/hosts.ts";
-import { mergeProfileFiles, type Profile, resolveProfile } from "../sandbox/profile.ts";
+import {
+  FolderCheckError,
+  mergeProfileFiles,
+  type Profile,
+  resolveProfile,
+} from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { expandPlaceholders } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
@@ -111,6 +116,8 @@ export interface Config {
   unavailable: UnavailableServer[];
   settings: Settings;
   profiles: Map<string, Profile>;
+  /** Profiles refused for what a folder of theirs holds now, with the reason (see loadProfiles). */
+  unavailableProfiles: Map<string, string>;
   /**
    * Values that must never reach a sandbox, a result or a log: everything `${VAR}` expanded to
    * in server entries, every HTTP header value, every `env` value under a name that says it is a
@@ -176,16 +183,34 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     },
     runtime: options.runtimePaths ?? [],
   }).map((t) => ({ ...t, path: realPathOfWhatExists(t.path) }));
-  const profiles = await loadProfiles(parsed.settings.permissions_dir, trusted);
+  // The launching process's verdict, which the restricted server (not granted those folders)
+  // could not repeat.
+  const unavailableProfiles = parseUnavailableProfiles(env(UNAVAILABLE_PROFILES));
+  const profiles = await loadProfiles(
+    parsed.settings.permissions_dir,
+    trusted,
+    unavailableProfiles,
+  );
   const settings = parsed.settings;
+  const cannotUseDefault = unavailableProfiles.get(settings.default_profile);
+  if (cannotUseDefault) {
+    throw new TypeError(
+      `Cannot load config ${path}: settings.default_profile is unavailable: ${cannotUseDefault}`,
+    );
+  }
+  for (const [name, reason] of unavailableProfiles) {
+    parsed.notes.push({ level: "warn", message: `profile "${name}" is unavailable: ${reason}` });
+  }
   if (!profiles.has(settings.default_profile)) {
     throw new TypeError(
       `Cannot load config ${path}: settings.default_profile "${settings.default_profile}" is not in ${settings.permissions_dir}`,
     );
   }
-  if (settings.allowed_profiles.length === 0) settings.allowed_profiles = [...profiles.keys()];
+  if (settings.allowed_profiles.length === 0) {
+    settings.allowed_profiles = [...profiles.keys(), ...unavailableProfiles.keys()];
+  }
   for (const name of settings.allowed_profiles) {
-    if (!profiles.has(name)) {
+    if (!profiles.has(name) && !unavailableProfiles.has(name)) {
       throw new TypeError(
         `Cannot load config ${path}: settings.allowed_profiles names unknown "${name}"`,
       );
@@ -203,6 +228,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     unavailable: parsed.unavailable,
     settings,
     profiles,
+    unavailableProfiles,
     secrets: [...new Set([...parsed.secrets, ...proxy.map((p) => p.value)])],
     notes: parsed.notes,
   };
@@ -700,10 +726,33 @@ function realPathOfWhatExists(path: string): string {
   }
 }
 
-/** Loads every `*.json` profile in `dir`; no rw folder may overlap `protectedPaths`. */
+/** How the restricted relaunch tells its child which profiles it found unavailable. */
+export const UNAVAILABLE_PROFILES = "CODEMODE_UNAVAILABLE_PROFILES";
+
+/** The profiles and reasons in `UNAVAILABLE_PROFILES` (a JSON object of strings), if any. */
+export function parseUnavailableProfiles(text: string | undefined): Map<string, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text ?? "{}");
+  } catch {
+    return new Map();
+  }
+  if (!isRecord(value)) return new Map();
+  return new Map(
+    Object.entries(value).filter((e): e is [string, string] => typeof e[1] === "string"),
+  );
+}
+
+/**
+ * Loads every `*.json` profile in `dir`; no rw folder may overlap `protectedPaths`. Given
+ * `unavailable`, a profile refused only for what one of its folders holds (`FolderCheckError`)
+ * goes there with the reason instead of failing the load: a script with write access to the
+ * folder could otherwise stop the server's next start. A profile already there is not loaded.
+ */
 export async function loadProfiles(
   dir: string,
   protectedPaths: TrustedPath[],
+  unavailable?: Map<string, string>,
 ): Promise<Map<string, Profile>> {
   const profiles = new Map<string, Profile>();
   let entries: Deno.DirEntry[];
@@ -744,16 +793,22 @@ export async function loadProfiles(
     return mergeProfileFiles(flatten(base, [...chain, name]), raw as Record<string, unknown>);
   };
   for (const name of files.keys()) {
+    if (unavailable?.has(name)) continue;
     const raw = flatten(name, []);
-    profiles.set(
-      name,
-      resolveProfile(name, raw, {
-        baseDir: dir,
-        realPath: (p) => Deno.realPathSync(p),
-        protectedPaths,
-        findEscapingLink,
-      }),
-    );
+    try {
+      profiles.set(
+        name,
+        resolveProfile(name, raw, {
+          baseDir: dir,
+          realPath: (p) => Deno.realPathSync(p),
+          protectedPaths,
+          findEscapingLink,
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof FolderCheckError) || !unavailable) throw error;
+      unavailable.set(name, error.message);
+    }
   }
   return profiles;
 }

@@ -15,6 +15,8 @@ export const ENVIRONMENT = {
   CODEMODE_CACHE_DIR: "where the Pyodide snapshot and downloaded wheels are kept",
   CODEMODE_HTTP_TOKEN: "the bearer token HTTP clients must send (required off loopback)",
   CODEMODE_NESTING: "how many code mode servers started this one (set for stdio servers)",
+  CODEMODE_UNAVAILABLE_PROFILES:
+    "set by the restricted relaunch for its child: the profiles it found unavailable, and why",
   // The agent's model (generate_and_execute, `agent`).
   OPENAI_API_KEY: "the OpenAI-compatible API's key",
   OPENAI_BASE_URL: "the OpenAI-compatible API's address",

@@ -87,6 +87,8 @@ export interface SandboxExecutorDeps {
   sessions?: SessionManager;
   /** Looks up a profile a caller may use; undefined when unknown or not allowed. */
   profile: (name: string) => Profile | undefined;
+  /** Why a profile callers may name cannot be used now, if it cannot. */
+  unavailableProfile?: (name: string) => string | undefined;
   defaultProfile: string;
   /** Where requested Python packages come from. */
   packages?: PackageSources;

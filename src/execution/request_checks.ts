@@ -36,6 +36,8 @@ export interface Refusal {
 export interface RequestCheckDeps {
   /** A profile callers may use, by name; undefined when unknown or not allowed. */
   profile: (name: string) => Profile | undefined;
+  /** Why a profile callers may name cannot be used now (see loadProfiles), if it cannot. */
+  unavailableProfile?: (name: string) => string | undefined;
   defaultProfile: string;
   /** Where requested Python packages come from (absent: none can be installed). */
   packages?: PackageSources;
@@ -54,6 +56,10 @@ export async function checkRequest(
     message,
   });
   const profile = profileOverride ?? deps.profile(name);
+  const unavailable = profile === undefined ? deps.unavailableProfile?.(name) : undefined;
+  if (unavailable) {
+    return refuse("POLICY_VIOLATION", `Profile "${name}" is unavailable: ${unavailable}`);
+  }
   if (profile === undefined) {
     return refuse(
       "POLICY_VIOLATION",

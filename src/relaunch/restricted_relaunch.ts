@@ -8,7 +8,7 @@
  */
 import { readEnv } from "../config/environment.ts";
 import { dirname, join } from "node:path";
-import { loadConfig, PROJECT_ROOT } from "../config/config.ts";
+import { loadConfig, PROJECT_ROOT, UNAVAILABLE_PROFILES } from "../config/config.ts";
 import { denoCommand } from "../upstream/deno_command.ts";
 import { openAIConfigFromEnv } from "../agent/model_config.ts";
 import {
@@ -46,7 +46,13 @@ export interface RestrictedHostOptions {
  */
 export async function computeHostGrants(
   options: Omit<RestrictedHostOptions, "args" | "log">,
-): Promise<{ grants: HostGrants; scrub: (text: string) => string }> {
+): Promise<
+  {
+    grants: HostGrants;
+    scrub: (text: string) => string;
+    unavailableProfiles: Map<string, string>;
+  }
+> {
   const { configPath, http, extraRead } = options;
   const runtime = locateRuntime();
   const config = await loadConfig({
@@ -70,12 +76,16 @@ export async function computeHostGrants(
     // The memory available, which sets how many sandboxes the pool may keep ready.
     extraRead: Deno.build.os === "linux" ? [...extraRead, "/proc/meminfo"] : extraRead,
   });
-  return { grants, scrub: createRedactor(config.secrets).text };
+  return {
+    grants,
+    scrub: createRedactor(config.secrets).text,
+    unavailableProfiles: config.unavailableProfiles,
+  };
 }
 
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
-  const { grants, scrub } = await computeHostGrants(options);
+  const { grants, scrub, unavailableProfiles } = await computeHostGrants(options);
   options.log.debug(`host permissions: ${scrub(describeGrants(grants))}`);
   const flags = hostFlags(grants);
   const child = new Deno.Command(Deno.execPath(), {
@@ -91,6 +101,8 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
       ...options.args,
       NO_RESTRICT,
     ],
+    // Its folders are not granted to the child, which could not check them again.
+    env: { [UNAVAILABLE_PROFILES]: JSON.stringify(Object.fromEntries(unavailableProfiles)) },
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",

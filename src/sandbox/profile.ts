@@ -165,6 +165,12 @@ export interface ResolveContext {
 }
 
 /**
+ * A folder refused for what it holds now (a link that may lead out, too many entries to check),
+ * not for what the profile says: a script with write access there can cause it.
+ */
+export class FolderCheckError extends TypeError {}
+
+/**
  * A profile file that `extends` another, merged with it: fields the child gives replace the
  * base's, except `limits`, which merge key by key. Pure; `extends` chains are followed by the
  * caller (see `loadProfiles` in config.ts).
@@ -280,11 +286,7 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
     }
   }
   const escaping = ctx.findEscapingLink?.(host);
-  if (escaping) {
-    throw new TypeError(
-      `Cannot load ${where}.host: it contains ${escaping}`,
-    );
-  }
+  if (escaping) throw new FolderCheckError(`Cannot load ${where}.host: it contains ${escaping}`);
   return { host, mount, mode };
 }
 
