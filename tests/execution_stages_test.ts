@@ -831,3 +831,23 @@ Deno.test("ToolGate.close() withdraws a question still open, and its call is den
   });
   await upstream.close();
 });
+
+Deno.test("ToolGate bounds the arguments of the calls a script keeps in flight", async () => {
+  // An attacker's corpus: 108 calls of 1.5 MB left unanswered took the host from 160 to 948 MB.
+  const upstream = await startUpstream();
+  const gate = gateFor(upstream, makeProfile());
+  const big = { data: "x".repeat(12 * 2 ** 20) };
+  const running = [1, 2].map(() => gate.call({ server: "mem", tool: "slow", arguments: big }));
+  const third = await gate.call({ server: "mem", tool: "slow", arguments: big });
+  assert.match(
+    "error" in third ? third.error.message : "",
+    /^denied: the arguments of this script's calls still running would pass 32 MiB/,
+  );
+  assert.equal(gate.calls[2]!.outcome, "denied");
+  upstream.finishSlow();
+  await Promise.all(running);
+  // Answered calls no longer count.
+  const after = await gate.call({ server: "mem", tool: "slow", arguments: big });
+  assert.ok(!("error" in after) || after.error.kind !== "denied", JSON.stringify(after));
+  await upstream.close();
+});

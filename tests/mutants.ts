@@ -751,7 +751,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "the restricted server is not told which profiles the launcher found unavailable",
     file: "src/relaunch/restricted_relaunch.ts",
-    from: "env: { [UNAVAILABLE_PROFILES]: JSON.stringify(Object.fromEntries(unavailableProfiles)) },",
+    from:
+      "env: { [UNAVAILABLE_PROFILES]: JSON.stringify(Object.fromEntries(unavailableProfiles)) },",
     to: "",
     tests: ["tests/profiles_test.ts"],
     filter: "cannot stop the next start",
@@ -763,6 +764,43 @@ const MUTATIONS: Mutation[] = [
     to: "if (false) {",
     tests: ["tests/profiles_test.ts"],
     filter: "cannot stop the next start",
+  },
+  {
+    name: "a schema renders as many times as its type lists multiply",
+    file: "src/catalog/schema_types.ts",
+    from: 'if (depth > MAX_DEPTH || --this.#budget < 0) return "Any";',
+    to: 'if (depth > MAX_DEPTH) return "Any";',
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
+    name: "a progress number holding a secret in its digits is sent",
+    file: "src/execution/executor.ts",
+    from: "if (hides(report.progress) || hides(report.total)) return;",
+    to: "",
+    tests: ["tests/secret_surfaces_test.ts"],
+    filter: "progress number",
+  },
+  {
+    name: "a venv's packages may be granted read-write beside its python",
+    file: "src/policy/trusted_paths.ts",
+    from: "/^(bin|Scripts)$/.test(basename(folder)) ? dirname(folder) : folder;",
+    to: "folder;",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "npx's package cache may be granted read-write",
+    file: "src/policy/trusted_paths.ts",
+    from: "paths.push(...launcherFolders(server.command, home));",
+    to: "",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "the arguments of calls in flight are not bounded",
+    file: "src/execution/tool_gate.ts",
+    from: "if (this.#argumentBytes + bytes > MAX_ARGUMENT_BYTES_IN_FLIGHT) {",
+    to: "if (false) {",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "bounds the arguments",
   },
   {
     name: "output data is taken without checking it is base64",

@@ -261,3 +261,19 @@ Deno.test("ObservedResults keeps shapes across restarts, by server identity", as
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a small schema that would render exponentially many times is cut short", () => {
+  // An attacker's corpus: six levels of a 40-entry type list, 2.3 KB, took 12 s of the host's
+  // one thread to render (each entry renders the whole schema below it again).
+  // Four levels of 12 stay within the depth limit: in full, 12 ** 4 renders.
+  let schema: Record<string, unknown> = { type: "string" };
+  for (let i = 0; i < 4; i++) {
+    schema = { type: Array(12).fill("object"), properties: { a: schema } };
+  }
+  const types = new PythonTypes([]);
+  types.type(schema, schema, "Arg");
+  const fields = [...types.definitions().values()].flatMap((def) => def.fields);
+  // Rendered in full every field is a TypedDict or `str`; cut short, some are `Any`.
+  assert.ok(fields.some((field) => field.annotation === "str"), JSON.stringify(fields));
+  assert.ok(fields.some((field) => field.annotation === "Any"), JSON.stringify(fields));
+});

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { assertNoSecret, startWithLeakyServer } from "./_secret_fixture.ts";
-import { childEnv, MAIN, SERVE_FLAGS, writeConfig } from "./_helpers.ts";
+import { childEnv, MAIN, ROOT, SERVE_FLAGS, startServer, writeConfig } from "./_helpers.ts";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 Deno.test("a secret in an upstream server's docs, replies and stderr reaches no surface", async (t) => {
@@ -134,5 +134,44 @@ Deno.test("the launcher's debug log of its grants does not show a secret in a se
   const stderr = new TextDecoder().decode(out.stderr);
   assert.match(stderr, /host permissions: /);
   assert.ok(!stderr.includes("private-7c1e9a3b5d"), stderr);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("a progress number whose digits hold a secret is not sent", async () => {
+  // An attacker's corpus: a numeric key, reversed by an upstream and reversed back by the
+  // script, was scrubbed from the output but sent as a progress notification's number.
+  const dir = await Deno.makeTempDir();
+  const config = await writeConfig(dir, {
+    servers: {
+      dynamic: {
+        command: "deno",
+        args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
+        env: { API_KEY: "${NUMERIC_TEST_SECRET}" },
+        cwd: ROOT,
+      },
+    },
+    settings: { pool_size: 1, permissions_dir: `${ROOT}permissions` },
+  });
+  await using server = await startServer({
+    args: ["--config", config],
+    env: { NUMERIC_TEST_SECRET: "8472910384" },
+  });
+  const progress: unknown[] = [];
+  await server.client.callTool(
+    {
+      name: "execute_code",
+      arguments: {
+        code: [
+          "from mcp_tools import report_progress",
+          "report_progress(int('4830192748'[::-1]), 9e9, 'secret')",
+          "report_progress(5, 1e10 + int('4830192748'[::-1]), 'total')",
+          "report_progress(1, 2, 'plain')",
+        ].join("\n"),
+      },
+    },
+    undefined,
+    { onprogress: (p: unknown) => progress.push(p) },
+  );
+  assert.deepEqual(progress, [{ progress: 1, total: 2, message: "plain" }]);
   await Deno.remove(dir, { recursive: true });
 });

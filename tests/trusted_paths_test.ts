@@ -25,10 +25,12 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     "home",
     "cfgdir",
     "hook",
-    "bin",
+    "venv/bin",
+    "userhome/.npm/_npx",
+    "venv/lib/site-packages",
   ];
   for (const dir of dirs) await Deno.mkdir(join(root, dir), { recursive: true });
-  await Deno.writeTextFile(join(root, "bin", "mysrv"), "#!/bin/sh\n");
+  await Deno.writeTextFile(join(root, "venv", "bin", "mysrv"), "#!/bin/sh\n");
   await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "import './lib/helper.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "lib", "helper.ts"), "export {};\n");
   // An attacker's corpus: a script whose extension the host does not list still has modules.
@@ -55,6 +57,7 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
           cwd: "home",
         },
         bare: { command: "mysrv", cwd: "home" },
+        fetched: { command: "npx", args: ["-y", "some-mcp-server"], cwd: "home" },
         tsx: { command: "deno", args: ["run", "-A", "../tsx/main.tsx"], cwd: "home" },
         anylang: { command: "interp", args: [`${root}/anylang/entry.prog`], cwd: "home" },
       },
@@ -75,8 +78,14 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     return loadConfig({
       path: configPath,
       runtimePaths: runtimeTrustedPaths(runtime),
-      // `mysrv` is found on PATH, in root/bin.
-      env: (name) => name === "PATH" ? `${root}/bin:${Deno.env.get("PATH")}` : Deno.env.get(name),
+      // `mysrv` is found on PATH, in root/venv/bin.
+      // npx's packages are kept under HOME.
+      env: (name) =>
+        name === "PATH"
+          ? `${root}/venv/bin:${Deno.env.get("PATH")}`
+          : name === "HOME"
+          ? join(root, "userhome")
+          : Deno.env.get(name),
     });
   };
   /** Why the profile "grab" is unavailable: the config loads, but without it. */
@@ -107,7 +116,17 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     ["a package a server runs with -m", join(root, "py", "pkg"), /working folder/],
     ["a path given as --flag=value", join(root, "cfgdir"), /files an upstream server runs/],
     ["a path in a server's NODE_OPTIONS", join(root, "hook"), /files an upstream server runs/],
-    ["the folder of a command found on PATH", join(root, "bin"), /upstream server's command/],
+    ["the folder of a command found on PATH", join(root, "venv", "bin"), /server's command/],
+    [
+      "the package cache of a launcher (npx)",
+      join(root, "userhome", ".npm", "_npx"),
+      /the packages an upstream server's launcher keeps/,
+    ],
+    [
+      "the installation above a command's bin/ (a venv's packages)",
+      join(root, "venv", "lib", "site-packages"),
+      /the installation of an upstream server's command/,
+    ],
     ["Pyodide's files", runtime.pyodideDir, /Pyodide's files|Deno's cache/],
     // (Deno's cache also holds Pyodide's files, named first.)
     [

@@ -28,6 +28,12 @@ export interface TypedDictDef {
 
 /** Deeper than this, a schema is `Any` (pathological or adversarial nesting). */
 const MAX_DEPTH = 8;
+/**
+ * Past this many schemas rendered for one `type()` call, the rest are `Any`. A type list or an
+ * inline `allOf` renders the schema again per entry, so a few KB of schema could otherwise cost
+ * minutes of the host's one thread (an attacker's corpus: 2.3 KB took 12 s).
+ */
+const MAX_RENDERED = 2_000;
 /** Enums longer than this are shown as their base type. */
 const MAX_LITERALS = 30;
 /** Unions wider than this are `Any`. */
@@ -48,6 +54,8 @@ export class PythonTypes {
   readonly #taken: Set<string>;
   /** The outermost object of the current `type()` call gets its hint as its own name. */
   #ownName = false;
+  /** Schemas the current `type()` call may still render (see `MAX_RENDERED`). */
+  #budget = 0;
 
   /** `reserved`: names the module already uses (functions, imports). */
   constructor(reserved: Iterable<string>) {
@@ -66,6 +74,7 @@ export class PythonTypes {
   ): PythonType {
     const uses = new Set<string>();
     this.#ownName = options.ownName ?? false;
+    this.#budget = MAX_RENDERED;
     const annotation = this.#type(asSchema(schema), document, toPascal(nameHint), 0, uses);
     return { annotation, uses: [...uses] };
   }
@@ -97,7 +106,7 @@ export class PythonTypes {
     depth: number,
     uses: Set<string>,
   ): string {
-    if (depth > MAX_DEPTH) return "Any";
+    if (depth > MAX_DEPTH || --this.#budget < 0) return "Any";
     if (typeof schema.$ref === "string") return this.#ref(schema.$ref, document, depth, uses);
     const literals = Array.isArray(schema.enum)
       ? schema.enum

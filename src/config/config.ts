@@ -174,6 +174,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     settings: parsed.settings,
     servers: parsed.servers.filter((s) => s.kind === "stdio"),
     resolveCommand: (name) => findOnPath(name, env("PATH") ?? ""),
+    home: env("HOME"),
     isFile: (path) => {
       try {
         return Deno.statSync(path).isFile;

@@ -221,12 +221,17 @@ export class SandboxExecutor implements Executor {
           signal: options.signal,
           onOutput: live?.write,
           onProgress: onProgress &&
-            ((report) =>
+            ((report) => {
+              // A number whose digits hold a secret cannot be scrubbed and stay a number.
+              const hides = (n?: number) =>
+                n !== undefined && deps.redact.text(String(n)) !== String(n);
+              if (hides(report.progress) || hides(report.total)) return;
               onProgress(
                 report.message === undefined
                   ? report
                   : { ...report, message: deps.redact.text(report.message) },
-              )),
+              );
+            }),
           log,
         });
         span.set({ "codemode.outcome": runOutcome(ran) });

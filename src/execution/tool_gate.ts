@@ -72,6 +72,8 @@ export class ToolGate {
   readonly #abandon = new AbortController();
   /** A question of this run went unanswered: the person is not there, so no more are asked. */
   #unanswered = false;
+  /** The JSON size of the arguments of this script's calls still running. */
+  #argumentBytes = 0;
 
   constructor(deps: ToolGateDeps) {
     this.#deps = deps;
@@ -117,7 +119,33 @@ export class ToolGate {
       }, this.calls.length);
     this.calls.push(record);
     if (!decision.allowed) return denied(record, decision.reason);
-    if (decision.needsApproval) {
+    // What the host holds of a call while it runs is a few times its arguments: bounded across
+    // the calls a script keeps in flight (an attacker's corpus: 162 MB of arguments in 108
+    // calls left unanswered took the host from 160 to 948 MB).
+    const bytes = argumentBytes(params.arguments);
+    if (this.#argumentBytes + bytes > MAX_ARGUMENT_BYTES_IN_FLIGHT) {
+      return denied(
+        record,
+        `the arguments of this script's calls still running would pass ${
+          MAX_ARGUMENT_BYTES_IN_FLIGHT / 2 ** 20
+        } MiB; wait for some of them first`,
+      );
+    }
+    this.#argumentBytes += bytes;
+    try {
+      return await this.#approveAndRoute(params, record, decision.needsApproval, clock);
+    } finally {
+      this.#argumentBytes -= bytes;
+    }
+  }
+
+  async #approveAndRoute(
+    params: CallToolParams,
+    record: ToolCallRecord,
+    needsApproval: boolean,
+    clock?: RunClock,
+  ): Promise<ToolReply> {
+    if (needsApproval) {
       const question = {
         server: record.server,
         tool: record.tool,
@@ -285,6 +313,18 @@ function abortOf(signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) =>
     signal.addEventListener("abort", () => resolve(), { once: true })
   );
+}
+
+/** See `#argumentBytes`. */
+export const MAX_ARGUMENT_BYTES_IN_FLIGHT = 32 * 2 ** 20;
+
+/** The size of a call's arguments as JSON (what the sandbox sent, about). */
+function argumentBytes(args: unknown): number {
+  try {
+    return JSON.stringify(args ?? null).length;
+  } catch {
+    return 0; // not JSON: the call is refused on its way upstream
+  }
 }
 
 function denied(record: ToolCallRecord, reason: string): ToolReply {

@@ -5,7 +5,7 @@
  */
 import type { Env } from "../config/environment.ts";
 import { isHttpUrl } from "../packages/hosts.ts";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 
 /** A path no sandbox may write, and what it is (for the refusal's message). */
 export interface TrustedPath {
@@ -33,6 +33,8 @@ export interface TrustInputs {
   resolveCommand?: (name: string) => string | undefined;
   /** Whether a path names an existing file (not a folder). */
   isFile?: (path: string) => boolean;
+  /** The home folder, where launchers keep the packages they fetch (npx, uvx, pip --user). */
+  home?: string;
   /** The runtime's own files: Pyodide, the snapshot cache, the Deno binary, Deno's cache. */
   runtime: TrustedPath[];
 }
@@ -71,6 +73,7 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
         examples,
         inputs.resolveCommand ?? (() => undefined),
         inputs.isFile ?? (() => false),
+        inputs.home,
       ),
     );
   }
@@ -91,6 +94,7 @@ function serverPaths(
   examples: string,
   resolveCommand: (name: string) => string | undefined,
   isFile: (path: string) => boolean,
+  home: string | undefined,
 ): TrustedPath[] {
   const at = (word: string) => isAbsolute(word) ? word : resolve(server.cwd, word);
   const paths: TrustedPath[] = [{
@@ -101,9 +105,8 @@ function serverPaths(
   const command = server.command.includes("/")
     ? at(server.command)
     : resolveCommand(server.command);
-  if (command) {
-    paths.push({ path: dirname(command), what: "the folder of an upstream server's command" });
-  }
+  if (command) paths.push(installationOf(command));
+  paths.push(...launcherFolders(server.command, home));
   const words = [...server.args, ...Object.values(server.env ?? {})];
   for (const token of words.flatMap(pathTokens)) {
     const path = at(token);
@@ -114,6 +117,37 @@ function serverPaths(
   }
   return paths;
 }
+
+/**
+ * Where a server's command finds the code it runs: its folder, or when that is a `bin/`, the
+ * installation above it (a venv, a Python or Node install: their `lib/` holds the packages a
+ * `.pth` file or a module there would run).
+ */
+function installationOf(command: string): TrustedPath {
+  const folder = dirname(command);
+  const installed = /^(bin|Scripts)$/.test(basename(folder)) ? dirname(folder) : folder;
+  return { path: installed, what: "the installation of an upstream server's command" };
+}
+
+/** For a well-known launcher, the folders under the home folder where it keeps what it runs. */
+function launcherFolders(command: string, home: string | undefined): TrustedPath[] {
+  const launcher = LAUNCHER_FOLDERS.find(([name]) => name.test(basename(command)));
+  if (!launcher || !home) return [];
+  return launcher[1].map((below) => ({
+    path: join(home, below),
+    what: "the packages an upstream server's launcher keeps",
+  }));
+}
+
+/** Launchers and where, under the home folder, they find or fetch the code they run. */
+const LAUNCHER_FOLDERS: [RegExp, string[]][] = [
+  [/^python[0-9.]*$/, [".local/lib"]], // user site-packages
+  [/^(npx|npm|node|pnpm|yarn)$/, [".npm", ".cache/pnpm", ".local/share/pnpm", ".yarn"]],
+  [/^(uvx|uv)$/, [".cache/uv", ".local/share/uv"]],
+  [/^pipx$/, [".local/pipx", ".local/share/pipx"]],
+  [/^(bunx|bun)$/, [".bun"]],
+  [/^deno$/, [".cache/deno", ".deno"]],
+];
 
 /**
  * The paths a command-line word or environment value names: the word itself, the value of a
