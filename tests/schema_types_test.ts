@@ -277,3 +277,53 @@ Deno.test("a small schema that would render exponentially many times is cut shor
   assert.ok(fields.some((field) => field.annotation === "str"), JSON.stringify(fields));
   assert.ok(fields.some((field) => field.annotation === "Any"), JSON.stringify(fields));
 });
+
+Deno.test("a tool's observed result shape stays small however its results branch", () => {
+  // An attacker's corpus: each result filled a new branch of a 40x40x40 object; the merged
+  // shape, saved after every execution, passed 100 MB.
+  const observed = new ObservedResults("/nonexistent/observed.json", createLogger("error"));
+  const level = (n: number, leaf: unknown) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, leaf]));
+  for (let call = 0; call < 30; call++) {
+    const value = { [`k${call}`]: level(20, level(20, level(20, 1))) };
+    observed.record("api", "get", { structuredContent: value });
+  }
+  const shape = JSON.stringify(observed.get("api", "get")!.schema);
+  assert.ok(shape.length <= 32_768, `the recorded shape is ${shape.length} characters`);
+  assert.equal(shapeOf(level(20, level(20, level(20, 1)))).properties !== undefined, true);
+  assert.ok(JSON.stringify(shapeOf(level(20, level(20, level(20, 1))))).length < 100_000);
+});
+
+Deno.test("anyOf and allOf that would copy their keys many times are cut short", () => {
+  // An attacker's corpus: 3,000 properties beside 3,000 alternatives (85 KB) cost 2 s of the
+  // host's thread, at every catalog rebuild; so did an allOf of 5,000 one-property parts.
+  const properties = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, {}]));
+  const wide = { properties, anyOf: Array.from({ length: 3000 }, () => ({})) };
+  const types = new PythonTypes([]);
+  assert.equal(types.type(wide, wide, "Arg").annotation, "Any");
+  const parts = {
+    allOf: Array.from({ length: 5000 }, (_, i) => ({ properties: { [`q${i}`]: {} } })),
+  };
+  assert.equal(types.type(parts, parts, "Arg").annotation, "Any");
+  assert.equal(types.definitions().size, 0, "nothing was rendered before the budget said no");
+  // Ordinary ones are not: a few alternatives beside a few shared keys.
+  const ordinary = {
+    type: "object",
+    properties: { id: { type: "string" } },
+    anyOf: [{ required: ["id"] }, {}],
+  };
+  assert.notEqual(new PythonTypes([]).type(ordinary, ordinary, "Arg").annotation, "Any");
+});
+
+Deno.test("a schema that names one subschema many times is rendered within the budget", () => {
+  // Five levels of ten properties that all point at the same schema: 10 ** 5 renders in full.
+  let schema: Record<string, unknown> = { type: "string" };
+  for (let i = 0; i < 5; i++) {
+    const properties = Object.fromEntries(Array.from({ length: 10 }, (_, n) => [`f${n}`, schema]));
+    schema = { type: "object", properties };
+  }
+  const types = new PythonTypes([]);
+  types.type(schema, schema, "Arg");
+  const fields = [...types.definitions().values()].flatMap((def) => def.fields);
+  assert.ok(fields.some((field) => field.annotation === "Any"), "cut short");
+});

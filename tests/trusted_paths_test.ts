@@ -27,10 +27,14 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     "hook",
     "venv/bin",
     "userhome/.npm/_npx",
+    "userhome/mcp/lib",
+    "nodepath",
+    "pylib",
     "venv/lib/site-packages",
   ];
   for (const dir of dirs) await Deno.mkdir(join(root, dir), { recursive: true });
   await Deno.writeTextFile(join(root, "venv", "bin", "mysrv"), "#!/bin/sh\n");
+  await Deno.writeTextFile(join(root, "userhome", "mcp", "server.ts"), "import './lib/a.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "import './lib/helper.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "lib", "helper.ts"), "export {};\n");
   // An attacker's corpus: a script whose extension the host does not list still has modules.
@@ -58,6 +62,17 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
         },
         bare: { command: "mysrv", cwd: "home" },
         fetched: { command: "npx", args: ["-y", "some-mcp-server"], cwd: "home" },
+        shelled: { command: "bash", args: ["-c", "exec deno run ~/mcp/server.ts"], cwd: "home" },
+        assigned: {
+          command: "sh",
+          args: ["-c", `NODE_PATH=${root}/nodepath node x.js`],
+          cwd: "home",
+        },
+        inline: {
+          command: "python3",
+          args: ["-c", `import sys; sys.path.insert(0,'${root}/pylib'); import srv`],
+          cwd: "home",
+        },
         tsx: { command: "deno", args: ["run", "-A", "../tsx/main.tsx"], cwd: "home" },
         anylang: { command: "interp", args: [`${root}/anylang/entry.prog`], cwd: "home" },
       },
@@ -117,6 +132,13 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     ["a path given as --flag=value", join(root, "cfgdir"), /files an upstream server runs/],
     ["a path in a server's NODE_OPTIONS", join(root, "hook"), /files an upstream server runs/],
     ["the folder of a command found on PATH", join(root, "venv", "bin"), /server's command/],
+    [
+      "modules beside a script named ~/... in a shell command",
+      join(root, "userhome", "mcp", "lib"),
+      /files an upstream server runs/,
+    ],
+    ["a folder in a NAME=value of a shell command", join(root, "nodepath"), /server runs/],
+    ["a folder named in code given with -c", join(root, "pylib"), /server runs/],
     [
       "the package cache of a launcher (npx)",
       join(root, "userhome", ".npm", "_npx"),

@@ -14,6 +14,8 @@ import type { ObservedShape } from "./python_stubs.ts";
 
 /** Tools remembered at most (a server that keeps renaming its tools cannot grow the file). */
 const MAX_TOOLS = 2000;
+/** A tool's recorded shape larger than this, as JSON, is left open (see MAX_SHAPE_NODES). */
+const MAX_SHAPE_CHARS = 32_768;
 const FILE_VERSION = 1;
 /** The file's name in the cache folder. */
 export const OBSERVED_RESULTS_FILE = "observed_results.json";
@@ -79,7 +81,9 @@ export class ObservedResults {
     const shape = shapeOf(got.value);
     const tools = this.#shapes.get(server) ?? new Map<string, ObservedShape>();
     const known = tools.get(tool);
-    const schema = known ? mergeShapes(known.schema, shape) : shape;
+    const merged = known ? mergeShapes(known.schema, shape) : shape;
+    // Merging adds up shapes of different branches: past a size, the shape is left open (Any).
+    const schema = JSON.stringify(merged).length > MAX_SHAPE_CHARS ? {} : merged;
     const changed = known === undefined || JSON.stringify(schema) !== JSON.stringify(known.schema);
     tools.set(tool, { schema, calls: (known?.calls ?? 0) + 1 });
     // Most recent last: a Map keeps insertion order.

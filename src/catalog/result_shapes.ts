@@ -42,8 +42,20 @@ export function scriptValue(result: Record<string, unknown>): { value: unknown }
   return { value: item.text };
 }
 
+/**
+ * Values looked at for one shape; past them, the rest is left open. The other bounds allow 40
+ * fields on each of 6 levels, and a tool answering a new branch each call grew its recorded
+ * shape, and the file it is saved in, past 100 MB (an attacker's corpus).
+ */
+export const MAX_SHAPE_NODES = 1_000;
+
 /** The shape of one value. */
-export function shapeOf(value: unknown, depth = 0): JsonSchema {
+export function shapeOf(
+  value: unknown,
+  depth = 0,
+  budget = { left: MAX_SHAPE_NODES },
+): JsonSchema {
+  if (--budget.left < 0) return {};
   if (value === null) return { type: "null" };
   switch (typeof value) {
     case "boolean":
@@ -55,7 +67,7 @@ export function shapeOf(value: unknown, depth = 0): JsonSchema {
   }
   if (depth >= MAX_DEPTH) return {};
   if (Array.isArray(value)) {
-    const items = value.slice(0, MAX_ITEMS).map((v) => shapeOf(v, depth + 1));
+    const items = value.slice(0, MAX_ITEMS).map((v) => shapeOf(v, depth + 1, budget));
     return items.length === 0
       ? { type: "array" }
       : { type: "array", items: items.reduce(mergeShapes) };
@@ -63,14 +75,14 @@ export function shapeOf(value: unknown, depth = 0): JsonSchema {
   if (typeof value !== "object") return {};
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > MAX_FIELDS || !entries.every(([k]) => FIELD_NAME.test(k))) {
-    const values = entries.slice(0, MAX_ITEMS).map(([, v]) => shapeOf(v, depth + 1));
+    const values = entries.slice(0, MAX_ITEMS).map(([, v]) => shapeOf(v, depth + 1, budget));
     return values.length === 0
       ? { type: "object" }
       : { type: "object", additionalProperties: values.reduce(mergeShapes) };
   }
   return {
     type: "object",
-    properties: Object.fromEntries(entries.map(([k, v]) => [k, shapeOf(v, depth + 1)])),
+    properties: Object.fromEntries(entries.map(([k, v]) => [k, shapeOf(v, depth + 1, budget)])),
     required: entries.map(([k]) => k),
   };
 }

@@ -29,11 +29,13 @@ export interface TypedDictDef {
 /** Deeper than this, a schema is `Any` (pathological or adversarial nesting). */
 const MAX_DEPTH = 8;
 /**
- * Past this many schemas rendered for one `type()` call, the rest are `Any`. A type list or an
- * inline `allOf` renders the schema again per entry, so a few KB of schema could otherwise cost
- * minutes of the host's one thread (an attacker's corpus: 2.3 KB took 12 s).
+ * What one `type()` call may spend, in schemas rendered and keys copied while merging; past it,
+ * the rest is `Any`. A type list or an inline `allOf` renders the schema again per entry, and
+ * `anyOf` copies the keys beside it into every alternative, so a few KB of schema could
+ * otherwise cost minutes of the host's one thread (an attacker's corpus: 2.3 KB took 12 s; 85
+ * KB of anyOf beside 3,000 properties, 7 s per catalog rebuild).
  */
-const MAX_RENDERED = 2_000;
+const MAX_RENDERED = 20_000;
 /** Enums longer than this are shown as their base type. */
 const MAX_LITERALS = 30;
 /** Unions wider than this are `Any`. */
@@ -99,6 +101,12 @@ export class PythonTypes {
     return out;
   }
 
+  /** Takes `cost` (keys to copy) from the budget of the current `type()` call, if it is there. */
+  #afford(cost: number): boolean {
+    this.#budget -= cost;
+    return this.#budget >= 0;
+  }
+
   #type(
     schema: JsonSchema,
     document: JsonSchema,
@@ -125,6 +133,7 @@ export class PythonTypes {
     if (Array.isArray(alternatives) && alternatives.length > 0) {
       // Keywords beside anyOf (a shared `type`, `properties`) apply to every alternative.
       const { anyOf: _a, oneOf: _o, ...shared } = schema;
+      if (!this.#afford(alternatives.length * size(shared))) return "Any";
       return this.#union(
         alternatives.map((alt, i) =>
           this.#type(
@@ -139,6 +148,9 @@ export class PythonTypes {
     }
     if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
       const { allOf, ...rest } = schema;
+      // Each part is merged into all the parts before it.
+      const parts = allOf.map((part) => size(asSchema(part))).reduce((a, b) => a + b, size(rest));
+      if (!this.#afford(allOf.length * parts)) return "Any";
       const merged = allOf.reduce<JsonSchema>(
         (acc, part) => mergeSchemas(acc, this.#resolve(asSchema(part), document)),
         rest,
@@ -147,6 +159,7 @@ export class PythonTypes {
     }
     const type = schema.type;
     if (Array.isArray(type)) {
+      if (!this.#afford(type.length * size(schema))) return "Any";
       return this.#union(
         type.map((t) => this.#type({ ...schema, type: t }, document, hint, depth + 1, uses)),
       );
@@ -355,6 +368,12 @@ function splitUnion(type: string): string[] {
 }
 
 /** Merges two object schemas' keywords (allOf): properties and required lists are united. */
+/** What copying a schema costs: its keys and its properties' keys. */
+function size(schema: JsonSchema): number {
+  const properties = asRecord(schema.properties);
+  return Object.keys(schema).length + (properties ? Object.keys(properties).length : 0);
+}
+
 function mergeSchemas(a: JsonSchema, b: JsonSchema): JsonSchema {
   const merged: JsonSchema = { ...a, ...b };
   const pa = asRecord(a.properties);

@@ -108,7 +108,7 @@ function serverPaths(
   if (command) paths.push(installationOf(command));
   paths.push(...launcherFolders(server.command, home));
   const words = [...server.args, ...Object.values(server.env ?? {})];
-  for (const token of words.flatMap(pathTokens)) {
+  for (const token of words.flatMap((word) => pathTokens(word, home))) {
     const path = at(token);
     paths.push({
       path: SCRIPT.test(token) || isFile(path) ? dirname(path) : path,
@@ -150,18 +150,19 @@ const LAUNCHER_FOLDERS: [RegExp, string[]][] = [
 ];
 
 /**
- * The paths a command-line word or environment value names: the word itself, the value of a
- * `--flag=value`, and the pieces of a shell command or a `:`-separated list. Not flags, URLs or
- * `npm:`/`jsr:` specifiers.
+ * The paths a command-line word or environment value names: the word itself, and the pieces of a
+ * `--flag=value`, a `NAME=value`, a shell command, code given inline (`python -c`, a quoted
+ * string, a call's arguments) or a `:`-separated list; `~/` and `$HOME/` stand for `home`. Not
+ * flags. Errs on the side of protecting too much: a piece that only looks like a path protects
+ * a path that does not matter.
  */
-function pathTokens(word: string): string[] {
-  return word.split(/[\s:;]+/).flatMap((piece) => {
-    const value = /^-[^=]*=(.*)$/.exec(piece)?.[1] ?? piece;
-    const unquoted = value.replace(/^["']|["']$/g, "");
-    if (unquoted === "" || unquoted.startsWith("-")) return [];
-    const isPath = unquoted === "." || unquoted === ".." || unquoted.includes("/") ||
-      SCRIPT.test(unquoted);
-    return isPath ? [unquoted] : [];
+function pathTokens(word: string, home: string | undefined): string[] {
+  return word.split(/[\s:;=,()'"`]+/).flatMap((piece) => {
+    if (piece === "" || piece.startsWith("-")) return [];
+    const homed = /^(~|\$HOME|\$\{HOME\})\//.exec(piece);
+    if (homed) return home ? [join(home, piece.slice(homed[0].length))] : [];
+    const isPath = piece === "." || piece === ".." || piece.includes("/") || SCRIPT.test(piece);
+    return isPath ? [piece] : [];
   });
 }
 
