@@ -845,6 +845,28 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/schema_types_test.ts"],
   },
   {
+    name: "an output schema's patterns are run on the host",
+    file: "src/upstream/output_validator.ts",
+    from: '.filter(([key]) => key !== "pattern" && key !== "patternProperties")',
+    to: ".filter(() => true)",
+    tests: ["tests/output_validator_test.ts"],
+  },
+  {
+    name: "a tool name of one long run is encoded, however long",
+    file: "src/catalog/token_count.ts",
+    from: "this.#count && !LONG_RUN.test(text)",
+    to: "this.#count",
+    tests: ["tests/tool_search_test.ts"],
+    filter: "long run",
+  },
+  {
+    name: "the modules node loads from the home folder may be granted read-write",
+    file: "src/policy/trusted_paths.ts",
+    from: '    ".node_modules",\n',
+    to: "",
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
     name: "output data is taken without checking it is base64",
     file: "src/rpc/sandbox_protocol.ts",
     from: 'typeof f.data === "string" && BASE64.test(f.data)',

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { normalizeTerm, splitWords, ToolSearch } from "../src/catalog/tool_search.ts";
 import { synonymsOf } from "../src/catalog/search_terms.ts";
-import { TokenCounter } from "../src/catalog/token_count.ts";
+import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
 import {
   catalogOf,
   indexTokensAt,
@@ -182,4 +182,17 @@ Deno.test("search_tools and tools --index over captured real servers served by t
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a long run without a space is estimated, not encoded", async () => {
+  // An attacker's corpus: encoding a 250,000-letter tool name took 20 s of the host's thread.
+  const counter = new TokenCounter();
+  await counter.load();
+  const letters = Array.from({ length: 20_000 }, (_, i) => "abcdefghij"[(i * 7) % 10]).join("");
+  assert.equal(counter.count(letters), estimateTokens(letters));
+  assert.notEqual(
+    counter.count("hello world"),
+    estimateTokens("hello world"),
+    "short text is encoded",
+  );
 });

@@ -27,6 +27,7 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     "hook",
     "venv/bin",
     "userhome/.npm/_npx",
+    "userhome/.node_modules",
     "userhome/mcp/lib",
     "nodepath",
     "pylib",
@@ -62,6 +63,7 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
         },
         bare: { command: "mysrv", cwd: "home" },
         fetched: { command: "npx", args: ["-y", "some-mcp-server"], cwd: "home" },
+        noded_too: { command: "node", args: ["server.js"], cwd: "home" },
         shelled: { command: "bash", args: ["-c", "exec deno run ~/mcp/server.ts"], cwd: "home" },
         assigned: {
           command: "sh",
@@ -139,6 +141,11 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     ],
     ["a folder in a NAME=value of a shell command", join(root, "nodepath"), /server runs/],
     ["a folder named in code given with -c", join(root, "pylib"), /server runs/],
+    [
+      "the modules node loads from the home folder",
+      join(root, "userhome", ".node_modules"),
+      /the packages an upstream server's launcher keeps/,
+    ],
     [
       "the package cache of a launcher (npx)",
       join(root, "userhome", ".npm", "_npx"),

@@ -19,10 +19,18 @@ export class TokenCounter {
     return this.#loading;
   }
 
+  /**
+   * The tokens of `text`. A run of many characters without a space is estimated, whole text
+   * with it: the encoder's cost grows with the square of such a run, and upstream servers choose
+   * tool names and descriptions (an attacker's corpus: a 250,000-letter tool name held the host
+   * for 20 s at each list change).
+   */
   count(text: string): number {
-    return this.#count ? this.#count(text) : estimateTokens(text);
+    return this.#count && !LONG_RUN.test(text) ? this.#count(text) : estimateTokens(text);
   }
 }
+
+const LONG_RUN = /\S{256}/;
 
 /** About four characters a token: the count before the encoder is loaded. */
 export function estimateTokens(text: string): number {

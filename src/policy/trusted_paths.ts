@@ -142,7 +142,15 @@ function launcherFolders(command: string, home: string | undefined): TrustedPath
 /** Launchers and where, under the home folder, they find or fetch the code they run. */
 const LAUNCHER_FOLDERS: [RegExp, string[]][] = [
   [/^python[0-9.]*$/, [".local/lib"]], // user site-packages
-  [/^(npx|npm|node|pnpm|yarn)$/, [".npm", ".cache/pnpm", ".local/share/pnpm", ".yarn"]],
+  // Node also loads modules from ~/.node_modules and ~/.node_libraries, always.
+  [/^(npx|npm|node|pnpm|yarn)$/, [
+    ".npm",
+    ".node_modules",
+    ".node_libraries",
+    ".cache/pnpm",
+    ".local/share/pnpm",
+    ".yarn",
+  ]],
   [/^(uvx|uv)$/, [".cache/uv", ".local/share/uv"]],
   [/^pipx$/, [".local/pipx", ".local/share/pipx"]],
   [/^(bunx|bun)$/, [".bun"]],

@@ -7,6 +7,7 @@
  * tools. Calls themselves go through the tool gate (src/execution/tool_gate.ts).
  */
 import { Client, type ClientOptions } from "@modelcontextprotocol/client";
+import { outputValidator } from "./output_validator.ts";
 import type { ServerConfig, UnavailableServer, UpstreamProtocol } from "../config/config.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
 import type { ToolInfo } from "../catalog/python_stubs.ts";
@@ -98,6 +99,7 @@ class UpstreamConnection {
     });
     const client: Client = new Client({ name: "mcp-code-mode", version: VERSION }, {
       capabilities: {},
+      jsonSchemaValidator: outputValidator(),
       versionNegotiation: versionNegotiation(this.config.protocol),
       // A 2025-11-25 server's list_changed notification, or a 2026-07-28 server's event on the
       // subscription the SDK opens: either way the list is read again here.
