@@ -42,6 +42,16 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
 }
 
 /** Writes `config` as `<dir>/mcp_servers.json` (no servers unless given); returns its path. */
+/** The dynamic fixture server (tests/fixtures/dynamic_server.ts) over stdio, as a config entry. */
+export function dynamicServer(env: Record<string, string> = {}) {
+  return {
+    command: "deno",
+    args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
+    env,
+    cwd: ROOT,
+  };
+}
+
 export async function writeConfig(
   dir: string,
   config: { servers?: Record<string, unknown>; settings?: Record<string, unknown> },

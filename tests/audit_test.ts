@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
 import { type AuditRecord, auditRecord } from "../src/execution/audit_log.ts";
 import { refusedResult } from "../src/execution/result_mapping.ts";
-import { ROOT, startServer, writeConfig } from "./_helpers.ts";
+import { dynamicServer, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("createRedactor() replaces secrets in text and in JSON values", () => {
   const r = createRedactor(["hunter22", "abc", "sk-long-secret-value"]);
@@ -59,14 +59,7 @@ Deno.test("a result nested thousands of levels deep still gets its audit line an
   // one, the indented text of 6 KB of result was 18 MB, past what an SDK client reads.
   const dir = await Deno.makeTempDir();
   const config = await writeConfig(dir, {
-    servers: {
-      dynamic: {
-        command: "deno",
-        args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
-        env: { UNUSED_KEY: "${DEEP_TEST_SECRET}" },
-        cwd: ROOT,
-      },
-    },
+    servers: { dynamic: dynamicServer({ UNUSED_KEY: "${DEEP_TEST_SECRET}" }) },
     settings: { pool_size: 1, audit_log: "audit.jsonl", permissions_dir: `${ROOT}permissions` },
   });
   {

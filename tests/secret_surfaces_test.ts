@@ -4,7 +4,15 @@
  */
 import assert from "node:assert/strict";
 import { assertNoSecret, startWithLeakyServer } from "./_secret_fixture.ts";
-import { childEnv, MAIN, ROOT, SERVE_FLAGS, startServer, writeConfig } from "./_helpers.ts";
+import {
+  childEnv,
+  dynamicServer,
+  MAIN,
+  ROOT,
+  SERVE_FLAGS,
+  startServer,
+  writeConfig,
+} from "./_helpers.ts";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 Deno.test("a secret in an upstream server's docs, replies and stderr reaches no surface", async (t) => {
@@ -142,14 +150,7 @@ Deno.test("a progress number whose digits hold a secret is not sent", async () =
   // script, was scrubbed from the output but sent as a progress notification's number.
   const dir = await Deno.makeTempDir();
   const config = await writeConfig(dir, {
-    servers: {
-      dynamic: {
-        command: "deno",
-        args: ["run", "--no-prompt", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
-        env: { API_KEY: "${NUMERIC_TEST_SECRET}" },
-        cwd: ROOT,
-      },
-    },
+    servers: { dynamic: dynamicServer({ API_KEY: "${NUMERIC_TEST_SECRET}" }) },
     settings: { pool_size: 1, permissions_dir: `${ROOT}permissions` },
   });
   await using server = await startServer({
