@@ -83,8 +83,11 @@ export class ObservedResults {
     const known = tools.get(tool);
     const merged = known ? mergeShapes(known.schema, shape) : shape;
     // Merging adds up shapes of different branches: past a size, the shape is left open (Any).
-    const schema = JSON.stringify(merged).length > MAX_SHAPE_CHARS ? {} : merged;
-    const changed = known === undefined || JSON.stringify(schema) !== JSON.stringify(known.schema);
+    const mergedText = JSON.stringify(merged);
+    const open = mergedText.length > MAX_SHAPE_CHARS;
+    const schema = open ? {} : merged;
+    const changed = known === undefined ||
+      (open ? "{}" : mergedText) !== JSON.stringify(known.schema);
     tools.set(tool, { schema, calls: (known?.calls ?? 0) + 1 });
     // Most recent last: a Map keeps insertion order.
     this.#shapes.delete(server);

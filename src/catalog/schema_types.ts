@@ -56,7 +56,7 @@ export class PythonTypes {
   readonly #taken: Set<string>;
   /** The outermost object of the current `type()` call gets its hint as its own name. */
   #ownName = false;
-  /** Schemas the current `type()` call may still render (see `MAX_RENDERED`). */
+  /** What the current `type()` call may still spend (see `MAX_RENDERED`). */
   #budget = 0;
 
   /** `reserved`: names the module already uses (functions, imports). */
@@ -367,13 +367,13 @@ function splitUnion(type: string): string[] {
   return parts;
 }
 
-/** Merges two object schemas' keywords (allOf): properties and required lists are united. */
 /** What copying a schema costs: its keys and its properties' keys. */
 function size(schema: JsonSchema): number {
   const properties = asRecord(schema.properties);
   return Object.keys(schema).length + (properties ? Object.keys(properties).length : 0);
 }
 
+/** Merges two object schemas' keywords (allOf): properties and required lists are united. */
 function mergeSchemas(a: JsonSchema, b: JsonSchema): JsonSchema {
   const merged: JsonSchema = { ...a, ...b };
   const pa = asRecord(a.properties);

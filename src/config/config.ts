@@ -175,13 +175,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     servers: parsed.servers.filter((s) => s.kind === "stdio"),
     resolveCommand: (name) => findOnPath(name, env("PATH") ?? ""),
     home: env("HOME"),
-    isFile: (path) => {
-      try {
-        return Deno.statSync(path).isFile;
-      } catch {
-        return false; // not there (or not readable by the restricted server)
-      }
-    },
+    isFile,
     runtime: options.runtimePaths ?? [],
   }).map((t) => ({ ...t, path: realPathOfWhatExists(t.path) }));
   // The launching process's verdict, which the restricted server (not granted those folders)
@@ -702,14 +696,19 @@ function defaultSkillsDir(): string {
 
 /** Where a bare command name is found on PATH (as the host would run it), if anywhere. */
 function findOnPath(name: string, path: string): string | undefined {
-  for (const dir of path.split(":").filter(Boolean)) {
-    try {
-      if (Deno.statSync(join(dir, name)).isFile) return join(dir, name);
-    } catch {
-      // not here (or not readable by the restricted server: the launcher checked already)
-    }
+  return path.split(":").filter(Boolean).map((dir) => join(dir, name)).find(isFile);
+}
+
+/**
+ * Whether `path` is a file; false when it is not there, or not readable by the restricted
+ * server (the launcher, which can read it, checked already).
+ */
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
   }
-  return undefined;
 }
 
 /**

@@ -70,7 +70,6 @@ export interface ExecutionResult {
   session_id?: string;
 }
 
-/** The text block shown next to the structured result. */
 /**
  * The result as text: indented when that keeps it near its size, else compact. Indenting adds
  * two spaces a level to every line, so a deeply nested result of a few KB would otherwise
@@ -86,6 +85,7 @@ function shownResult(result: unknown): string {
 
 const INDENTED_UP_TO = 16_384;
 
+/** The text block shown next to the structured result. */
 export function formatResultText(r: ExecutionResult): string {
   const parts: string[] = [];
   parts.push(r.success ? `OK (${r.duration_ms} ms)` : `FAILED (${r.duration_ms} ms)`);

@@ -222,15 +222,11 @@ export class SandboxExecutor implements Executor {
           onOutput: live?.write,
           onProgress: onProgress &&
             ((report) => {
-              // A number whose digits hold a secret cannot be scrubbed and stay a number.
-              const hides = (n?: number) =>
-                n !== undefined && deps.redact.text(String(n)) !== String(n);
-              if (hides(report.progress) || hides(report.total)) return;
-              onProgress(
-                report.message === undefined
-                  ? report
-                  : { ...report, message: deps.redact.text(report.message) },
-              );
+              // Scrubbing turns a number whose digits hold a secret into a string, which a
+              // progress notification cannot carry: such a report is not sent.
+              const shown = deps.redact.json(report);
+              const numbers = [shown.progress, shown.total ?? 0];
+              if (numbers.every((n) => typeof n === "number")) onProgress(shown);
             }),
           log,
         });

@@ -176,11 +176,11 @@ export function capResult(value: unknown, limit: number): unknown {
   const text = JSON.stringify(value) ?? "null";
   const deep = depthOver(value, MAX_RESULT_DEPTH);
   if (text.length <= limit && !deep) return value;
-  const why = deep ? `nested deeper than ${MAX_RESULT_DEPTH} levels; ` : "";
-  if (text.length <= limit) return `${text} [result given as its JSON text: ${why.slice(0, -2)}]`;
-  return `${
-    text.slice(0, limit)
-  }... [result truncated: ${why}${text.length} chars, limit ${limit}]`;
+  const nested = `nested deeper than ${MAX_RESULT_DEPTH} levels`;
+  if (text.length <= limit) return `${text} [result given as its JSON text: ${nested}]`;
+  const kept = text.slice(0, limit);
+  const why = deep ? `${nested}; ` : "";
+  return `${kept}... [result truncated: ${why}${text.length} chars, limit ${limit}]`;
 }
 
 export const MAX_RESULT_DEPTH = 100;
