@@ -13,6 +13,7 @@ import { runChurn } from "./churn.ts";
 import { runPackageBench } from "./packages.ts";
 import { runBurst } from "./burst.ts";
 import { runFloor } from "./floor.ts";
+import { runScrubBench } from "./scrub.ts";
 import {
   catalogOf,
   INDEX_TOKEN_BUDGET,
@@ -370,6 +371,31 @@ function benchSearch(): void {
   }
 }
 
+function benchScrub(): void {
+  const bench = runScrubBench(5);
+  const parse = stats(bench.parse);
+  record(
+    `\n## Scrubbing secrets from a ${
+      (bench.replyBytes / 1e6).toFixed(1)
+    } MB tool reply (the host's thread)\n`,
+  );
+  record(
+    "In process: the redactor the server builds from its secrets, over the reply's text and over " +
+      "the parsed reply (every string and key), against `JSON.parse` of the same reply in the " +
+      `same run (${fmt(parse.median)}). Median of ${parse.n}.\n`,
+  );
+  record("| secrets configured | text | parsed reply | text / JSON.parse |");
+  record("| --- | --- | --- | --- |");
+  for (const c of bench.cases) {
+    const text = stats(c.text).median;
+    record(
+      `| ${c.name} | ${fmt(text)} | ${fmt(stats(c.json).median)} | ${
+        (text / parse.median).toFixed(2)
+      }× |`,
+    );
+  }
+}
+
 async function benchPeer(): Promise<void> {
   record("\n## Side by side with the shared-interpreter peer (issue 16)\n");
   const ours: Contender = {
@@ -645,8 +671,8 @@ if (import.meta.main) {
       soak: { type: "string", default: "1000" },
       churn: { type: "string", default: "10000" },
       "package-rounds": { type: "string", default: "20" },
-      // Run only these parts (repeatable): sandbox, peer, floor, burst, tools, search, packages, soak,
-      // churn.
+      // Run only these parts (repeatable): sandbox, peer, floor, burst, tools, search, scrub,
+      // packages, soak, churn.
       only: { type: "string", multiple: true },
     },
   });
@@ -657,6 +683,7 @@ if (import.meta.main) {
     "burst",
     "tools",
     "search",
+    "scrub",
     "packages",
     "soak",
     "churn",
@@ -670,6 +697,7 @@ if (import.meta.main) {
   const churnRuns = Number(values.churn);
   if (only.includes("sandbox")) await benchSandbox();
   if (only.includes("search")) benchSearch();
+  if (only.includes("scrub")) benchScrub();
   if (only.includes("peer")) await benchPeer();
   if (only.includes("floor")) await benchFloor();
   if (only.includes("burst")) await benchBurst();

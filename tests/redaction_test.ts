@@ -125,6 +125,52 @@ Deno.test("createRedactor().json() scrubs strings, object keys and numbers; JSON
   assert.deepEqual(JSON.parse(text), { v: `${REDACTED}"` });
 });
 
+Deno.test("createRedactor() finds every form of secrets of any make-up among many, anywhere in a text", () => {
+  // Secrets with long, short and no runs of plain characters (the scrubber looks for those
+  // first), non-ASCII ones, and ones sharing pieces: every encoding of each is scrubbed.
+  let seed = 11;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const pick = (chars: string, length: number) =>
+    Array.from({ length }, () => [...chars][Math.floor(next() * [...chars].length)]).join("");
+  const secrets = [
+    "!@#$%^&*()[]", // no plain character at all
+    '\u00e9"\\/?+ %',
+    "ö€😀日本語テキスト",
+    "\u212a".repeat(10), // the Kelvin sign: "k" in lower case, but not ASCII
+    "İİİİİİİİxİİİ", // "i̇" in lower case
+    ...Array.from({ length: 12 }, () => pick('ab1!"\\/ %+é€', 8 + Math.floor(next() * 12))),
+    ...Array.from({ length: 4 }, () => pick("abcdefXYZ0123-_.", 10 + Math.floor(next() * 20))),
+  ];
+  const redact = createRedactor(secrets);
+  const encodings: [string, (secret: string) => string][] = [
+    ["as is", (s) => s],
+    ["JSON", (s) => JSON.stringify(s)],
+    ["JSON twice", (s) => JSON.stringify(JSON.stringify(s))],
+    ["Python's json.dumps", (s) => pythonJson(s)],
+    ["encodeURIComponent", (s) => encodeURIComponent(s)],
+    ["URL-encoded twice", (s) => encodeURIComponent(encodeURIComponent(s))],
+    ["URL-encoded JSON", (s) => encodeURIComponent(JSON.stringify(s))],
+    ["base64", (s) => base64(utf8(s))],
+    ["URL-safe base64", (s) => base64Url(utf8(s))],
+    ["hex", (s) => hex(utf8(s))],
+    ["HEX", (s) => hex(utf8(s)).toUpperCase()],
+    ["hEx", (s) => hex(utf8(s)).replace(/[a-f]/g, (c, i) => i % 2 ? c.toUpperCase() : c)],
+  ];
+  const filler = 'Lorem ipsum 0123 abc \\ %20 "q" '.repeat(30);
+  for (const secret of secrets) {
+    for (const [name, encode] of encodings) {
+      const at = Math.floor(next() * filler.length);
+      const text = filler.slice(0, at) + encode(secret) + filler.slice(at);
+      const scrubbed = redact.text(text);
+      assert.ok(
+        !scrubbed.includes(encode(secret)) && scrubbed.includes(REDACTED),
+        `${name} of ${JSON.stringify(secret)} survived: ${scrubbed}`,
+      );
+    }
+  }
+  assert.equal(redact.text(filler), filler);
+});
+
 Deno.test("secretProblem() refuses secrets that cannot be scrubbed safely", async (t) => {
   const table: [string, string, RegExp | null][] = [
     ["empty", "", /the secret is 0 characters; secrets shorter than 8 characters/],
