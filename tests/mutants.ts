@@ -1355,6 +1355,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/literal_finder_test.ts"],
   },
   {
+    name: "a session's script is interrupted with the signal that opens Deno's debugger",
+    file: "src/sandbox/interrupt_listener.ts",
+    from: 'export const INTERRUPT_SIGNAL: Deno.Signal = "SIGUSR2";',
+    to: 'export const INTERRUPT_SIGNAL: Deno.Signal = "SIGUSR1";',
+    tests: ["tests/sessions_files_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

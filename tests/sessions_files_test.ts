@@ -113,6 +113,13 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     assert.equal(stuck.session_id, s1, "still open");
     const after = await server.execute({ code: "counter", session_id: s1 });
     assert.equal(after.result, 43, after.text);
+    // Deno opens the V8 inspector on SIGUSR1 (since 2.9.2); the interrupt must not be that
+    // signal, or anyone on the machine could run JavaScript in the session's sandbox.
+    await assert.rejects(
+      Deno.connect({ hostname: "127.0.0.1", port: 9229 }),
+      Deno.errors.ConnectionRefused,
+      "no debugger listens after an interrupt",
+    );
   });
 
   await t.step(

@@ -15,9 +15,9 @@
  * typed by what it sends (`HostMessages`, `SandboxMessages`), so a change to a message's params
  * breaks the type check where it is sent; replies travel as `unknown` and are read through the
  * validators (the worker's replies are built in Python, prelude.py). Besides these messages the
- * host signals a process: SIGUSR1 interrupts a session's script, SIGSTOP/SIGCONT pause a session
+ * host signals a process: SIGUSR2 interrupts a session's script, SIGSTOP/SIGCONT pause a session
  * between scripts (sandbox_command.ts, launcher.ts). A session's sandbox clears its interrupt
- * flag as a script starts, then says "started": the host sends SIGUSR1 only after that, or a
+ * flag as a script starts, then says "started": the host sends SIGUSR2 only after that, or a
  * signal sent while the request was still on its way would be cleared and lost.
  * The worker's command line (`workerArgs`, `parseWorkerArgs`) is defined here too.
  */
@@ -140,7 +140,7 @@ export interface BootParams {
   snapshot_path: string;
   /** Host folders to mount: real host path -> absolute path inside Python. */
   mounts: { host: string; mount: string }[];
-  /** Take SIGUSR1 as "interrupt the running script" (sessions). */
+  /** Take SIGUSR2 as "interrupt the running script" (sessions). */
   interruptible: boolean;
   /** Revoke every permission after boot (the single binary; see sandbox_command.ts). */
   drop_permissions: boolean;

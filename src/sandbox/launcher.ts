@@ -39,7 +39,8 @@ import type { Logger } from "../_util/log.ts";
 import type { HostOutcome, OneOf } from "../execution/outcomes.ts";
 import { OutputBuffer } from "./output_buffer.ts";
 import type { Profile } from "./profile.ts";
-import { INTERRUPT_SIGNAL, sandboxCommand } from "./sandbox_command.ts";
+import { sandboxCommand } from "./sandbox_command.ts";
+import { INTERRUPT_SIGNAL } from "./interrupt_listener.ts";
 import type { ResidentMemory } from "./resident_memory.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 

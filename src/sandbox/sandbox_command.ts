@@ -46,8 +46,6 @@ export const SANDBOX_ENV: Readonly<Record<string, string>> = Object.freeze({
 
 /** First argument that makes the compiled binary act as a sandbox worker. */
 export const SANDBOX_ENTRY = "__sandbox";
-/** The signal the host sends to interrupt a session's script. */
-export const INTERRUPT_SIGNAL: Deno.Signal = "SIGUSR1";
 
 /** The command of a sandbox process serving one execution under `profile`. */
 export function sandboxCommand(

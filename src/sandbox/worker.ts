@@ -251,7 +251,7 @@ export function dropAllPermissions(): void {
 }
 
 /**
- * Lets the host interrupt running Python with SIGUSR1 (sessions only): a Worker thread takes
+ * Lets the host interrupt running Python with SIGUSR2 (sessions only): a Worker thread takes
  * the signal while the main thread runs Python. Returns the buffer to clear before each run.
  */
 async function listenForInterrupts(pyodide: PyodideLike): Promise<Int32Array> {

@@ -1006,10 +1006,11 @@ function readSparseTable(table, sparseSize) {
 }
 
 // src/sandbox/interrupt_listener.ts
+var INTERRUPT_SIGNAL = "SIGUSR2";
 var INTERRUPT_LISTENER_JS = `
 self.onmessage = (event) => {
   const buffer = new Int32Array(event.data);
-  Deno.addSignalListener("SIGUSR1", () => Atomics.store(buffer, 0, 2));
+  Deno.addSignalListener("${INTERRUPT_SIGNAL}", () => Atomics.store(buffer, 0, 2));
   self.postMessage("listening");
 };
 `;
