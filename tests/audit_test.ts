@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createRedactor, REDACTED } from "../src/policy/redaction.ts";
-import { type AuditRecord, auditRecord } from "../src/execution/audit_log.ts";
+import { auditLine, type AuditRecord, auditRecord } from "../src/execution/audit_log.ts";
 import { refusedResult } from "../src/execution/result_mapping.ts";
 import { dynamicServer, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
@@ -110,4 +110,18 @@ Deno.test("an audit line carries each call's approval, when a person was asked",
     { server: "s", tool: "asked", outcome: "denied", duration_ms: 0, approval: "declined" },
     { server: "s", tool: "free", outcome: "ok", duration_ms: 3 },
   ]);
+});
+
+Deno.test("an audit line stays one line for every reader, whatever names a script sends", async () => {
+  const result = refusedResult({ profile: "p", outcome: "TIMEOUT", message: "m" });
+  const tool = 'x\u2028{"forged": 1}\u2029\u0085\r\n\u000b\u001c';
+  result.tool_calls = {
+    count: 1,
+    calls: [{ server: "s", tool, outcome: "denied", duration_ms: 0 }],
+  };
+  const line = auditLine(await auditRecord("id", "print(1)", result));
+  // Python's str.splitlines() breaks at each of these.
+  const breaks = ["\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\u0085", "\u2028", "\u2029"];
+  assert.ok(!breaks.some((b) => line.slice(0, -1).includes(b)), line);
+  assert.equal(JSON.parse(line).tool_calls[0].tool, tool);
 });

@@ -18,6 +18,8 @@ Deno.test("isToolAllowed() matches server.tool globs", async (t) => {
     ["myfs", "read", ["fs.read"], false],
     ["fs", "read_secrets", ["fs.read"], false],
     ["fs", "read", ["fs.*", "nothing"], true],
+    ["fs", "line\nbreak", ["*"], true],
+    ["fs", "line\u2028break", ["fs.*"], true],
   ];
   for (const [server, tool, globs, expected] of table) {
     await t.step(`${server}.${tool} with ${JSON.stringify(globs)} -> ${expected}`, () => {
@@ -164,6 +166,34 @@ Deno.test("a sandbox that forges protocol messages cannot harm the host", async 
     assert.equal(await Deno.readTextFile(`${fsDir}/a.txt`), "alpha");
     assert.equal(r.tool_calls.calls[0]?.outcome, "denied");
   });
+
+  await t.step(
+    "a call naming megabytes of tool is refused, and the reply stays small",
+    async () => {
+      // An attacker's corpus: 3 denied calls of 2 MB names made a 12 MB reply; 4 scripts of 120
+      // calls of 4 MB ran the host out of memory.
+      const r = await server.execute({
+        profile: "restricted",
+        code: [
+          "from _codemode import call_tool",
+          "errors = []",
+          "for i in range(3):",
+          "    try:",
+          "        call_tool('filesystem', 'x' * 2_000_000, {})",
+          "    except Exception as e:",
+          "        errors.append(type(e).__name__)",
+          "call_tool('filesystem', 'x' * 200, {})",
+        ].join("\n"),
+      });
+      assert.ok(
+        JSON.stringify(r).length < 20_000,
+        `a reply of ${JSON.stringify(r).length} characters`,
+      );
+      assert.equal(r.protocol_violations, 3, r.text);
+      assert.equal(r.tool_calls.count, 1, "the long names never reached the gate");
+      assert.equal(r.tool_calls.calls[0]?.outcome, "denied");
+    },
+  );
 
   await t.step(
     "empty output and a 'started' outside a session count, and a flood of them is stopped",

@@ -77,11 +77,24 @@ export function openAuditLog(path: string): AuditLog {
   return {
     write(record) {
       if (!isOpen) return;
-      writeAllSync(file, JSON.stringify(record) + "\n");
+      writeAllSync(file, auditLine(record));
     },
     close() {
       if (isOpen) file.close();
       isOpen = false;
     },
   };
+}
+
+/**
+ * One record as one line for any reader: JSON.stringify leaves U+0085, U+2028 and U+2029 as
+ * they are, and readers such as Python's `str.splitlines()` break lines there (a script chooses
+ * the tool names a record holds).
+ */
+export function auditLine(record: AuditRecord): string {
+  const json = JSON.stringify(record).replace(
+    /[\u0085\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  return json + "\n";
 }

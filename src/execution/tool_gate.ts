@@ -8,7 +8,11 @@ import { type CallToolResult, type Client, SdkErrorCode } from "@modelcontextpro
 import type { Catalog } from "../catalog/catalog.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
 import type { Redactor } from "../policy/redaction.ts";
-import type { CallToolParams, ToolReply } from "../rpc/sandbox_protocol.ts";
+import {
+  type CallToolParams,
+  MAX_CALL_NAME_LENGTH,
+  type ToolReply,
+} from "../rpc/sandbox_protocol.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
@@ -89,8 +93,8 @@ export class ToolGate {
     const tracing = this.#deps.tracing ?? NO_TRACING;
     return tracing.span("tool_call", async (span) => {
       const record: ToolCallRecord = {
-        server: params.server.slice(0, 200),
-        tool: params.tool.slice(0, 200),
+        server: params.server.slice(0, MAX_CALL_NAME_LENGTH),
+        tool: params.tool.slice(0, MAX_CALL_NAME_LENGTH),
         outcome: "denied",
         duration_ms: 0,
       };
@@ -329,7 +333,7 @@ function argumentBytes(args: unknown): number {
 
 function denied(record: ToolCallRecord, reason: string): ToolReply {
   record.outcome = "denied";
-  record.error = reason;
+  record.error = reason.slice(0, 500);
   return { error: { kind: "denied", message: `denied: ${reason}` } };
 }
 

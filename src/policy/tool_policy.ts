@@ -1,7 +1,7 @@
 /**
  * Which upstream tools a script may call: the profile's `allowed_tools` globs over
  * `server.tool` names, and which of those wait for a person's approval (its `approve` globs).
- * `*` matches any run of characters (dots included); nothing else is special. Decided on the
+ * `*` matches any run of characters (dots and line breaks included); nothing else is special. Decided on the
  * host for every call.
  */
 
@@ -13,7 +13,7 @@ export function isToolAllowed(server: string, tool: string, globs: readonly stri
 
 export function globToRegExp(glob: string): RegExp {
   const body = glob.split("*").map(escapeRegExp).join(".*");
-  return new RegExp(`^${body}$`);
+  return new RegExp(`^${body}$`, "s"); // `*` takes line breaks too
 }
 
 function escapeRegExp(text: string): string {

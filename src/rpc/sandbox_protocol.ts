@@ -286,9 +286,20 @@ export function parseProgress(params: unknown): ProgressParams | null {
 
 /** A call_tool request, or null when its shape is wrong. */
 export function parseCallToolParams(params: unknown): CallToolParams | null {
-  if (!isRecord(params) || typeof params.server !== "string") return null;
-  if (typeof params.tool !== "string" || !isRecord(params.arguments)) return null;
+  if (!isRecord(params) || !isCallName(params.server) || !isCallName(params.tool)) return null;
+  if (!isRecord(params.arguments)) return null;
   return { server: params.server, tool: params.tool, arguments: params.arguments };
+}
+
+/**
+ * The longest server or tool name a call may give (MCP's tool names are at most 128
+ * characters). A name travels into denials, records, the result and the audit log: a sandbox
+ * that sent megabytes of name made the host's reply as large, and several ran it out of memory.
+ */
+export const MAX_CALL_NAME_LENGTH = 200;
+
+function isCallName(name: unknown): name is string {
+  return typeof name === "string" && name.length <= MAX_CALL_NAME_LENGTH;
 }
 
 /** A relative path below outputs/: plain segments, none empty, "." or "..". */
