@@ -582,6 +582,24 @@ Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the passwo
       assert.deepEqual(literalSecrets({ url }), found);
     });
   }
+  await t.step("a URL's password in an env value of any name is a secret", () => {
+    const env = {
+      DATABASE_URL: "postgres://admin:S3cretPassw0rd@db.internal/prod",
+      REDIS_URL: "redis://:R3disPassw0rd@cache:6379",
+      PLACEHOLDER_URL: "postgres://admin:${DB_PASSWORD}@db/x",
+      HOME_URL: "https://example.test/",
+    };
+    assert.deepEqual((maskEntry({ command: "x", env }) as { env: unknown }).env, {
+      DATABASE_URL: "postgres://admin:[hidden]@db.internal/prod",
+      REDIS_URL: "redis://:[hidden]@cache:6379",
+      PLACEHOLDER_URL: "postgres://admin:${DB_PASSWORD}@db/x",
+      HOME_URL: "https://example.test/",
+    });
+    assert.deepEqual(literalSecrets({ command: "x", env }), [
+      "a password in env DATABASE_URL",
+      "a password in env REDIS_URL",
+    ]);
+  });
   await t.step("token-like args are secrets: flag values, URL passwords and parameters", () => {
     const args = [
       "--token=ghp_0123456789",

@@ -1385,6 +1385,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/audit_test.ts"],
   },
   {
+    name: "import shows a password in a URL under an env name that is no secret's",
+    file: "src/clients/secrets.ts",
+    from: "else if (withoutUrlPasswords(value) !== value) found.push(`a password in env ${key}`);",
+    to: "",
+    tests: ["tests/clients_test.ts"],
+    filter: "read a url as fetch",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

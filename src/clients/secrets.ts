@@ -23,6 +23,14 @@ export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
+/** `text` with the password of every `user:password@` in it hidden. */
+function withoutUrlPasswords(text: string): string {
+  return text.replace(URL_CREDENTIALS, (match, head: string) => {
+    const password = match.slice(head.length, -1);
+    return isLiteral(password) ? `${head}${HIDDEN}@` : match;
+  });
+}
+
 /** Whether `value` is written out (not only read from the environment). */
 function isLiteral(value: string): boolean {
   return value !== "" && !PLACEHOLDER_ONLY.test(value);
@@ -87,6 +95,7 @@ export function literalSecrets(entry: ServerEntry): string[] {
   const found: string[] = [];
   for (const [key, value] of Object.entries(entry.env ?? {})) {
     if (isSecretName(key) && isLiteral(value)) found.push(`env ${key}`);
+    else if (withoutUrlPasswords(value) !== value) found.push(`a password in env ${key}`);
   }
   // Every header value is a secret to the server (it scrubs them all).
   for (const [key, value] of Object.entries(entry.headers ?? {})) {
@@ -110,7 +119,15 @@ export function maskEntry(entry: unknown): unknown {
       )
       : value;
   if ("env" in entry) {
-    masked.env = mapValues(entry.env, (k, v) => isSecretName(k) && isLiteral(v));
+    const env = mapValues(entry.env, (k, v) => isSecretName(k) && isLiteral(v));
+    // A database or proxy URL under any name: its password hidden, the rest shown.
+    masked.env = isRecord(env)
+      ? Object.fromEntries(
+        Object.entries(env).map((
+          [k, v],
+        ) => [k, typeof v === "string" ? withoutUrlPasswords(v) : v]),
+      )
+      : env;
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
   if (typeof entry.url === "string") {
