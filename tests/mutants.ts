@@ -1393,6 +1393,27 @@ const MUTATIONS: Mutation[] = [
     filter: "read a url as fetch",
   },
   {
+    name: "an interrupt that finds the script awaiting leaves it waiting",
+    file: "src/sandbox/worker.ts",
+    from: "codemode.interrupt_waiting_script!();",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+  },
+  {
+    name: "an interrupt leaves a tool call the script waits on waiting",
+    file: "src/sandbox/worker.ts",
+    from: "for (const abort of waitingCalls) abort();",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+  },
+  {
+    name: "an interrupt that lands in a callback of Python's event loop ends the session",
+    file: "src/sandbox/worker.ts",
+    from: "if (/^KeyboardInterrupt/m.test(String(event.reason))) event.preventDefault();",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -7,6 +7,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import {
   childEnv,
   delay,
+  dynamicServer,
   MAIN,
   ROOT,
   SERVE_FLAGS,
@@ -18,6 +19,7 @@ import {
 async function sessionConfig(idleSeconds = 60): Promise<string> {
   const dir = await Deno.makeTempDir();
   const config = await writeConfig(dir, {
+    servers: { dyn: dynamicServer() },
     settings: {
       pool_size: 1,
       max_sessions: 3,
@@ -121,6 +123,36 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
       "no debugger listens after an interrupt",
     );
   });
+
+  await t.step(
+    "a timeout interrupts a script that sleeps, awaits or waits on a tool, and the state stays",
+    async () => {
+      const dir = await Deno.makeTempDir();
+      const waiting = [
+        "time.sleep(30)",
+        "while True:\n    time.sleep(0.1)",
+        "await asyncio.sleep(30)",
+        "async def nap():\n    await asyncio.sleep(30)\nawait asyncio.gather(nap(), nap())",
+        `dyn.wait_for_cancel(marker="${dir}/1")`,
+        `try:\n    dyn.wait_for_cancel(marker="${dir}/2")\nexcept Exception:\n    pass\ntime.sleep(30)`,
+        `await dyn.wait_for_cancel_async(marker="${dir}/3")`,
+        // Python's event loop busy with callbacks: the interrupt lands in one of them.
+        "async def spin():\n    while True:\n        await asyncio.sleep(0)\n" +
+        "asyncio.ensure_future(spin())\nawait asyncio.sleep(30)",
+      ];
+      for (const code of waiting) {
+        const r = await server.execute({
+          code: `import time, asyncio\nfrom mcp_tools import dyn\ncounter += 1\n${code}`,
+          session_id: s1,
+          timeout_s: 1,
+        });
+        assert.match(r.diagnostics?.message ?? "", /interrupted \(KeyboardInterrupt\)/, code);
+        assert.equal(r.session_id, s1, `still open after ${code}`);
+        const after = await server.execute({ code: "counter -= 1\ncounter", session_id: s1 });
+        assert.equal(after.result, 43, after.text);
+      }
+    },
+  );
 
   await t.step(
     "a timeout that comes before the script starts still only interrupts it",

@@ -235,8 +235,10 @@ export class SandboxExecutor implements Executor {
       }, execution);
     } finally {
       live?.flush();
-      // A client that cancelled, before or during the grace, wants nothing more from this run.
-      await gate.close(PENDING_CALLS_GRACE_MS, options.signal);
+      // A client that cancelled, before or during the grace, wants nothing more from this run;
+      // nor does a script whose time ran out (interrupted or stopped) get more for its calls.
+      const timedOut = outcome?.interrupted || outcome?.stop?.reason === "TIMEOUT";
+      await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS, options.signal);
       released = lease.release(outcome);
     }
 

@@ -15,7 +15,10 @@ export const INTERRUPT_SIGNAL: Deno.Signal = "SIGUSR2";
 export const INTERRUPT_LISTENER_JS = `
 self.onmessage = (event) => {
   const buffer = new Int32Array(event.data);
-  Deno.addSignalListener("${INTERRUPT_SIGNAL}", () => Atomics.store(buffer, 0, 2));
+  Deno.addSignalListener("${INTERRUPT_SIGNAL}", () => {
+    Atomics.store(buffer, 0, 2);
+    self.postMessage("interrupt"); // read only when Python waits (see onInterrupt in worker.ts)
+  });
   self.postMessage("listening");
 };
 `;

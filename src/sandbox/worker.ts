@@ -251,10 +251,16 @@ export function dropAllPermissions(): void {
 }
 
 /**
- * Lets the host interrupt running Python with SIGUSR2 (sessions only): a Worker thread takes
- * the signal while the main thread runs Python. Returns the buffer to clear before each run.
+ * Lets the host interrupt running Python with `INTERRUPT_SIGNAL` (sessions only): a Worker
+ * thread takes the signal while the main thread runs Python, which reads the buffer between
+ * bytecodes. Python that waits (an `await`, a tool call) reads nothing, so the main thread is
+ * told as well: `onInterrupt` runs when it is free, which is only while Python waits or between
+ * scripts. Returns the buffer to clear before each run.
  */
-async function listenForInterrupts(pyodide: PyodideLike): Promise<Int32Array> {
+async function listenForInterrupts(
+  pyodide: PyodideLike,
+  onInterrupt: () => void,
+): Promise<Int32Array> {
   const buffer = new Int32Array(new SharedArrayBuffer(4));
   pyodide.setInterruptBuffer(buffer);
   const source = new Blob([INTERRUPT_LISTENER_JS], { type: "application/javascript" });
@@ -263,6 +269,7 @@ async function listenForInterrupts(pyodide: PyodideLike): Promise<Int32Array> {
     listener.onmessage = () => resolve();
     listener.postMessage(buffer.buffer);
   });
+  listener.onmessage = () => onInterrupt();
   return buffer;
 }
 
@@ -330,10 +337,17 @@ async function serve(): Promise<void> {
   // Python reaches the host through this module; output and progress flow only while the
   // script runs.
   let forwarding = false;
+  // Tool calls the script waits on: an interrupt rejects them (see interruptWaiting).
+  const waitingCalls = new Set<() => void>();
   pyodide.registerJsModule("_codemode_host", {
-    call_tool: async (server: string, tool: string, argumentsJson: string): Promise<string> => {
+    call_tool: (server: string, tool: string, argumentsJson: string): Promise<string> => {
       const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
-      return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
+      const { promise, resolve, reject } = Promise.withResolvers<string>();
+      const abort = () => reject(new Error("interrupted"));
+      waitingCalls.add(abort);
+      channel.request(METHOD_CALL_TOOL, request).then((r) => resolve(JSON.stringify(r)), reject)
+        .finally(() => waitingCalls.delete(abort));
+      return promise;
     },
     report_progress: (reportJson: string): void => {
       if (forwarding) void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
@@ -357,7 +371,30 @@ async function serve(): Promise<void> {
   codemode.forget_host_paths!();
   await codemode.warm_up!.callPromising();
   await compilationSettled();
-  const interrupts = boot.interruptible ? await listenForInterrupts(pyodide) : null;
+  let executed = false;
+  let running = false;
+  let persistent = false;
+  // An interrupt that finds Python waiting cancels the script's tasks (a KeyboardInterrupt to
+  // the script); between scripts, a late one is dropped.
+  // (The buffer is cleared first: whatever Python ran next, this call or a callback of the
+  // event loop, would take the KeyboardInterrupt, and one outside the script kills the process.)
+  const interruptWaiting = () => {
+    Atomics.store(interrupts!, 0, 0);
+    if (!running || !forwarding) return;
+    codemode.interrupt_waiting_script!();
+    for (const abort of waitingCalls) abort();
+  };
+  const interrupts = boot.interruptible
+    ? await listenForInterrupts(pyodide, interruptWaiting)
+    : null;
+  // An interrupt can land in a callback of Python's event loop rather than in the script (the
+  // script awaits while other tasks run): that KeyboardInterrupt must not end the process; the
+  // script's tasks are cancelled by interruptWaiting all the same.
+  if (interrupts) {
+    globalThis.addEventListener("unhandledrejection", (event) => {
+      if (/^KeyboardInterrupt/m.test(String(event.reason))) event.preventDefault();
+    });
+  }
   if (boot.drop_permissions) {
     if (mounts.length > 0) throw new Error("Cannot drop permissions: host folders are mounted");
     dropAllPermissions(); // before any user code can run
@@ -366,9 +403,6 @@ async function serve(): Promise<void> {
   // Last, after the optimized code is in place: the first run after that is slow (see settle).
   await codemode.settle!.callPromising();
 
-  let executed = false;
-  let running = false;
-  let persistent = false;
   onRequest = async (method, params) => {
     if (method === METHOD_PREPARE && !executed) {
       // The host's word, trusted: it launched this process.

@@ -512,7 +512,12 @@ def _decode_reply(server, tool, reply_json):
 
 def call_tool(server, tool, arguments):
     """Calls an upstream tool and blocks until it answers."""
-    reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
+    try:
+        reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
+    except Exception:
+        if _interrupted_waiting:
+            raise KeyboardInterrupt from None  # not to be taken by \`except Exception\`
+        raise
     return _decode_reply(server, tool, reply_json)
 
 
@@ -623,6 +628,18 @@ _session_scope = None
 # refuses input files under it), so a fresh sandbox's script need not look, which costs three
 # file-system calls through JavaScript (about 0.25 ms of a warm call).
 _outputs_empty = False
+
+
+_interrupted_waiting = False
+
+
+def interrupt_waiting_script():
+    """The host interrupted the script while it waited (an await, a tool call), when Python
+    reads no interrupt: its tasks are cancelled, and \`run\` reports a KeyboardInterrupt."""
+    global _interrupted_waiting
+    _interrupted_waiting = True
+    for task in asyncio.all_tasks(asyncio.get_event_loop()):
+        task.cancel()
 
 
 def execute(request_json):
@@ -872,19 +889,22 @@ def run(code, result_limit, scope=None, started=None):
     linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
     if scope is None:
         scope = new_scope()
+    global _interrupted_waiting
+    _interrupted_waiting = False
     try:
         if started is not None:
             started()
         body, last = compile_script(code)
         _evaluate(body, scope)
         outcome = {"ok": True, "result": json_safe(_evaluate(last, scope), result_limit)}
-    except SystemExit as exc:
-        if exc.code in (None, 0):
+    except BaseException as exc:
+        if _interrupted_waiting:
+            # Interrupted while it waited (interrupt_waiting_script), whatever that raised.
+            exc = KeyboardInterrupt()
+        if isinstance(exc, SystemExit) and exc.code in (None, 0):
             outcome = {"ok": True, "result": None}
         else:
             outcome = {"ok": False, "error": describe_error(exc)}
-    except BaseException as exc:
-        outcome = {"ok": False, "error": describe_error(exc)}
     sys.stdout.flush()
     sys.stderr.flush()
     return outcome
@@ -1010,7 +1030,10 @@ var INTERRUPT_SIGNAL = "SIGUSR2";
 var INTERRUPT_LISTENER_JS = `
 self.onmessage = (event) => {
   const buffer = new Int32Array(event.data);
-  Deno.addSignalListener("${INTERRUPT_SIGNAL}", () => Atomics.store(buffer, 0, 2));
+  Deno.addSignalListener("${INTERRUPT_SIGNAL}", () => {
+    Atomics.store(buffer, 0, 2);
+    self.postMessage("interrupt"); // read only when Python waits (see onInterrupt in worker.ts)
+  });
   self.postMessage("listening");
 };
 `;
@@ -1149,7 +1172,7 @@ function dropAllPermissions() {
     }
   }
 }
-async function listenForInterrupts(pyodide) {
+async function listenForInterrupts(pyodide, onInterrupt) {
   const buffer = new Int32Array(new SharedArrayBuffer(4));
   pyodide.setInterruptBuffer(buffer);
   const source = new Blob([
@@ -1164,6 +1187,7 @@ async function listenForInterrupts(pyodide) {
     listener.onmessage = () => resolve();
     listener.postMessage(buffer.buffer);
   });
+  listener.onmessage = () => onInterrupt();
   return buffer;
 }
 function hideHostPaths() {
@@ -1223,14 +1247,19 @@ async function serve() {
     pyodide.mountNodeFS(mount, host);
   }
   let forwarding = false;
+  const waitingCalls = /* @__PURE__ */ new Set();
   pyodide.registerJsModule("_codemode_host", {
-    call_tool: async (server, tool, argumentsJson) => {
+    call_tool: (server, tool, argumentsJson) => {
       const request = {
         server,
         tool,
         arguments: JSON.parse(argumentsJson)
       };
-      return JSON.stringify(await channel.request(METHOD_CALL_TOOL, request));
+      const { promise, resolve, reject } = Promise.withResolvers();
+      const abort = () => reject(new Error("interrupted"));
+      waitingCalls.add(abort);
+      channel.request(METHOD_CALL_TOOL, request).then((r) => resolve(JSON.stringify(r)), reject).finally(() => waitingCalls.delete(abort));
+      return promise;
     },
     report_progress: (reportJson) => {
       if (forwarding) void channel.notify(METHOD_PROGRESS, JSON.parse(reportJson));
@@ -1251,16 +1280,27 @@ async function serve() {
   codemode.forget_host_paths();
   await codemode.warm_up.callPromising();
   await compilationSettled();
-  const interrupts = boot.interruptible ? await listenForInterrupts(pyodide) : null;
+  let executed = false;
+  let running = false;
+  let persistent = false;
+  const interruptWaiting = () => {
+    Atomics.store(interrupts, 0, 0);
+    if (!running || !forwarding) return;
+    codemode.interrupt_waiting_script();
+    for (const abort of waitingCalls) abort();
+  };
+  const interrupts = boot.interruptible ? await listenForInterrupts(pyodide, interruptWaiting) : null;
+  if (interrupts) {
+    globalThis.addEventListener("unhandledrejection", (event) => {
+      if (/^KeyboardInterrupt/m.test(String(event.reason))) event.preventDefault();
+    });
+  }
   if (boot.drop_permissions) {
     if (mounts.length > 0) throw new Error("Cannot drop permissions: host folders are mounted");
     dropAllPermissions();
   }
   hideHostPaths();
   await codemode.settle.callPromising();
-  let executed = false;
-  let running = false;
-  let persistent = false;
   onRequest = async (method, params) => {
     if (method === METHOD_PREPARE && !executed) {
       const prepare = params;
