@@ -4,6 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { delay, ROOT, startServer, type TestServer, writeConfig } from "./_helpers.ts";
+import { SkillLimitError, SkillStore } from "../src/skills/skill_store.ts";
+import { silentLogger } from "../src/_util/log.ts";
 
 async function setUp() {
   const root = Deno.realPathSync(await Deno.makeTempDir());
@@ -206,4 +208,50 @@ Deno.test("a skill whose tool disappears is marked stale and warns on import", a
   assert.equal(r.result, "imported", r.text);
   assert.match(r.stderr, /skill use_fleeting may be stale: dynamic\.fleeting no longer exists/);
   await Deno.remove(root, { recursive: true });
+});
+
+Deno.test("the skills keep within their limits: count, code as sandboxes get it, archives", async (t) => {
+  const dir = await Deno.makeTempDir();
+  const store = new SkillStore(dir, silentLogger, {
+    skills: 3,
+    codeBytes: 2000,
+    archivedVersions: 2,
+  });
+  await store.load();
+  const skill = (name: string, code = `def ${name}():\n    return 1\n`) => ({
+    name,
+    code,
+    description: "d",
+    signature: "()",
+    is_async: false,
+    tools: [],
+  });
+  await t.step("past the count, a new skill is refused; saving over one is not", async () => {
+    for (const name of ["a", "b", "c"]) await store.save(skill(name));
+    await assert.rejects(
+      store.save(skill("d")),
+      (e) => e instanceof SkillLimitError && /at most 3 skills/.test(e.message),
+    );
+    await store.save(skill("c"));
+    await store.delete("c");
+    await store.save(skill("d"));
+  });
+  await t.step("code is counted as JSON, where a control character takes six bytes", async () => {
+    // 400 characters, 2,400 bytes once escaped: past the limit although short.
+    const code = `def e():\n    return 1\n#${"\x01".repeat(400)}\n`;
+    await store.delete("d");
+    await assert.rejects(
+      store.save(skill("e", code)),
+      (e) => e instanceof SkillLimitError && /over the limit of 0\.0 MiB/.test(e.message),
+    );
+  });
+  await t.step("saving over a skill keeps only the newest archived versions", async () => {
+    for (let i = 0; i < 5; i++) await store.save(skill("a"));
+    const files = [];
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.startsWith("a.")) files.push(entry.name);
+    }
+    assert.deepEqual(files.sort(), ["a.json", "a.v4.json", "a.v5.json"]);
+    assert.equal(store.get("a")?.version, 6);
+  });
 });

@@ -34,6 +34,27 @@ export interface SkillStatus {
 
 export const SKILL_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
 
+/**
+ * How much the skills may hold: every sandbox is sent every skill's code (as JSON, where a
+ * control character takes six), so skills without bound made every sandbox larger and slower,
+ * for every caller, across restarts. Saving over a skill archives the previous version; the
+ * archives kept per skill are bounded too.
+ */
+export interface SkillLimits {
+  skills: number;
+  codeBytes: number;
+  archivedVersions: number;
+}
+
+export const SKILL_LIMITS: SkillLimits = {
+  skills: 200,
+  codeBytes: 4 * 2 ** 20,
+  archivedVersions: 10,
+};
+
+/** A save the limits refuse; the message says which and what to do. */
+export class SkillLimitError extends Error {}
+
 export class SkillStore {
   readonly dir: string;
   readonly #log: Logger;
@@ -42,9 +63,12 @@ export class SkillStore {
   readonly problems: string[] = [];
   #version = 0;
 
-  constructor(dir: string, log: Logger) {
+  readonly #limits: SkillLimits;
+
+  constructor(dir: string, log: Logger, limits: SkillLimits = SKILL_LIMITS) {
     this.dir = dir;
     this.#log = log;
+    this.#limits = limits;
   }
 
   /** Changes whenever a skill is saved or deleted. */
@@ -80,8 +104,12 @@ export class SkillStore {
     return this.#skills.get(name);
   }
 
-  /** Saves a new version of a skill, keeping the previous one beside it. */
+  /**
+   * Saves a new version of a skill, keeping the previous one beside it (and at most
+   * `archivedVersions` of them). Throws SkillLimitError past the limits.
+   */
   async save(skill: Omit<Skill, "version" | "saved_at">): Promise<Skill> {
+    this.#checkRoomFor(skill);
     const previous = this.#skills.get(skill.name);
     const saved: Skill = {
       ...skill,
@@ -97,7 +125,36 @@ export class SkillStore {
     await writeFileAtomically(join(this.dir, `${skill.name}.json`), toJson(saved));
     this.#skills.set(skill.name, saved);
     this.#version++;
+    if (previous) await this.#pruneArchives(skill.name, saved.version);
     return saved;
+  }
+
+  #checkRoomFor(skill: { name: string; code: string }): void {
+    const others = [...this.#skills.values()].filter((s) => s.name !== skill.name);
+    if (others.length >= this.#limits.skills) {
+      throw new SkillLimitError(
+        `the server keeps at most ${this.#limits.skills} skills, and has them; delete one ` +
+          "with delete_skill first",
+      );
+    }
+    const bytes = others.reduce((n, s) => n + codeBytes(s.code), codeBytes(skill.code));
+    if (bytes > this.#limits.codeBytes) {
+      throw new SkillLimitError(
+        `the skills' code would come to ${mib(bytes)} as every sandbox receives it (JSON), ` +
+          `over the limit of ${mib(this.#limits.codeBytes)}; delete skills with delete_skill, ` +
+          "or shorten this one",
+      );
+    }
+  }
+
+  /** Removes archived versions of `name` older than the newest `archivedVersions`. */
+  async #pruneArchives(name: string, current: number): Promise<void> {
+    const oldestKept = current - this.#limits.archivedVersions;
+    for await (const entry of Deno.readDir(this.dir)) {
+      const match = /^([a-z_][a-z0-9_]*)\.v(\d+)\.json$/.exec(entry.name);
+      if (!entry.isFile || match?.[1] !== name || Number(match[2]) >= oldestKept) continue;
+      await Deno.remove(join(this.dir, entry.name)).catch(() => {});
+    }
   }
 
   /** Deletes a skill (its archived versions stay). Returns whether it existed. */
@@ -186,6 +243,14 @@ function parseSkill(raw: unknown): Skill {
     version: r.version,
     saved_at: r.saved_at as string,
   };
+}
+
+function codeBytes(code: string): number {
+  return new TextEncoder().encode(JSON.stringify(code)).length;
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
 function toJson(skill: Skill): string {

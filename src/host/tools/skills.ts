@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { Analysis } from "../../analysis/python_analysis.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
 import { checkSkill, checkSkillName } from "../../skills/skill_check.ts";
-import type { SkillStore } from "../../skills/skill_store.ts";
+import { SkillLimitError, type SkillStore } from "../../skills/skill_store.ts";
 
 export interface SkillToolsOptions {
   store: SkillStore;
@@ -34,7 +34,7 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
   server.registerTool("save_skill", {
     title: "Save a skill",
     description:
-      "Save working Python as a reusable skill: the code must define a top-level function with the skill's name. Later scripts call it with `from skills import <name>`. Saving over a skill keeps the previous version.",
+      "Save working Python as a reusable skill: the code must define a top-level function with the skill's name. Later scripts call it with `from skills import <name>`. Saving over a skill keeps the previous version. At most 200 skills, 4 MiB of code in all.",
     inputSchema: z.object(saveInput),
   }, async (args) => {
     const badName = checkSkillName(args.name);
@@ -43,7 +43,13 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
     if (!checked.ok) {
       return text(`Cannot save skill ${args.name}:\n- ${checked.problems.join("\n- ")}`, true);
     }
-    const saved = await store.save(checked.skill);
+    let saved;
+    try {
+      saved = await store.save(checked.skill);
+    } catch (error) {
+      if (!(error instanceof SkillLimitError)) throw error;
+      return text(`Cannot save skill ${args.name}: ${error.message}`, true);
+    }
     const tools = saved.tools.map((t) => `${t.server}.${t.tool}`).join(", ") || "none";
     return {
       ...text(
