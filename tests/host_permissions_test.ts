@@ -81,7 +81,13 @@ Deno.test("hostGrants() grants the host exactly what its config names", () => {
     "/srv/skills",
     "/srv/work",
   ]);
-  assert.deepEqual(grants.write, ["/cache/cm", "/srv/skills", "/etc/cm/audit.jsonl"]);
+  // A read-write folder: the host takes back the write access a script gave others there.
+  assert.deepEqual(grants.write, [
+    "/cache/cm",
+    "/srv/skills",
+    "/etc/cm/audit.jsonl",
+    "/srv/work",
+  ]);
   // A missing audit folder is created by the host, so it may write there (it is new and empty).
   assert.deepEqual(hostGrants(needs({ auditFolderExists: false })).write.slice(-1), ["/etc/cm"]);
   assert.deepEqual(grants.run, ["/opt/deno/bin/deno", "npx"]);

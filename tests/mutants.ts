@@ -1438,6 +1438,22 @@ const MUTATIONS: Mutation[] = [
     filter: "within their limits",
   },
   {
+    name: "write access a script gives others through Deno stays",
+    file: "src/execution/executor.ts",
+    from: "await clearSharedWriteModes(profile, runStarted, log);",
+    to: "",
+    tests: ["tests/profiles_test.ts"],
+    filter: "grant exactly",
+  },
+  {
+    name: "the host takes group and world write from every file, a person's too",
+    file: "src/execution/shared_write_modes.ts",
+    from: "const changed = (info.ctime?.getTime() ?? Infinity) >= from;",
+    to: "const changed = true;",
+    tests: ["tests/profiles_test.ts"],
+    filter: "grant exactly",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

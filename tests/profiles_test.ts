@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { loadProfiles } from "../src/config/config.ts";
-import { startServer, writeConfig } from "./_helpers.ts";
+import { delay, startServer, writeConfig } from "./_helpers.ts";
 
 async function setUp(httpPort: number) {
   const root = Deno.realPathSync(await Deno.makeTempDir());
@@ -66,6 +66,31 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
       for (const path of [`${root}/ws/notes.txt`, `${root}/ws/sub`]) {
         assert.equal((await Deno.stat(path)).mode! & 0o022, 0, path);
       }
+      // Not through Deno either, which the folder's write permission lets a script call; a
+      // mode a person gave a file before the run stays.
+      await Deno.writeTextFile(`${root}/ws/shared.txt`, "theirs");
+      await Deno.chmod(`${root}/ws/shared.txt`, 0o666);
+      await delay(2100); // changes in the second before a run count as the run's
+      const viaDeno = await server.execute({
+        profile: "workspace",
+        code: [
+          "import js, pyodide_js",
+          "host = pyodide_js.FS.lookupPath('/workspace').node.mount.opts.root",
+          "js.Deno.writeTextFileSync(host + '/mine.txt', 'x', mode=0o777)",
+          "js.Deno.chmodSync(host + '/notes.txt', 0o777)",
+          "js.Deno.mkdirSync(host + '/open', mode=0o777)",
+          "js.Deno.chmodSync(host + '/open', 0o777)",
+        ].join("\n"),
+      });
+      assert.equal(viaDeno.success, true, viaDeno.text);
+      for (const name of ["mine.txt", "notes.txt", "open"]) {
+        assert.equal(
+          (await Deno.stat(`${root}/ws/${name}`)).mode! & 0o022,
+          0,
+          name + server.stderr().slice(-2000),
+        );
+      }
+      assert.equal((await Deno.stat(`${root}/ws/shared.txt`)).mode! & 0o777, 0o666);
       const isolated = await server.execute({
         code: "import os\nos.path.exists('/workspace/notes.txt')",
       });

@@ -6,7 +6,9 @@
  *   3. run                here                the script on that sandbox (launcher.ts), with
  *   4. the tool gate      tool_gate.ts          every tool call (the sandbox's call_tool
  *                                               requests, `gate.call`) decided, routed, recorded
- *   5. map to a result    result_mapping.ts   what happened -> ExecutionResult
+ *   5. map to a result    result_mapping.ts   what happened -> ExecutionResult, once
+ *                         shared_write_modes.ts   has taken back the write access the script
+ *                                                 gave others in its read-write folders
  *
  * then scrubs the result of secrets and writes the audit record. Every decision about a
  * sandbox's requests is made on the host, never inside the sandbox.
@@ -34,6 +36,7 @@ import { checkRequest, isRefusal } from "./request_checks.ts";
 import { refusedResult, toExecutionResult, verifyOutputs } from "./result_mapping.ts";
 import { acquireSandbox } from "./sandbox_lease.ts";
 import { scrubbedLines } from "./scrubbed_lines.ts";
+import { clearSharedWriteModes } from "./shared_write_modes.ts";
 
 /** What a caller asks to run; the `execute_code` tool's input schema (and its only source). */
 export const EXECUTE_REQUEST_SHAPE = {
@@ -205,6 +208,7 @@ export class SandboxExecutor implements Executor {
     let outcome: RawOutcome | undefined;
     let released: ReturnType<typeof lease.release> = null;
     const sandbox = lease.sandbox;
+    const runStarted = new Date();
     try {
       outcome = await tracing.span("sandbox.run", async (span) => {
         const ran = await sandbox.execute({
@@ -242,7 +246,9 @@ export class SandboxExecutor implements Executor {
       released = lease.release(outcome);
     }
 
-    // 5. Map to a result.
+    // 5. Map to a result, once the sandbox can no longer touch its folders (killed, or a
+    // session's paused) and what it shared in them is taken back.
+    await clearSharedWriteModes(profile, runStarted, log);
     if (outcome.reply?.outputs) {
       outcome.reply.outputs = await verifyOutputs(outcome.reply.outputs, profile);
     }

@@ -66,7 +66,17 @@ export function hostGrants(needs: HostNeeds): HostGrants {
   const auditFolder = settings.audit_log && !needs.auditFolderExists
     ? [dirname(settings.audit_log)]
     : [];
-  const write = [cacheDir, settings.skills_dir, ...optional(settings.audit_log), ...auditFolder];
+  // Read-write folders: the host takes back the write access a script gave others there
+  // (src/execution/shared_write_modes.ts).
+  const readWrite = profiles.flatMap((p) => p.folders.filter((f) => f.mode === "rw"))
+    .map((f) => f.host);
+  const write = [
+    cacheDir,
+    settings.skills_dir,
+    ...optional(settings.audit_log),
+    ...readWrite,
+    ...auditFolder,
+  ];
   const net = [
     ...config.servers.flatMap((s) => (s.kind === "http" ? [new URL(s.url).host] : [])),
     ...(settings.package_index ? [new URL(settings.package_index).host] : []),
