@@ -1454,6 +1454,14 @@ const MUTATIONS: Mutation[] = [
     filter: "grant exactly",
   },
   {
+    name: "a failed server's reason ends in stack frames and terminal colours",
+    file: "src/upstream/pool.ts",
+    from: '.filter((line) => line !== "" && !/^at [^ ]/.test(line))',
+    to: '.filter((line) => line !== "")',
+    tests: ["tests/upstream_pool_test.ts"],
+    filter: "lastWords",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -10,7 +10,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { z } from "zod";
 import { createLogger, silentLogger } from "../src/_util/log.ts";
 import type { ServerConfig } from "../src/config/config.ts";
-import { UpstreamPool } from "../src/upstream/pool.ts";
+import { lastWords, UpstreamPool } from "../src/upstream/pool.ts";
 import type { TransportFactory } from "../src/upstream/transport.ts";
 import { countProcesses, delay } from "./_helpers.ts";
 
@@ -309,4 +309,20 @@ Deno.test("errorText() says an error's causes too (fetch failed: why)", async ()
     "probe failed: fetch failed: error sending request for url (http://h/mcp): connection refused",
   );
   assert.equal(errorText("plain"), "plain");
+});
+
+Deno.test("lastWords() gives a failed server's last lines that say something", () => {
+  const esc = String.fromCharCode(27);
+  const stderr = [
+    `${esc}[0m${esc}[32mDownload${esc}[0m https://registry.example/pkg`,
+    `${esc}[1m${esc}[31merror${esc}[0m: Uncaught (in promise) NotCapable: Requires env access`,
+    "    at denoEnvGet (ext:deno_node/_process/process.ts:1:1)",
+    "    at Object.get (ext:deno_node/_process/process.ts:2:2)",
+    "",
+  ].join("\n");
+  assert.equal(
+    lastWords(stderr, 2, 500),
+    "Download https://registry.example/pkg | error: Uncaught (in promise) NotCapable: Requires env access",
+  );
+  assert.equal(lastWords("a\nb\nc", 2, 3), "b |");
 });

@@ -85,7 +85,7 @@ class UpstreamConnection {
   #stderrLines(lines: number, max: number): string {
     let text = this.#redact(this.#stderrTail);
     if (this.#stderrCut) text = text.slice(STDERR_CUT_MARGIN);
-    return text.trim().split("\n").slice(-lines).join(" | ").slice(0, max);
+    return lastWords(text, lines, max);
   }
 
   async connect(): Promise<void> {
@@ -330,4 +330,19 @@ export function errorText(error: unknown): string {
     e = e instanceof Error ? e.cause : undefined;
   }
   return parts.join(": ");
+}
+
+const TERMINAL_COLOUR = new RegExp(String.fromCharCode(27) + "\\[[0-9;]*[A-Za-z]", "g");
+
+/**
+ * The last `lines` lines of a server's stderr that say something, joined: without terminal
+ * colours and the frames of a stack trace (after which the error's own line would be cut off).
+ * The reason a server is unavailable reaches the agent through the tool index.
+ */
+
+export function lastWords(stderr: string, lines: number, max: number): string {
+  return stderr.replace(TERMINAL_COLOUR, "").split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !/^at [^ ]/.test(line))
+    .slice(-lines).join(" | ").slice(0, max);
 }

@@ -41,6 +41,7 @@ export const defaultTransportFactory: TransportFactory = (server) => {
   const base: Record<string, string> = { ...getDefaultEnvironment() };
   const denoDir = readEnv("DENO_DIR");
   if (denoDir) base.DENO_DIR = denoDir;
+  base.NO_COLOR = "1"; // its stderr ends up in reasons and logs, not on a terminal
   const env = serverEnvironment(base, readEnv, server.env);
   // A code mode server down the line knows how deep it is, and refuses an endless chain.
   env[NESTING_VARIABLE] = childNesting(readEnv(NESTING_VARIABLE));
