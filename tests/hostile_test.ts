@@ -84,11 +84,21 @@ Deno.test("exhausting resources stays inside the sandbox", async (t) => {
     assert.equal(r.success, false);
     await stillWorks(server);
   });
-  await t.step("a huge result is capped", async () => {
-    const r = await server.execute({ code: "'x' * 1_000_000" });
-    assert.equal(r.success, true);
-    assert.ok(String(r.result).length < 70_000);
-    assert.match(String(r.result), /result truncated/);
+  await t.step("a huge result is capped once, and says its real size", async () => {
+    const cases: [string, number][] = [["'x' * 1_000_000", 1_000_002], [
+      "'\\n' * 200_000",
+      400_002,
+    ]];
+    for (const [code, size] of cases) {
+      const r = await server.execute({ code });
+      assert.equal(r.success, true);
+      const result = String(r.result);
+      assert.ok(JSON.stringify(result).length <= 65_536, `${JSON.stringify(result).length}`);
+      assert.match(
+        result,
+        new RegExp(`^'.*\\.\\.\\. \\[result truncated: ${size} chars, limit 65536\\]$`, "s"),
+      );
+    }
     await stillWorks(server);
   });
 });

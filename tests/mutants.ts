@@ -1462,6 +1462,14 @@ const MUTATIONS: Mutation[] = [
     filter: "lastWords",
   },
   {
+    name: "a large result is cut to the limit before the JSON escapes that take it past",
+    file: "src/sandbox/prelude.py",
+    from: "while keep > 0 and (over := _json_length(shown[:keep] + marker) - limit) > 0:",
+    to: "while False and (over := _json_length(shown[:keep] + marker) - limit) > 0:",
+    tests: ["tests/hostile_test.ts"],
+    filter: "exhausting resources",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

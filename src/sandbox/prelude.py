@@ -439,9 +439,19 @@ def json_safe(value, limit):
     if text is not None and len(text) <= limit:
         return value
     shown = repr(value)
-    if len(shown) > limit:
-        shown = shown[:limit] + f"... [result truncated: {len(shown)} chars, limit {limit}]"
-    return shown
+    if _json_length(shown) <= limit:
+        return shown
+    # Cut so that the result, as the JSON the host measures, fits: the host would cut it again.
+    marker = f"... [result truncated: {len(shown)} chars, limit {limit}]"
+    keep = limit - len(marker) - 2
+    while keep > 0 and (over := _json_length(shown[:keep] + marker) - limit) > 0:
+        keep -= over
+    return shown[:max(keep, 0)] + marker
+
+
+def _json_length(text):
+    """The length of `text` as a JSON string, in UTF-16 units (as the host counts)."""
+    return len(_dumps(text).encode("utf-16-le")) // 2
 
 
 def new_scope():
