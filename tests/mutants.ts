@@ -1470,6 +1470,13 @@ const MUTATIONS: Mutation[] = [
     filter: "exhausting resources",
   },
   {
+    name: "the line break that ends a saved file counts as one more line",
+    file: "src/policy/code_size.ts",
+    from: 'const lines = code.replace(/(\\r\\n|\\r|\\n)$/, "").split(/\\r\\n|\\r|\\n/).length;',
+    to: "const lines = code.split(/\\r\\n|\\r|\\n/).length;",
+    tests: ["tests/small_promises_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

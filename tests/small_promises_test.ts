@@ -13,6 +13,9 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
     const r = await server.execute({ code: "x = 1\r".repeat(401) + "x" });
     assert.equal(r.diagnostics?.error_type, "POLICY_VIOLATION");
     assert.match(r.diagnostics!.message, /402 lines; the limit is 400/);
+    // 400 lines as an editor saves them, a line break after the last: within the limit.
+    const saved = await server.execute({ code: "x = 1\n".repeat(399) + "x\r\n" });
+    assert.equal(saved.result, 1, saved.text);
   });
 
   await t.step("an input file named outputs is refused before anything runs", async () => {

@@ -8,8 +8,9 @@ export function checkCodeSize(code: string, limits: Pick<Limits, "code_chars" | 
   if (code.length > limits.code_chars) {
     return `Code has ${code.length} characters; the limit is ${limits.code_chars}`;
   }
-  // Python ends a line at \n, \r\n or a lone \r: count them all.
-  const lines = code.split(/\r\n|\r|\n/).length;
+  // Python ends a line at \n, \r\n or a lone \r: count them all. A break at the very end
+  // (as editors save files) starts no line.
+  const lines = code.replace(/(\r\n|\r|\n)$/, "").split(/\r\n|\r|\n/).length;
   if (lines > limits.code_lines) {
     return `Code has ${lines} lines; the limit is ${limits.code_lines}`;
   }
