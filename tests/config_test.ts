@@ -191,7 +191,7 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
       remote: { type: "http", url: "https://api.example/mcp", headers: { "X-Key": "${TOKEN}" } },
       legacy: { type: "sse", url: "https://old.example/sse" },
       asks: { command: "x", env: { KEY: "${input:key}" } },
-      typo: { command: "y", argz: ["1"], envFile: "${workspaceFolder}/.env" },
+      typo: { command: "y", args: ["1"], argz: ["1"], envFile: "${workspaceFolder}/.env" },
       off: { command: "z", enabled: false },
       narrowed: { command: "w", excludeTools: ["delete_everything"] },
     },
@@ -469,12 +469,23 @@ Deno.test("SECRET_NAME tells secret-holding variable names from others", () => {
 Deno.test("parseConfigFile() suggests the field a typo meant", () => {
   const parsed = parseConfigFile({
     server: {},
-    servers: { a: { command: "x", arg: ["y"] } },
+    servers: {
+      a: { command: "x", arg: ["y"] },
+      b: { command: "x", args: ["y"], descripton: "z" },
+    },
   }, ctx);
   const warnings = parsed.notes.map((n) => n.message);
   assert.ok(warnings.includes('ignored unknown top-level field "server"; did you mean "servers"?'));
+  // Started without its args, "a" would be a bare `x`: it is left out, with the reason.
+  assert.deepEqual(parsed.servers.map((s) => s.name), ["b"]);
+  assert.match(
+    parsed.unavailable[0]!.reason,
+    /^unknown field "arg"; did you mean "args"\? \(the server is not started without/,
+  );
   assert.ok(
-    warnings.includes('server "a": ignored unknown field "arg"; did you mean "args"?'),
+    warnings.includes(
+      'server "b": ignored unknown field "descripton"; did you mean "description"?',
+    ),
     JSON.stringify(warnings),
   );
   assert.match(

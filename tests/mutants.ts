@@ -1477,6 +1477,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/small_promises_test.ts"],
   },
   {
+    name: "a server whose args field is misspelt starts without its args",
+    file: "src/config/config.ts",
+    from: "return meant !== undefined && RUN_FIELDS.includes(meant) && !(meant in entry);",
+    to: "return false;",
+    tests: ["tests/config_test.ts"],
+    filter: "typo meant",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -19,7 +19,7 @@ import { expandPlaceholders } from "./placeholders.ts";
 import { proxySecrets } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
-import { didYouMean } from "./did_you_mean.ts";
+import { closestName, didYouMean } from "./did_you_mean.ts";
 import { secretFlagValues } from "./secret_flags.ts";
 import { parseJsonc } from "../_util/jsonc.ts";
 
@@ -415,6 +415,19 @@ const SERVER_FIELDS = [
   "enabled",
 ];
 
+/** Fields without which a server would be another program, or be reached elsewhere. */
+const RUN_FIELDS = ["args", "env", "cwd", "headers"];
+
+/**
+ * Whether `key` is a typo of a field that decides what runs and the entry lacks that field:
+ * "arg" for "args" would start a bare `deno` (a prompt that never answers), so the server is
+ * left out with the reason instead.
+ */
+function meantMissingRunField(key: string, entry: Record<string, unknown>): boolean {
+  const meant = closestName(key, SERVER_FIELDS);
+  return meant !== undefined && RUN_FIELDS.includes(meant) && !(meant in entry);
+}
+
 function parseServer(
   name: string,
   entry: unknown,
@@ -443,6 +456,11 @@ function parseServer(
       ctx.note("debug", `ignored field "${key}" (used by some MCP clients)`);
     } else if (key === "envFile") {
       ctx.note("warn", `ignored field "envFile": put the variables the server needs in "env"`);
+    } else if (meantMissingRunField(key, entry)) {
+      throw new TypeError(
+        `unknown field "${key}"${didYouMean(key, SERVER_FIELDS)} (the server is not started ` +
+          "without the field it would need)",
+      );
     } else {
       ctx.note("warn", `ignored unknown field "${key}"${didYouMean(key, SERVER_FIELDS)}`);
     }

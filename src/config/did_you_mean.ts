@@ -2,13 +2,19 @@
 
 /** `; did you mean "x"?` for the known name within two edits of `name`, else "". */
 export function didYouMean(name: string, known: readonly string[]): string {
+  const best = closestName(name, known);
+  return best === undefined ? "" : `; did you mean "${best}"?`;
+}
+
+/** The known name within two edits of `name` (the closest), if any. */
+export function closestName(name: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = 3;
   for (const candidate of known) {
     const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
     if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
   }
-  return best === undefined ? "" : `; did you mean "${best}"?`;
+  return best;
 }
 
 function editDistance(a: string, b: string): number {
