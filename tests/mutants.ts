@@ -1485,6 +1485,13 @@ const MUTATIONS: Mutation[] = [
     filter: "typo meant",
   },
   {
+    name: "upstream replies are read by the SDK's quadratic read buffer",
+    file: "src/upstream/transport.ts",
+    from: "const transport = readLinesLinearly(new StdioClientTransport({",
+    to: "const transport = ((t) => t)(new StdioClientTransport({",
+    tests: ["tests/message_lines_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

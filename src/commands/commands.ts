@@ -23,6 +23,7 @@ import { serveHttp } from "../host/http_server.ts";
 import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeAllSync } from "../_util/write_all.ts";
+import { readLinesLinearly } from "../rpc/message_lines.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
 
@@ -49,7 +50,7 @@ export async function serveStdio(
   });
   // The SDK reads the connection from its first byte; an opening message answered already
   // (`answered`, see stdio_opening.ts) is not answered twice.
-  const wire = new StdioServerTransport();
+  const wire = readLinesLinearly(new StdioServerTransport());
   if (answered !== null) {
     dropAnswerTo(
       wire,

@@ -13,6 +13,7 @@ import type { ServerConfig } from "../config/config.ts";
 import { fetchThatAborts } from "../_util/fetch_that_aborts.ts";
 import { denoCommand } from "./deno_command.ts";
 import { serverEnvironment } from "./network_env.ts";
+import { readLinesLinearly } from "../rpc/message_lines.ts";
 
 export type TransportFactory = (server: ServerConfig) => {
   transport: Transport;
@@ -45,13 +46,15 @@ export const defaultTransportFactory: TransportFactory = (server) => {
   const env = serverEnvironment(base, readEnv, server.env);
   // A code mode server down the line knows how deep it is, and refuses an endless chain.
   env[NESTING_VARIABLE] = childNesting(readEnv(NESTING_VARIABLE));
-  const transport = new StdioClientTransport({
-    command: denoCommand(server.command),
-    args: server.args,
-    env,
-    cwd: server.cwd,
-    stderr: "pipe",
-  });
+  const transport = readLinesLinearly(
+    new StdioClientTransport({
+      command: denoCommand(server.command),
+      args: server.args,
+      env,
+      cwd: server.cwd,
+      stderr: "pipe",
+    }),
+  );
   return {
     transport,
     onStderr: (listener) => {

@@ -1,9 +1,13 @@
 /**
- * What scrubbing secrets from a large tool reply costs the host's thread, in process: the
- * redactor the server builds from its secrets, run over an 8 MB reply, against `JSON.parse` of
- * the same reply (which the host does anyway) as the baseline.
+ * What a large tool reply costs the host's one thread, in process: reading it off a stdio pipe
+ * (the SDK's ReadBuffer against ours, MessageLines), and scrubbing secrets from it (the redactor
+ * the server builds from its secrets, against `JSON.parse` of the same reply, which the host does
+ * anyway).
  */
+import { Buffer } from "node:buffer";
+import { ReadBuffer } from "@modelcontextprotocol/client";
 import { createRedactor } from "../src/policy/redaction.ts";
+import { MessageLines } from "../src/rpc/message_lines.ts";
 
 export interface ScrubCase {
   name: string;
@@ -48,6 +52,37 @@ function reply(next: () => number, inserted: string[]): string {
     size += JSON.stringify(item).length;
   }
   return JSON.stringify({ items });
+}
+
+export interface ReadBench {
+  messageBytes: number;
+  /** Milliseconds to read the message in 64 KB chunks, one per round. */
+  sdk: number[];
+  ours: number[];
+}
+
+/** One tool reply of about 8 MB arriving in 64 KB chunks, as a pipe delivers it. */
+export function runReadBench(rounds: number): ReadBench {
+  const text = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    result: { content: [{ type: "text", text: "x".repeat(REPLY_BYTES) }] },
+  }) + "\n";
+  const bytes = new TextEncoder().encode(text);
+  const read = (buffer: { append(c: Uint8Array): void; readMessage(): unknown }) => {
+    const t0 = performance.now();
+    for (let at = 0; at < bytes.length; at += 65536) {
+      buffer.append(Buffer.from(bytes.buffer, at, Math.min(65536, bytes.length - at)));
+      if (buffer.readMessage() !== null) break;
+    }
+    return performance.now() - t0;
+  };
+  const bench: ReadBench = { messageBytes: bytes.length, sdk: [], ours: [] };
+  for (let round = 0; round < rounds; round++) {
+    bench.sdk.push(read(new ReadBuffer()));
+    bench.ours.push(read(new MessageLines()));
+  }
+  return bench;
 }
 
 export function runScrubBench(rounds: number): ScrubBench {

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { ReadBuffer } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { MessageLines, readLinesLinearly } from "../src/rpc/message_lines.ts";
+import { defaultTransportFactory } from "../src/upstream/transport.ts";
+
+const encoder = new TextEncoder();
+
+/** Every message the buffer gives for `bytes` cut into chunks of the given sizes. */
+function readAll(
+  buffer: { append(c: Uint8Array): void; readMessage(): unknown },
+  bytes: Uint8Array,
+  sizes: number[],
+) {
+  const messages: unknown[] = [];
+  let at = 0;
+  for (let i = 0; at < bytes.length; i++) {
+    const size = sizes[i % sizes.length]!;
+    buffer.append(Buffer.from(bytes.subarray(at, at + size))); // as the transports get them
+    at += size;
+    for (let m = buffer.readMessage(); m !== null; m = buffer.readMessage()) messages.push(m);
+  }
+  return messages;
+}
+
+Deno.test("MessageLines reads what the SDK's ReadBuffer reads, however the bytes are cut", () => {
+  const text = [
+    JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    "not json at all",
+    JSON.stringify({ jsonrpc: "2.0", id: 2, result: { text: "é€😀\n".repeat(50) } }) + "\r",
+    "",
+    JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    "",
+  ].join("\n");
+  const bytes = encoder.encode(text);
+  for (const sizes of [[1], [2, 3], [7], [64], [bytes.length], [5, 1, 300]]) {
+    assert.deepEqual(
+      readAll(new MessageLines(), bytes, sizes),
+      readAll(new ReadBuffer(), bytes, sizes),
+      `chunks of ${sizes}`,
+    );
+  }
+  assert.equal(readAll(new MessageLines(), bytes, [3]).length, 3);
+});
+
+Deno.test("MessageLines refuses a message past its bound, as the SDK does", () => {
+  const lines = new MessageLines(100);
+  lines.append(encoder.encode("x".repeat(60)));
+  assert.throws(() => lines.append(encoder.encode("y".repeat(60))), /exceeded maximum size of 100/);
+  // Cleared: what follows is read afresh.
+  lines.append(encoder.encode('{"jsonrpc":"2.0","id":3,"method":"ping"}\n'));
+  assert.deepEqual(lines.readMessage(), { jsonrpc: "2.0", id: 3, method: "ping" });
+});
+
+Deno.test("readLinesLinearly() takes the place of both SDK stdio transports' read buffers", () => {
+  const client = readLinesLinearly(new StdioClientTransport({ command: "true" }));
+  const server = readLinesLinearly(new StdioServerTransport());
+  for (const transport of [client, server]) {
+    assert.ok(
+      (transport as unknown as { _readBuffer: unknown })._readBuffer instanceof MessageLines,
+    );
+  }
+  assert.throws(() => readLinesLinearly({}), /no read buffer/);
+});
+
+Deno.test("an upstream stdio server's replies are read by MessageLines", () => {
+  const { transport } = defaultTransportFactory({
+    name: "x",
+    kind: "stdio",
+    protocol: "auto",
+    command: "true",
+    args: [],
+    env: {},
+    cwd: "/",
+    description: "",
+  });
+  assert.ok((transport as unknown as { _readBuffer: unknown })._readBuffer instanceof MessageLines);
+});
