@@ -201,8 +201,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "globs match anywhere in the name",
     file: "src/policy/tool_policy.ts",
-    from: "return new RegExp(`^${body}$`);",
-    to: "return new RegExp(body);",
+    from: 'return new RegExp(`^${body}$`, "s");',
+    to: 'return new RegExp(body, "s");',
     tests: ["tests/policy_test.ts"],
     filter: "isToolAllowed",
   },
@@ -278,8 +278,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "lone \\r line breaks do not count as lines",
     file: "src/policy/code_size.ts",
-    from: "code.split(/\\r\\n|\\r|\\n/).length",
-    to: 'code.split("\\n").length',
+    from: '"").split(/\\r\\n|\\r|\\n/).length',
+    to: '"").split("\\n").length',
     tests: ["tests/small_promises_test.ts"],
   },
   {
@@ -436,8 +436,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a cancelled execution's calls run on through the grace",
     file: "src/execution/executor.ts",
-    from: "await gate.close(PENDING_CALLS_GRACE_MS, options.signal);",
-    to: "await gate.close(PENDING_CALLS_GRACE_MS);",
+    from: "await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
+    to: "await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS);",
     tests: ["tests/upstream_dynamic_test.ts"],
   },
   {
@@ -612,7 +612,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
-    from: "await gate.close(PENDING_CALLS_GRACE_MS, options.signal);",
+    from: "await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
     to: "",
     tests: ["tests/host_facts_test.ts"],
     filter: "still running",
