@@ -108,7 +108,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
       },
     });
   } catch (error) {
-    return usageError((error as Error).message);
+    return usageError((error as Error).message, { withUsage: true });
   }
   const { values, positionals } = parsed;
   if (values.help) {
@@ -245,9 +245,9 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           dryRun: values["dry-run"] ?? false,
         }, out);
       case undefined:
-        throw new UsageError("a command is required");
+        return usageError("a command is required", { withUsage: true });
       default:
-        throw new UsageError(`unknown command "${command}"`);
+        return usageError(`unknown command "${command}"`, { withUsage: true });
     }
   } catch (error) {
     if (error instanceof UsageError) return usageError(error.message);
@@ -256,8 +256,13 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
   }
 }
 
-function usageError(message: string): number {
-  writeAllSync(Deno.stderr, `error: ${message}\n\n${USAGE}`);
+/**
+ * Exit code 2 with the error; the whole usage text only when the command line itself is
+ * unreadable (an unknown flag or command), where it would not push the error off screen.
+ */
+function usageError(message: string, { withUsage = false } = {}): number {
+  const help = withUsage ? `\n${USAGE}` : "(see --help for the usage)\n";
+  writeAllSync(Deno.stderr, `error: ${message}\n${help}`);
   return 2;
 }
 

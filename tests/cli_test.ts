@@ -39,6 +39,18 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
     assert.equal((await runCli(["run", `${dir}/missing.py`])).code, 2);
     assert.equal((await runCli(["run", ok, "--profile", "nope"])).code, 2);
   });
+  await t.step(
+    "a mistake in the arguments is said in one line, the usage only when lost",
+    async () => {
+      const missing = await runCli(["run", `${dir}/missing.py`]);
+      assert.match(
+        missing.stderr,
+        /^error: cannot read .*missing\.py.*\n\(see --help for the usage\)\n$/,
+      );
+      const unknown = await runCli(["frobnicate"]);
+      assert.match(unknown.stderr, /^error: unknown command "frobnicate"\n[^]*Usage:/);
+    },
+  );
   await t.step("--help and --version print to stdout", async () => {
     const help = await runCli(["--help"]);
     assert.equal(help.code, 0);
