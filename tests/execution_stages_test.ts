@@ -11,7 +11,7 @@ import { InMemoryTransport, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { Catalog } from "../src/catalog/catalog.ts";
 import type { ExecuteRequest } from "../src/execution/executor.ts";
-import type { ToolCallRecord } from "../src/execution/execution_result.ts";
+import { toolCallLines, type ToolCallRecord } from "../src/execution/execution_result.ts";
 import {
   type CheckedRequest,
   checkRequest,
@@ -850,4 +850,28 @@ Deno.test("ToolGate bounds the arguments of the calls a script keeps in flight",
   const after = await gate.call({ server: "mem", tool: "slow", arguments: big });
   assert.ok(!("error" in after) || after.error.kind !== "denied", JSON.stringify(after));
   await upstream.close();
+});
+
+Deno.test("toolCallLines() counts a tool's successful calls and shows each failed one", () => {
+  const call = (tool: string, outcome: ToolCallRecord["outcome"], error?: string) => ({
+    server: "fs",
+    tool,
+    outcome,
+    duration_ms: 0.5,
+    ...(error ? { error } : {}),
+  });
+  const calls: ToolCallRecord[] = [
+    ...Array.from({ length: 200 }, () => call("list", "ok")),
+    call("read", "ok"),
+    call("write", "denied", "the profile does not allow fs.write"),
+    ...Array.from({ length: 25 }, () => call("stat", "error", "no such file")),
+  ];
+  const lines = toolCallLines(calls).split("\n");
+  assert.deepEqual(lines.slice(0, 3), [
+    "fs.list: 200 ok (100 ms in all)",
+    "fs.read: ok (0.5 ms)",
+    "fs.write: denied (0.5 ms) the profile does not allow fs.write",
+  ]);
+  assert.equal(lines.length, 3 + 19 + 1);
+  assert.equal(lines.at(-1), "... and 6 more failed calls (see tool_calls)");
 });

@@ -1492,6 +1492,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/message_lines_test.ts"],
   },
   {
+    name: "the text lists every failed call, however many",
+    file: "src/execution/execution_result.ts",
+    from: "} else if (++failed <= FAILED_CALLS_SHOWN) {",
+    to: "} else if (++failed) {",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "toolCallLines",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -108,10 +108,7 @@ export function formatResultText(r: ExecutionResult): string {
     parts.push(`--- files in outputs/ ---\n${lines.join("\n")}`);
   }
   if (r.tool_calls.count > 0) {
-    const lines = r.tool_calls.calls.map((c) =>
-      `${c.server}.${c.tool}: ${c.outcome} (${c.duration_ms} ms)${c.error ? ` ${c.error}` : ""}`
-    );
-    parts.push(`--- tool calls (${r.tool_calls.count}) ---\n${lines.join("\n")}`);
+    parts.push(`--- tool calls (${r.tool_calls.count}) ---\n${toolCallLines(r.tool_calls.calls)}`);
   }
   if (r.diagnostics) {
     const d = r.diagnostics;
@@ -119,4 +116,44 @@ export function formatResultText(r: ExecutionResult): string {
     parts.push(`--- error: ${d.error_type}${where} ---\n${d.traceback || d.message}`);
   }
   return parts.join("\n");
+}
+
+/** Failed calls shown one by one in the text; the structured result lists every call. */
+const FAILED_CALLS_SHOWN = 20;
+
+/**
+ * The text's summary of the calls: successful ones counted per tool (a loop of 200 calls is one
+ * line, not 200), each failed one with its error, up to `FAILED_CALLS_SHOWN`.
+ */
+export function toolCallLines(calls: readonly ToolCallRecord[]): string {
+  const ok = new Map<string, { count: number; ms: number }>();
+  const lines: (string | { tool: string })[] = [];
+  let failed = 0;
+  for (const c of calls) {
+    const tool = `${c.server}.${c.tool}`;
+    if (c.outcome === "ok") {
+      const seen = ok.get(tool);
+      if (seen) {
+        seen.count++;
+        seen.ms += c.duration_ms;
+      } else {
+        ok.set(tool, { count: 1, ms: c.duration_ms });
+        lines.push({ tool });
+      }
+    } else if (++failed <= FAILED_CALLS_SHOWN) {
+      lines.push(`${tool}: ${c.outcome} (${c.duration_ms} ms)${c.error ? ` ${c.error}` : ""}`);
+    }
+  }
+  const text = lines.map((line) => {
+    if (typeof line === "string") return line;
+    const { count, ms } = ok.get(line.tool)!;
+    const total = Math.round(ms * 10) / 10;
+    return count === 1
+      ? `${line.tool}: ok (${total} ms)`
+      : `${line.tool}: ${count} ok (${total} ms in all)`;
+  });
+  if (failed > FAILED_CALLS_SHOWN) {
+    text.push(`... and ${failed - FAILED_CALLS_SHOWN} more failed calls (see tool_calls)`);
+  }
+  return text.join("\n");
 }
