@@ -328,4 +328,8 @@ Deno.test("files go in with the call and come back from outputs/", async () => {
   });
   assert.equal(bad.isError, true);
   assert.match((bad.content as { text: string }[])[0]!.text, /must be a relative path/);
+  const notBase64 = await server.execute(
+    { code: "1", files: { "a.bin": { base64: "@@" } } } as never,
+  );
+  assert.match(notBase64.diagnostics!.message, /Input file "a\.bin": its "base64" is not base64/);
 });

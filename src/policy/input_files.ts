@@ -34,6 +34,9 @@ export function checkInputFiles(files: Record<string, FileContent>): InputFile[]
       typeof content?.base64 === "string" && /^[A-Za-z0-9+/]*={0,2}$/.test(content.base64)
     ) {
       data = content.base64;
+    } else if (typeof content?.base64 === "string") {
+      return `Input file "${name}": its "base64" is not base64 (A-Z, a-z, 0-9, + and /, with = ` +
+        "at the end only)";
     } else {
       return `Input file "${name}" must be text or {"base64": "..."}`;
     }

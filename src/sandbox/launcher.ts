@@ -502,7 +502,8 @@ export class Sandbox implements AsyncDisposable {
     if (buffer.overflowed) {
       this.#halt(
         "OUTPUT_LIMIT",
-        `Output on ${buffer.stream} exceeded the limit of ${buffer.limit} bytes`,
+        `Output on ${buffer.stream} exceeded the limit of ${buffer.limit} bytes (print a ` +
+          "summary, return the data as the result, or write it to a file in outputs/)",
       );
     }
   }
