@@ -1500,6 +1500,14 @@ const MUTATIONS: Mutation[] = [
     filter: "toolCallLines",
   },
   {
+    name: "a deprecated tool ranks like any other",
+    file: "src/catalog/tool_search.ts",
+    from: "(this.#deprecated.has(String(r.id)) ? this.#tuning.deprecated : 1),",
+    to: "1,",
+    tests: ["tests/tool_search_test.ts"],
+    filter: "deprecated",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -93,6 +93,28 @@ Deno.test("a query that names a server finds that server's tools first", () => {
   assert.equal(search.search("create a page", 2).length, 2);
 });
 
+Deno.test("a tool its description calls deprecated ranks below its replacement", () => {
+  const doc = (name: string, description: string) => ({
+    id: `filesystem.${name}`,
+    name,
+    description,
+    params: "path head tail",
+    server: "filesystem",
+  });
+  const search = new ToolSearch([
+    doc(
+      "read_file",
+      "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.",
+    ),
+    doc("read_text_file", "Read the complete contents of a file from the file system as text."),
+    doc("write_file", "Create a new file or completely overwrite an existing file."),
+  ]);
+  assert.deepEqual(search.search("read a file", 2).map((h) => h.id), [
+    "filesystem.read_text_file",
+    "filesystem.read_file",
+  ]);
+});
+
 Deno.test("search_tools' ranking finds the right real tool for task queries", async (t) => {
   const catalog = catalogOf(fixtures);
   const rank = ourRanker(catalog);

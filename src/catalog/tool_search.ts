@@ -53,6 +53,8 @@ export interface SearchTuning {
   serverNamed: number;
   /** A result's score is multiplied by (distinct query words it matched) to this power. */
   coveragePower: number;
+  /** Factor for a tool whose description says it is deprecated ("DEPRECATED: use x instead"). */
+  deprecated: number;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -72,11 +74,14 @@ export const DEFAULT_TUNING: SearchTuning = {
   // Favouring results that match more of the query's words: 1 -> 1.5 gave 0.76 / 0.64 -> 0.77 /
   // 0.65 (0.5 was worse).
   coveragePower: 1.5,
+  // A tool its server calls deprecated loses to its replacement, which matches the same words.
+  deprecated: 0.5,
 };
 
 export class ToolSearch {
   readonly #index: MiniSearch<SearchDocument>;
   readonly #tuning: SearchTuning;
+  readonly #deprecated: Set<string>;
 
   constructor(documents: readonly SearchDocument[], tuning: Partial<SearchTuning> = {}) {
     const t = { ...DEFAULT_TUNING, ...tuning };
@@ -93,6 +98,9 @@ export class ToolSearch {
       },
     });
     this.#index.addAll(dedupe(documents));
+    this.#deprecated = new Set(
+      documents.filter((d) => isDeprecated(d.description)).map((d) => d.id),
+    );
   }
 
   /** The best `limit` documents for `query`, best first; none for a query of only stop words. */
@@ -101,7 +109,11 @@ export class ToolSearch {
     if (concepts.length === 0) return [];
     const results = this.#index.search(this.#queryTree(concepts));
     return results
-      .map((r) => ({ id: String(r.id), score: scoreOf(r, concepts, this.#tuning) }))
+      .map((r) => ({
+        id: String(r.id),
+        score: scoreOf(r, concepts, this.#tuning) *
+          (this.#deprecated.has(String(r.id)) ? this.#tuning.deprecated : 1),
+      }))
       .sort((a, b) => b.score - a.score)
       .slice(0, limit)
       .map((h) => ({ id: h.id, score: Math.round(h.score * 1000) / 1000 }));
@@ -167,6 +179,14 @@ function scoreOf(r: SearchResult, concepts: readonly Concept[], t: SearchTuning)
   const serverNamed = concepts.some((c) => r.match[c.stem]?.includes("server"));
   const bm25 = r.score / Math.max(1, r.queryTerms.length);
   return bm25 * matched ** t.coveragePower * (serverNamed ? t.serverNamed : 1);
+}
+
+/**
+ * Whether a tool's own description calls it deprecated: the word in capitals, or at its start.
+ * (A server that notes in every tool that the whole server is deprecated leaves them even.)
+ */
+function isDeprecated(description: string): boolean {
+  return /\bDEPRECATED\b/.test(description) || /^\s*deprecated\b/i.test(description);
 }
 
 function dedupe(documents: readonly SearchDocument[]): SearchDocument[] {
