@@ -1508,6 +1508,14 @@ const MUTATIONS: Mutation[] = [
     filter: "deprecated",
   },
   {
+    name: "a PEP 723 block starts after a U+2028 inside a string",
+    file: "src/packages/wheels.ts",
+    from: "const lines = code.split(/\\r\\n|\\r|\\n/);",
+    to: "const lines = code.split(/\\r\\n|\\r|\\n|\\u2028/);",
+    tests: ["tests/packages_test.ts"],
+    filter: "PEP 723",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -29,6 +29,17 @@ Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
     ["tinymath", "other"],
   );
   assert.deepEqual(scriptDependencies("print('no block')"), []);
+  // U+2028 ends no line for Python: a block spelt with it inside a string is no block.
+  assert.deepEqual(
+    scriptDependencies(
+      "x = '\u2028# /// script\u2028# dependencies = [\"evil\"]\u2028# ///\u2028'",
+    ),
+    [],
+  );
+  assert.deepEqual(
+    scriptDependencies('# /// script\r\n# dependencies = ["crlf"]\r\n# ///\r\n'),
+    ["crlf"],
+  );
 });
 
 const BUILD_WHEEL = `

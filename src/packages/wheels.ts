@@ -92,9 +92,14 @@ export function wheelIncompatibility(wheel: WheelFile, runtime: PyodidePlatform)
 
 /** The package names (no versions or extras) in a script's PEP 723 block. */
 export function scriptDependencies(code: string): string[] {
-  const block = /^# \/\/\/ script\s*$([\s\S]*?)^# \/\/\/\s*$/m.exec(code);
-  if (!block) return [];
-  const toml = block[1]!.split("\n").map((l) => l.replace(/^#\s?/, "")).join("\n");
+  // Lines as Python reads them: a regular expression's multiline mode would also start a line
+  // after U+2028 or U+2029, which Python takes as ordinary characters (of a string, say).
+  const lines = code.split(/\r\n|\r|\n/);
+  const open = lines.findIndex((l) => /^# \/\/\/ script[ \t]*$/.test(l));
+  if (open === -1) return [];
+  const close = lines.findIndex((l, i) => i > open && /^# \/\/\/[ \t]*$/.test(l));
+  if (close === -1) return [];
+  const toml = lines.slice(open + 1, close).map((l) => l.replace(/^#[ \t]?/, "")).join("\n");
   const start = /dependencies\s*=\s*\[/.exec(toml);
   if (!start) return [];
   // The list ends at the first ] outside a string ("pkg[extra]" holds brackets).
