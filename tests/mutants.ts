@@ -1516,6 +1516,13 @@ const MUTATIONS: Mutation[] = [
     filter: "PEP 723",
   },
   {
+    name: "the package cache grows with every package asked for",
+    file: "src/_util/bounded_cache.ts",
+    from: "if (this.#size <= this.maxSize) break;",
+    to: "break;",
+    tests: ["tests/bounded_cache_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -8,6 +8,11 @@ import { readAtMost } from "../_util/bytes.ts";
 /** Largest files: a lock or index page, and a package file (the sandbox gets it in one line). */
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 export const MAX_PACKAGE_BYTES = 48 * 1024 * 1024;
+/**
+ * How much of the packages' files (as base64) the host keeps in memory between executions, for
+ * all callers together: past it, the least recently used are read from disk again.
+ */
+export const PACKAGE_CACHE_BYTES = 128 * 1024 * 1024;
 
 /** The body of `url`, or an Error saying why not (unreachable, status, too large, too slow). */
 export async function download(

@@ -11,7 +11,13 @@ import { PYODIDE_VERSION } from "../_util/version.ts";
 import { lockMismatch, type LockPackage, parseLock, type PyodideLock } from "./pyodide_lock.ts";
 import { encodeBase64 } from "../policy/input_files.ts";
 import { hostAllowed, isHttpUrl } from "./hosts.ts";
-import { download, MAX_PACKAGE_BYTES, MAX_PAGE_BYTES } from "./capped_download.ts";
+import {
+  download,
+  MAX_PACKAGE_BYTES,
+  MAX_PAGE_BYTES,
+  PACKAGE_CACHE_BYTES,
+} from "./capped_download.ts";
+import { BoundedCache } from "../_util/bounded_cache.ts";
 
 /** Where Pyodide publishes the package set of a version (the address Pyodide itself uses). */
 export const OFFICIAL_DISTRIBUTION = `https://cdn.jsdelivr.net/pyodide/v${PYODIDE_VERSION}/full/`;
@@ -31,7 +37,10 @@ export class PyodideDistribution {
   readonly #isUrl: boolean;
   #remoteLock: Promise<PyodideLock> | null = null;
   /** Files already checked, by path: their mtime and base64 text. */
-  readonly #verified = new Map<string, { mtime: number; data: string }>();
+  /** Checked files' base64, kept until the file changes, within `PACKAGE_CACHE_BYTES`. */
+  readonly #verified = new BoundedCache<string, { mtime: number; data: string }>(
+    PACKAGE_CACHE_BYTES,
+  );
 
   constructor(options: DistributionOptions) {
     this.#options = options;
@@ -121,7 +130,7 @@ export class PyodideDistribution {
   /** A checked file's base64, kept until the file changes. */
   #remember(path: string, entry: LockPackage, bytes: Uint8Array, mtime: number): string {
     const data = encodeBase64(bytes);
-    this.#verified.set(`${path}\0${entry.sha256}`, { mtime, data });
+    this.#verified.set(`${path}\0${entry.sha256}`, { mtime, data }, data.length);
     return data;
   }
 

@@ -4,6 +4,8 @@
  */
 import { join } from "node:path";
 import { encodeBase64 } from "../policy/input_files.ts";
+import { BoundedCache } from "../_util/bounded_cache.ts";
+import { PACKAGE_CACHE_BYTES } from "./capped_download.ts";
 import { readWheelMetadata, requiredNames } from "./wheel_metadata.ts";
 import {
   compareVersions,
@@ -25,7 +27,9 @@ export interface FolderWheel {
 export class WheelFolder {
   readonly dir: string;
   readonly #platform: PyodidePlatform;
-  readonly #cache = new Map<string, { mtime: number; wheel: FolderWheel }>();
+  readonly #cache = new BoundedCache<string, { mtime: number; wheel: FolderWheel }>(
+    PACKAGE_CACHE_BYTES,
+  );
 
   constructor(dir: string, platform: PyodidePlatform) {
     this.dir = dir;
@@ -72,7 +76,7 @@ export class WheelFolder {
       data: encodeBase64(bytes),
       requires: metadata ? requiredNames(metadata, this.#platform) : [],
     };
-    this.#cache.set(path, { mtime: stamp, wheel });
+    this.#cache.set(path, { mtime: stamp, wheel }, wheel.data.length);
     return wheel;
   }
 }
