@@ -137,6 +137,12 @@ Deno.test("a script written against a stub's types runs, and results teach the s
           assert.match(r.stdout, /typed\.count_items/);
           assert.match(r.stdout, /does not match the tool's output schema/);
           assert.equal(r.tool_calls.calls[0]!.outcome, "error");
+          // Patterns are the exception, not checked (an upstream's pattern could hold the
+          // host's thread for seconds): the rest of the schema is.
+          const tagged = await server.execute({
+            code: "from mcp_tools import typed\ntyped.tag_item()",
+          });
+          assert.deepEqual(tagged.result, { tag: "y" }, tagged.text);
         },
       );
     }
