@@ -1530,6 +1530,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/typed_stubs_test.ts"],
   },
   {
+    name: "node_modules above an upstream server's folders may be granted",
+    file: "src/policy/trusted_paths.ts",
+    from: 'path: join(folder, "node_modules"),',
+    to: 'path: join(folder, "other_modules"),',
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -32,6 +32,7 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     "nodepath",
     "pylib",
     "venv/lib/site-packages",
+    "node_modules",
   ];
   for (const dir of dirs) await Deno.mkdir(join(root, dir), { recursive: true });
   await Deno.writeTextFile(join(root, "venv", "bin", "mysrv"), "#!/bin/sh\n");
@@ -155,6 +156,11 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
       "the installation above a command's bin/ (a venv's packages)",
       join(root, "venv", "lib", "site-packages"),
       /the installation of an upstream server's command/,
+    ],
+    [
+      "node_modules above a server's script, where Node looks for its packages",
+      join(root, "node_modules"),
+      /where an upstream server finds its packages/,
     ],
     ["Pyodide's files", runtime.pyodideDir, /Pyodide's files|Deno's cache/],
     // (Deno's cache also holds Pyodide's files, named first.)

@@ -87,7 +87,8 @@ export function trustedPaths(inputs: TrustInputs): TrustedPath[] {
  * its command line or in its environment: as a word, after `--flag=`, inside a quoted shell
  * command, in `NODE_OPTIONS` or `PYTHONPATH`. A file named there counts with its whole folder
  * (a script's modules lie beside it, whatever its language), and so does a script that does not
- * exist yet. A data folder named this way is protected too, which errs on the safe side.
+ * exist yet. A data folder named this way is protected too, which errs on the safe side. And the
+ * `node_modules` folder of every folder above those.
  */
 function serverPaths(
   server: { command: string; args: string[]; env?: Record<string, string>; cwd: string },
@@ -115,7 +116,27 @@ function serverPaths(
       what: "files an upstream server runs",
     });
   }
+  // Node (and Deno, Bun) look for a package in node_modules/ beside the importing file and in
+  // every folder above it: a module planted there would run as the server.
+  const folders = paths.filter((p) =>
+    p.what !== "the packages an upstream server's launcher keeps"
+  );
+  for (const folder of new Set(folders.flatMap((p) => ancestors(p.path)))) {
+    paths.push({
+      path: join(folder, "node_modules"),
+      what: "where an upstream server finds its packages",
+    });
+  }
   return paths;
+}
+
+/** The folders above `path`, nearest first, up to the root. */
+function ancestors(path: string): string[] {
+  const above: string[] = [];
+  for (let folder = dirname(path);; folder = dirname(folder)) {
+    above.push(folder);
+    if (dirname(folder) === folder) return above;
+  }
 }
 
 /**
