@@ -1409,7 +1409,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an interrupt that lands in a callback of Python's event loop ends the session",
     file: "src/sandbox/worker.ts",
-    from: "if (/^KeyboardInterrupt/m.test(String(event.reason))) event.preventDefault();",
+    from: "if (isInterrupt(event.reason)) event.preventDefault();",
     to: "",
     tests: ["tests/sessions_files_test.ts"],
   },
@@ -1535,6 +1535,27 @@ const MUTATIONS: Mutation[] = [
     from: 'path: join(folder, "node_modules"),',
     to: 'path: join(folder, "other_modules"),',
     tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
+    name: "an interrupt that lands in Python a JavaScript timer calls ends the session",
+    file: "src/sandbox/worker.ts",
+    from: "if (isInterrupt(event.error)) event.preventDefault();",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+  },
+  {
+    name: "an ASCII secret's host form (percent-decoded, without tabs) is not scrubbed",
+    file: "src/policy/redaction.ts",
+    from: "if (/[/?#@:\\\\[\\]]/.test(secret)) return null;",
+    to: "if (/[/?#@:\\\\[\\]]/.test(secret) || [...secret].every((c) => c < \"\\x80\")) return null;",
+    tests: ["tests/redaction_test.ts"],
+  },
+  {
+    name: "the host of a URL-shaped secret is scrubbed as a secret of its own",
+    file: "src/policy/redaction.ts",
+    from: "if (/[/?#@:\\\\[\\]]/.test(secret)) return null;",
+    to: "",
+    tests: ["tests/redaction_test.ts"],
   },
   {
     name: "a secret in a URL's host is not scrubbed (lower case)",

@@ -26,6 +26,8 @@ Deno.test("createRedactor() scrubs a secret in every encoding it can take in tex
     "12XYZWVUTS",
     "???>>>~~~secret",
     "müller0123456789abc",
+    "Tok%41pi-key\t2024",
+    "myuser:longpassword@databasehost",
   ]);
   const escaped = JSON.stringify(SECRET).slice(1, -1);
   const table: [string, string, string][] = [
@@ -76,6 +78,16 @@ Deno.test("createRedactor() scrubs a secret in every encoding it can take in tex
       "punycode, as a URL's host holds a non-ASCII secret",
       new URL(`https://${"müller0123456789abc"}.mcp.example/`).host,
       `${REDACTED}.mcp.example`,
+    ],
+    [
+      "percent-decoded and without its tab, as a URL's host holds it",
+      new URL(`https://${"Tok%41pi-key\t2024"}.mcp.example/`).host,
+      `${REDACTED}.mcp.example`,
+    ],
+    [
+      "the host of a URL-shaped secret is no secret of its own",
+      "https://databasehost/",
+      "https://databasehost/",
     ],
     ["two secrets side by side make one marker", `${TOKEN}${SECRET}`, REDACTED],
     ["two overlapping secrets leave no fragment", "<abcdefgh12XYZWVUTS>", `<${REDACTED}>`],

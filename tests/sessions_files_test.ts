@@ -139,6 +139,11 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
         // Python's event loop busy with callbacks: the interrupt lands in one of them.
         "async def spin():\n    while True:\n        await asyncio.sleep(0)\n" +
         "asyncio.ensure_future(spin())\nawait asyncio.sleep(30)",
+        // ...or in Python a JavaScript timer calls (an attacker's corpus: this crashed it).
+        "import js\nfrom pyodide.ffi import create_proxy\ndef busy():\n" +
+        "    t = time.time()\n    while time.time() - t < 0.5:\n        pass\n" +
+        "ticker = js.setInterval(create_proxy(busy), 5)\n" +
+        "try:\n    await asyncio.sleep(30)\nfinally:\n    js.clearInterval(ticker)",
       ];
       for (const code of waiting) {
         const r = await server.execute({

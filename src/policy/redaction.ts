@@ -123,10 +123,14 @@ function scrubbedJsonText(value: object, text: (value: string) => string): strin
   }
 }
 
-/** `secret` as a URL's host spells it (lower case, punycode), when that differs; else null. */
+/**
+ * `secret` as a URL's host spells it, when that differs from its lower case; else null. A host
+ * is lower-cased, percent-decoded (`%41` is `a`), loses tabs and line breaks, and a non-ASCII one
+ * becomes punycode.
+ */
 function asHost(secret: string): string | null {
-  // ASCII only: a host changes only its case, which is covered already.
-  if ([...secret].every((c) => c.codePointAt(0)! < 0x80)) return null;
+  // A character that ends a host: the URL would hold only a piece of the secret there.
+  if (/[/?#@:\\[\]]/.test(secret)) return null;
   try {
     const host = new URL(`http://${secret}.invalid/`).hostname.slice(0, -".invalid".length);
     return host === secret.toLowerCase() ? null : host;

@@ -391,8 +391,13 @@ async function serve(): Promise<void> {
   // script awaits while other tasks run): that KeyboardInterrupt must not end the process; the
   // script's tasks are cancelled by interruptWaiting all the same.
   if (interrupts) {
+    const isInterrupt = (error: unknown) => /^KeyboardInterrupt/m.test(String(error));
     globalThis.addEventListener("unhandledrejection", (event) => {
-      if (/^KeyboardInterrupt/m.test(String(event.reason))) event.preventDefault();
+      if (isInterrupt(event.reason)) event.preventDefault();
+    });
+    // Python called from a JavaScript timer or listener the script set up throws, not rejects.
+    globalThis.addEventListener("error", (event) => {
+      if (isInterrupt(event.error)) event.preventDefault();
     });
   }
   if (boot.drop_permissions) {

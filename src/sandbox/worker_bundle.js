@@ -1301,8 +1301,12 @@ async function serve() {
   };
   const interrupts = boot.interruptible ? await listenForInterrupts(pyodide, interruptWaiting) : null;
   if (interrupts) {
+    const isInterrupt = (error) => /^KeyboardInterrupt/m.test(String(error));
     globalThis.addEventListener("unhandledrejection", (event) => {
-      if (/^KeyboardInterrupt/m.test(String(event.reason))) event.preventDefault();
+      if (isInterrupt(event.reason)) event.preventDefault();
+    });
+    globalThis.addEventListener("error", (event) => {
+      if (isInterrupt(event.error)) event.preventDefault();
     });
   }
   if (boot.drop_permissions) {
