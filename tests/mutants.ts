@@ -1547,7 +1547,7 @@ const MUTATIONS: Mutation[] = [
     name: "an ASCII secret's host form (percent-decoded, without tabs) is not scrubbed",
     file: "src/policy/redaction.ts",
     from: "if (/[/?#@:\\\\[\\]]/.test(secret)) return null;",
-    to: "if (/[/?#@:\\\\[\\]]/.test(secret) || [...secret].every((c) => c < \"\\x80\")) return null;",
+    to: 'if (/[/?#@:\\\\[\\]]/.test(secret) || [...secret].every((c) => c < "\\x80")) return null;',
     tests: ["tests/redaction_test.ts"],
   },
   {

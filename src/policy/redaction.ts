@@ -11,7 +11,7 @@
  * | base64         | standard and URL-safe, alone or at any of the 3 alignments in a blob    |
  * | hex            | the UTF-8 bytes, either case                                            |
  * | lower case     | a URL's host (`https://${TENANT_KEY}.example` is read in lower case)     |
- * | punycode       | a URL's host holding a non-ASCII secret (`xn--…`)                       |
+ * | as a host      | a URL's host: percent-decoded, tabs and line breaks dropped, punycode   |
  *
  * Base64 and hex cover the secret's bytes and the bytes of its JSON-escaped form. Out of reach:
  * base64 broken across lines (MIME), other escapes composed more than twice, and anything an
