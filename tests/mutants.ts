@@ -1558,6 +1558,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/redaction_test.ts"],
   },
   {
+    name: "a read-write folder too large to walk is left open to others",
+    file: "src/execution/shared_write_modes.ts",
+    from: "if (await clearIn(folder.host, from, maxEntries)) continue;",
+    to: "await clearIn(folder.host, from, maxEntries);\n      continue;",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -1,0 +1,44 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { silentLogger } from "../src/_util/log.ts";
+import { clearSharedWriteModes } from "../src/execution/shared_write_modes.ts";
+
+const modeOf = (path: string) => Deno.statSync(path).mode! & 0o777;
+
+Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a folder it cannot walk", async (t) => {
+  const root = await Deno.makeTempDir();
+  Deno.chmodSync(root, 0o755); // as a person's folder may be
+  const folders = [{ host: root, mount: "/w", mode: "rw" as const }];
+  await t.step(
+    "entries changed in the run lose group and world write; others keep theirs",
+    async () => {
+      Deno.writeTextFileSync(join(root, "theirs.txt"), "x");
+      Deno.chmodSync(join(root, "theirs.txt"), 0o666);
+      await new Promise((r) => setTimeout(r, 2100)); // changes in the second before count
+      const since = new Date();
+      Deno.mkdirSync(join(root, "sub"));
+      Deno.writeTextFileSync(join(root, "sub", "mine.txt"), "x");
+      Deno.chmodSync(join(root, "sub", "mine.txt"), 0o777);
+      Deno.chmodSync(join(root, "sub"), 0o777);
+      await clearSharedWriteModes({ folders }, since, silentLogger, 100);
+      assert.equal(modeOf(join(root, "sub", "mine.txt")), 0o755);
+      assert.equal(modeOf(join(root, "sub")), 0o755);
+      assert.equal(modeOf(join(root, "theirs.txt")), 0o666);
+      assert.equal(modeOf(root) & 0o077, 0o755 & 0o077, "the folder itself is left open");
+    },
+  );
+  await t.step(
+    "a folder with more entries than it looks at is closed to group and others",
+    async () => {
+      Deno.chmodSync(root, 0o755);
+      const since = new Date();
+      // Listed before what the attacker shared: the walk never reaches it.
+      for (let i = 0; i < 20; i++) Deno.writeTextFileSync(join(root, `filler${i}`), "");
+      Deno.writeTextFileSync(join(root, "zz_shared.txt"), "x");
+      Deno.chmodSync(join(root, "zz_shared.txt"), 0o777);
+      await clearSharedWriteModes({ folders }, since, silentLogger, 10);
+      assert.equal(modeOf(root) & 0o077, 0, "nobody else can reach what was not checked");
+    },
+  );
+  await Deno.remove(root, { recursive: true });
+});
