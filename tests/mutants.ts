@@ -1565,6 +1565,22 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "saves at the same time each pass the skills' limits",
+    file: "src/skills/skill_store.ts",
+    from: "return this.#inTurn(() => this.#save(skill));",
+    to: "return this.#save(skill);",
+    tests: ["tests/skills_test.ts"],
+    filter: "within their limits",
+  },
+  {
+    name: "a deleted skill's archived versions stay on disk",
+    file: "src/skills/skill_store.ts",
+    from: "await this.#pruneArchives(name, Infinity);",
+    to: "",
+    tests: ["tests/skills_test.ts"],
+    filter: "within their limits",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

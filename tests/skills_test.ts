@@ -254,4 +254,23 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     assert.deepEqual(files.sort(), ["a.json", "a.v4.json", "a.v5.json"]);
     assert.equal(store.get("a")?.version, 6);
   });
+  await t.step("deleting a skill deletes its archived versions too", async () => {
+    await store.delete("a");
+    for await (const entry of Deno.readDir(dir)) {
+      assert.ok(!entry.name.startsWith("a."), entry.name);
+    }
+  });
+  await t.step("saves at the same time cannot all pass the count", async () => {
+    const others = new SkillStore(await Deno.makeTempDir(), silentLogger, {
+      skills: 3,
+      codeBytes: 2 ** 20,
+      archivedVersions: 2,
+    });
+    await others.load();
+    const saved = await Promise.allSettled(
+      ["p", "q", "r", "s", "t"].map((n) => others.save(skill(n))),
+    );
+    assert.equal(saved.filter((r) => r.status === "fulfilled").length, 3);
+    assert.equal(others.list().length, 3);
+  });
 });

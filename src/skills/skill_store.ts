@@ -106,9 +106,22 @@ export class SkillStore {
 
   /**
    * Saves a new version of a skill, keeping the previous one beside it (and at most
-   * `archivedVersions` of them). Throws SkillLimitError past the limits.
+   * `archivedVersions` of them). Throws SkillLimitError past the limits. Saves and deletes run
+   * one at a time, so that two saves cannot both pass the limits' check.
    */
-  async save(skill: Omit<Skill, "version" | "saved_at">): Promise<Skill> {
+  save(skill: Omit<Skill, "version" | "saved_at">): Promise<Skill> {
+    return this.#inTurn(() => this.#save(skill));
+  }
+
+  #turn: Promise<unknown> = Promise.resolve();
+
+  #inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const done = this.#turn.then(work, work);
+    this.#turn = done.catch(() => {});
+    return done;
+  }
+
+  async #save(skill: Omit<Skill, "version" | "saved_at">): Promise<Skill> {
     this.#checkRoomFor(skill);
     const previous = this.#skills.get(skill.name);
     const saved: Skill = {
@@ -147,7 +160,10 @@ export class SkillStore {
     }
   }
 
-  /** Removes archived versions of `name` older than the newest `archivedVersions`. */
+  /**
+   * Removes archived versions of `name` older than the newest `archivedVersions` below
+   * `current` (all of them for Infinity).
+   */
   async #pruneArchives(name: string, current: number): Promise<void> {
     const oldestKept = current - this.#limits.archivedVersions;
     for await (const entry of Deno.readDir(this.dir)) {
@@ -157,13 +173,19 @@ export class SkillStore {
     }
   }
 
-  /** Deletes a skill (its archived versions stay). Returns whether it existed. */
-  async delete(name: string): Promise<boolean> {
-    if (!this.#skills.has(name)) return false;
-    await Deno.remove(join(this.dir, `${name}.json`));
-    this.#skills.delete(name);
-    this.#version++;
-    return true;
+  /**
+   * Deletes a skill and its archived versions (kept, they would let a caller fill the disk by
+   * saving and deleting names). Returns whether it existed.
+   */
+  delete(name: string): Promise<boolean> {
+    return this.#inTurn(async () => {
+      if (!this.#skills.has(name)) return false;
+      await Deno.remove(join(this.dir, `${name}.json`));
+      this.#skills.delete(name);
+      this.#version++;
+      await this.#pruneArchives(name, Infinity);
+      return true;
+    });
   }
 
   /** Whether the tools a skill calls still exist with the schemas it was saved against. */

@@ -110,7 +110,7 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
 
   server.registerTool("delete_skill", {
     title: "Delete a skill",
-    description: "Deletes a saved skill (its archived versions stay on disk).",
+    description: "Deletes a saved skill and its archived versions.",
     inputSchema: z.object(nameInput),
     annotations: { destructiveHint: true },
   }, async (args) => {
