@@ -20,8 +20,15 @@ export function scrubbedLines(
   };
   return {
     write(stream: "stdout" | "stderr", text: string): void {
+      // No line ends in it: nothing can be sent yet. (Looking through all that is held for a
+      // line break at every write made a flood of one-character writes quadratic.)
+      const end = text.lastIndexOf("\n");
+      if (end === -1) {
+        held[stream] += text;
+        return;
+      }
       const joined = held[stream] + text;
-      const lines = joined.lastIndexOf("\n") + 1;
+      const lines = held[stream].length + end + 1;
       const scrubbed = redact.text(joined.slice(0, lines));
       const cut = lastLinesStart(scrubbed, redact.lineBreaks);
       if (cut > 0) emit(stream, scrubbed.slice(0, cut));
