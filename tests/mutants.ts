@@ -1464,8 +1464,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a large result is cut to the limit before the JSON escapes that take it past",
     file: "src/sandbox/prelude.py",
-    from: "while keep > 0 and (over := _json_length(shown[:keep] + marker) - limit) > 0:",
-    to: "while False and (over := _json_length(shown[:keep] + marker) - limit) > 0:",
+    from: "if _json_length(shown[:middle] + marker) <= limit:",
+    to: "if len(shown[:middle] + marker) <= limit:",
     tests: ["tests/hostile_test.ts"],
     filter: "exhausting resources",
   },
@@ -1579,6 +1579,14 @@ const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/skills_test.ts"],
     filter: "within their limits",
+  },
+  {
+    name: "a result's non-ASCII letters count six units each, as Python escapes them",
+    file: "src/sandbox/prelude.py",
+    from: "text = _dumps(value, allow_nan=False, ensure_ascii=False)",
+    to: "text = _dumps(value, allow_nan=False)",
+    tests: ["tests/hostile_test.ts"],
+    filter: "exhausting resources",
   },
   {
     name: "a secret in a URL's host is not scrubbed (lower case)",

@@ -432,26 +432,36 @@ def json_safe(value, limit):
     if value is None:
         return None
     try:
-        text = _dumps(value, allow_nan=False)
+        text = _dumps(value, allow_nan=False, ensure_ascii=False)
         value = exact_ints(value)
     except (TypeError, ValueError, RecursionError):
         text = None
-    if text is not None and len(text) <= limit:
+    if text is not None and _utf16_length(text) <= limit:
         return value
     shown = repr(value)
     if _json_length(shown) <= limit:
         return shown
     # Cut so that the result, as the JSON the host measures, fits: the host would cut it again.
+    # The longest start that fits, found by halving (a character may take 1 to 6 units).
     marker = f"... [result truncated: {len(shown)} chars, limit {limit}]"
-    keep = limit - len(marker) - 2
-    while keep > 0 and (over := _json_length(shown[:keep] + marker) - limit) > 0:
-        keep -= over
-    return shown[:max(keep, 0)] + marker
+    low, high = 0, min(len(shown), limit)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _json_length(shown[:middle] + marker) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return shown[:low] + marker
 
 
 def _json_length(text):
-    """The length of `text` as a JSON string, in UTF-16 units (as the host counts)."""
-    return len(_dumps(text).encode("utf-16-le")) // 2
+    """The length of `text` as a JSON string, as the host counts it (JSON.stringify: only
+    quotes, backslashes and control characters escaped; UTF-16 units)."""
+    return _utf16_length(_dumps(text, ensure_ascii=False))
+
+
+def _utf16_length(text):
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def new_scope():
