@@ -685,8 +685,9 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a long partial line of live output is sent before its end",
     file: "src/execution/scrubbed_lines.ts",
-    from: 'const lines = joined.lastIndexOf("\\n") + 1;',
-    to: 'const lines = joined.length > 16384 ? joined.length : joined.lastIndexOf("\\n") + 1;',
+    from: "held[stream] += text;",
+    to:
+      'held[stream] += text;\n        if (held[stream].length > 16384) {\n          emit(stream, redact.text(held[stream]));\n          held[stream] = "";\n        }',
     tests: ["tests/secret_surfaces_test.ts"],
     filter: "reaches no surface",
   },
@@ -1587,6 +1588,13 @@ const MUTATIONS: Mutation[] = [
     to: "text = _dumps(value, allow_nan=False)",
     tests: ["tests/hostile_test.ts"],
     filter: "exhausting resources",
+  },
+  {
+    name: "the text of a timed-out session script shows only its traceback",
+    file: "src/execution/execution_result.ts",
+    from: 'const body = d.reported_by === "host" && d.traceback',
+    to: "const body = false",
+    tests: ["tests/sessions_files_test.ts"],
   },
   {
     name: "a secret in a URL's host is not scrubbed (lower case)",

@@ -152,6 +152,8 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
           timeout_s: 1,
         });
         assert.match(r.diagnostics?.message ?? "", /interrupted \(KeyboardInterrupt\)/, code);
+        // The text an agent reads says it too, not only the traceback's KeyboardInterrupt.
+        assert.match(r.text, /--- error: TIMEOUT ---\nExecution exceeded the time limit/);
         assert.equal(r.session_id, s1, `still open after ${code}`);
         const after = await server.execute({ code: "counter -= 1\ncounter", session_id: s1 });
         assert.equal(after.result, 43, after.text);

@@ -113,7 +113,12 @@ export function formatResultText(r: ExecutionResult): string {
   if (r.diagnostics) {
     const d = r.diagnostics;
     const where = d.lineno ? ` (line ${d.lineno})` : "";
-    parts.push(`--- error: ${d.error_type}${where} ---\n${d.traceback || d.message}`);
+    // The host's word first when it stopped the script (a timeout's "the session's state is
+    // kept"); the script's traceback says only where it was.
+    const body = d.reported_by === "host" && d.traceback
+      ? `${d.message}\n${d.traceback}`
+      : d.traceback || d.message;
+    parts.push(`--- error: ${d.error_type}${where} ---\n${body}`);
   }
   return parts.join("\n");
 }
