@@ -246,13 +246,19 @@ Deno.test("parseConfigFile() takes a client's config as it is: mcpServers, type,
   ]);
 });
 
-Deno.test("parseConfigFile() warns about an unknown top-level field instead of refusing it", () => {
-  const { notes, servers } = parseConfigFile({ serverz: { a: { command: "x" } } }, ctx);
+Deno.test("parseConfigFile() warns about an unknown top-level field, and refuses a misspelt list or settings", () => {
+  const { notes, servers } = parseConfigFile({ theme: "dark", servers: {} }, ctx);
   assert.deepEqual(servers, []);
-  assert.deepEqual(notes, [{
-    level: "warn",
-    message: 'ignored unknown top-level field "serverz"; did you mean "servers"?',
-  }]);
+  assert.deepEqual(notes, [{ level: "warn", message: 'ignored unknown top-level field "theme"' }]);
+  // Ignored, these would start no servers, or drop the settings the file means to have.
+  assert.throws(
+    () => parseConfigFile({ serverz: { a: { command: "x" } } }, ctx),
+    /unknown top-level field "serverz"; did you mean "servers"\?/,
+  );
+  assert.throws(
+    () => parseConfigFile({ servers: {}, setings: { allowed_profiles: ["default"] } }, ctx),
+    /unknown top-level field "setings"; did you mean "settings"\?/,
+  );
 });
 
 Deno.test("loadConfig() reports a missing or malformed file clearly", async () => {

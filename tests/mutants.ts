@@ -1597,6 +1597,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sessions_files_test.ts"],
   },
   {
+    name: "a misspelt settings key is ignored, and the settings with it",
+    file: "src/config/config.ts",
+    from: "if (meant !== undefined && !sameList && !CLIENT_TOP_LEVEL_FIELDS.has(key)) {",
+    to: "if (false) {",
+    tests: ["tests/config_test.ts"],
+    filter: "misspelt list or settings",
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

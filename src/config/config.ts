@@ -278,17 +278,24 @@ export function parseConfigFile(
   const at = (where: string) => `Cannot load config ${ctx.path}: ${where}`;
   if (!isRecord(raw)) throw new TypeError(at("the file must hold a JSON object"));
   const notes: ConfigNote[] = [];
+  const topLevel = [...SERVER_LISTS, "settings"];
   for (const key of Object.keys(raw)) {
-    if ((SERVER_LISTS as readonly string[]).includes(key)) continue;
-    if (key === "settings" || key === "$comment") continue;
+    if (topLevel.includes(key) || key === "$comment") continue;
+    // "server" for "servers", "setings" for "settings": ignoring it would start no servers, or
+    // drop the settings (allowed_profiles, the audit log) the file means to have.
+    const meant = closestName(key, topLevel);
+    const sameList = meant !== undefined && SERVER_LISTS.includes(meant as never)
+      ? SERVER_LISTS.some((list) => list in raw)
+      : meant !== undefined && meant in raw;
+    if (meant !== undefined && !sameList && !CLIENT_TOP_LEVEL_FIELDS.has(key)) {
+      throw new TypeError(at(`unknown top-level field "${key}"; did you mean "${meant}"?`));
+    }
     notes.push(
       CLIENT_TOP_LEVEL_FIELDS.has(key)
         ? { level: "debug", message: `ignored top-level field "${key}" (used by MCP clients)` }
         : {
           level: "warn",
-          message: `ignored unknown top-level field "${key}"${
-            didYouMean(key, [...SERVER_LISTS, "settings"])
-          }`,
+          message: `ignored unknown top-level field "${key}"${didYouMean(key, topLevel)}`,
         },
     );
   }
