@@ -59,9 +59,17 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
       assert.equal(await Deno.readTextFile(`${root}/ws/notes.txt`), "kept");
       const chmod = await server.execute({
         profile: "workspace",
-        code: "import os\nos.chmod('/workspace/notes.txt', 0o777)\nos.mkdir('/workspace/sub')",
+        code: [
+          "import os, js, pyodide_js",
+          "os.chmod('/workspace/notes.txt', 0o777)",
+          "os.mkdir('/workspace/sub')",
+          "host = pyodide_js.FS.lookupPath('/workspace').node.mount.opts.root",
+          // While the run lasts too, not only once the host has looked after it.
+          "[js.Deno.statSync(host + p).mode & 0o777 for p in ('/notes.txt', '/sub')]",
+        ].join("\n"),
       });
       assert.equal(chmod.success, true, chmod.text);
+      assert.deepEqual(chmod.result, [0o755, 0o755], "masked as Python writes them");
       // Nothing a script writes becomes group- or world-writable on the host.
       for (const path of [`${root}/ws/notes.txt`, `${root}/ws/sub`]) {
         assert.equal((await Deno.stat(path)).mode! & 0o022, 0, path);
