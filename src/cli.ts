@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { createLogger, type Logger, parseLogFormat, parseLogLevel } from "./_util/log.ts";
 import { VERSION } from "./_util/version.ts";
+import { closestName, didYouMean } from "./config/did_you_mean.ts";
 import { runRestrictedHost } from "./relaunch/restricted_relaunch.ts";
 import { UsageError } from "./commands/usage_error.ts";
 import { parseAllowedHost } from "./host/http_guard.ts";
@@ -71,44 +72,51 @@ Options:
                      (from source) re-start themselves with only what their config needs
 `;
 
+const COMMANDS = ["serve", "run", "agent", "doctor", "tools", "import", "install"];
+
+/** parseArgs' message for an unknown option, said plainly with the option it is closest to. */
+function optionError(error: Error, options: readonly string[]): string {
+  const unknown = /^Unknown option '(-{1,2})([^']+)'/.exec(error.message);
+  if (!unknown) return error.message;
+  const meant = closestName(unknown[2]!, options);
+  return `unknown option ${unknown[1]}${unknown[2]}${meant ? `; did you mean --${meant}?` : ""}`;
+}
+
 export async function runCli(args: string[], out = writeStdout): Promise<number> {
   let parsed;
+  const options = {
+    help: { type: "boolean", short: "h" },
+    version: { type: "boolean", short: "V" },
+    config: { type: "string" },
+    "log-level": { type: "string" },
+    "log-format": { type: "string" },
+    profile: { type: "string" },
+    json: { type: "boolean" },
+    timeout: { type: "string" },
+    index: { type: "boolean" },
+    "max-attempts": { type: "string" },
+    http: { type: "boolean" },
+    host: { type: "string" },
+    port: { type: "string" },
+    stateless: { type: "boolean" },
+    "max-concurrent": { type: "string" },
+    "max-per-session": { type: "string" },
+    "allow-origin": { type: "string", multiple: true },
+    "allow-host": { type: "string", multiple: true },
+    "max-http-sessions": { type: "string" },
+    "http-idle-s": { type: "string" },
+    "no-restrict": { type: "boolean" },
+    from: { type: "string", multiple: true },
+    client: { type: "string" },
+    scope: { type: "string" },
+    "dry-run": { type: "boolean" },
+    replace: { type: "boolean" },
+    project: { type: "boolean" },
+  } as const;
   try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        version: { type: "boolean", short: "V" },
-        config: { type: "string" },
-        "log-level": { type: "string" },
-        "log-format": { type: "string" },
-        profile: { type: "string" },
-        json: { type: "boolean" },
-        timeout: { type: "string" },
-        index: { type: "boolean" },
-        "max-attempts": { type: "string" },
-        http: { type: "boolean" },
-        host: { type: "string" },
-        port: { type: "string" },
-        stateless: { type: "boolean" },
-        "max-concurrent": { type: "string" },
-        "max-per-session": { type: "string" },
-        "allow-origin": { type: "string", multiple: true },
-        "allow-host": { type: "string", multiple: true },
-        "max-http-sessions": { type: "string" },
-        "http-idle-s": { type: "string" },
-        "no-restrict": { type: "boolean" },
-        from: { type: "string", multiple: true },
-        client: { type: "string" },
-        scope: { type: "string" },
-        "dry-run": { type: "boolean" },
-        replace: { type: "boolean" },
-        project: { type: "boolean" },
-      },
-    });
+    parsed = parseArgs({ args, allowPositionals: true, options });
   } catch (error) {
-    return usageError((error as Error).message, { withUsage: true });
+    return usageError(optionError(error as Error, Object.keys(options)), { withUsage: true });
   }
   const { values, positionals } = parsed;
   if (values.help) {
@@ -247,7 +255,9 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
       case undefined:
         return usageError("a command is required", { withUsage: true });
       default:
-        return usageError(`unknown command "${command}"`, { withUsage: true });
+        return usageError(`unknown command "${command}"${didYouMean(command, COMMANDS)}`, {
+          withUsage: true,
+        });
     }
   } catch (error) {
     if (error instanceof UsageError) return usageError(error.message);

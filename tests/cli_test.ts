@@ -49,6 +49,10 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
       );
       const unknown = await runCli(["frobnicate"]);
       assert.match(unknown.stderr, /^error: unknown command "frobnicate"\n[^]*Usage:/);
+      const typo = await runCli(["runn"]);
+      assert.match(typo.stderr, /^error: unknown command "runn"; did you mean "run"\?\n/);
+      const flag = await runCli(["run", ok, "--profil", "x"]);
+      assert.match(flag.stderr, /^error: unknown option --profil; did you mean --profile\?\n/);
     },
   );
   await t.step("--help and --version print to stdout", async () => {

@@ -1605,6 +1605,13 @@ const MUTATIONS: Mutation[] = [
     filter: "misspelt list or settings",
   },
   {
+    name: "an unknown option is said in the argument parser's words, without a suggestion",
+    file: "src/cli.ts",
+    from: "if (!unknown) return error.message;",
+    to: "return error.message;",
+    tests: ["tests/cli_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

@@ -6,6 +6,7 @@
 import { INDEX_TOKEN_BUDGET } from "../catalog/tool_index.ts";
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
+import { isAbsolute } from "node:path";
 import {
   serveStdio as serveMcpStdio,
   StdioServerTransport,
@@ -116,7 +117,9 @@ export async function runScript(file: string, options: RunOptions): Promise<numb
       ? await new Response(Deno.stdin.readable).text()
       : await Deno.readTextFile(file);
   } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+    // `deno task` runs in the checkout, wherever it was typed: say where a relative path led.
+    const from = isAbsolute(file) ? "" : ` (a relative path starts from ${Deno.cwd()})`;
+    throw new UsageError(`cannot read ${file}${from}: ${(error as Error).message}`);
   }
   await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 0 });
   checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
