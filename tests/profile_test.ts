@@ -118,7 +118,8 @@ Deno.test("resolveProfile() refuses bad or dangerous profiles with a clear messa
     {
       name: "a missing folder",
       raw: { folders: [{ host: "nope", mount: "/x" }] },
-      message: /does not exist/,
+      message:
+        /"nope" does not exist \(\/.*\/nope: a relative path starts from the profile's folder\)/,
     },
     {
       name: "a relative mount",

@@ -129,7 +129,11 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
       join(root, "anylang", "lib"),
       /files an upstream server runs/,
     ],
-    ["a server's working folder (deno task)", join(root, "taskdir"), /working folder/],
+    [
+      "a server's working folder (deno task), saying what to do",
+      join(root, "taskdir"),
+      /working folder \(.*taskdir\): give that server a "cwd" of its own, or grant a folder/,
+    ],
     ["a folder below a server's working folder", join(root, "taskdir", "sub"), /working folder/],
     ["a package a server runs with -m", join(root, "py", "pkg"), /working folder/],
     ["a path given as --flag=value", join(root, "cfgdir"), /files an upstream server runs/],

@@ -272,7 +272,11 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
   try {
     host = ctx.realPath(joined);
   } catch (cause) {
-    throw new TypeError(`Cannot load ${where}.host: "${hostRaw}" does not exist`, { cause });
+    const resolved = hostRaw === joined ? "" : ` (${joined}: a relative path starts from the ` +
+      "profile's folder)";
+    throw new TypeError(`Cannot load ${where}.host: "${hostRaw}" does not exist${resolved}`, {
+      cause,
+    });
   }
   if (host.includes(",")) {
     throw new TypeError(`Cannot load ${where}.host: "${host}" contains a comma`);
@@ -280,8 +284,13 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
   if (host === "/") throw new TypeError(`Cannot load ${where}.host: the root folder is refused`);
   for (const guarded of ctx.protectedPaths) {
     if (mode === "rw" && overlaps(host, guarded)) {
+      // An upstream's working folder is the config's folder unless its entry says otherwise.
+      const hint = guarded.what === "an upstream server's working folder"
+        ? ': give that server a "cwd" of its own, or grant a folder elsewhere'
+        : "";
       throw new TypeError(
-        `Cannot load ${where}.host: write access to "${host}" overlaps ${guarded.what} (${guarded.path})`,
+        `Cannot load ${where}.host: write access to "${host}" overlaps ${guarded.what} ` +
+          `(${guarded.path})${hint}`,
       );
     }
   }
