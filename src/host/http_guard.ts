@@ -105,7 +105,10 @@ export function guardRequest(
   if (options.token !== undefined) {
     const given = /^Bearer (.+)$/.exec(headers.get("authorization") ?? "")?.[1] ?? "";
     if (!constantTimeEqual(given, options.token)) {
-      return { status: 401, message: "A valid bearer token is required" };
+      return {
+        status: 401,
+        message: "A valid bearer token is required (an Authorization: Bearer <token> header)",
+      };
     }
   }
   return null;
