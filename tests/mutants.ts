@@ -1612,6 +1612,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/cli_test.ts"],
   },
   {
+    name: "an unknown mcp_tools module gets Python's bare cannot-import message",
+    file: "src/sandbox/prelude.py",
+    from: "            if package not in self.explained:",
+    to: "            if True:",
+    tests: ["tests/unavailable_server_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

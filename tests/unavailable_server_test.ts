@@ -56,6 +56,12 @@ Deno.test("a server that cannot start with this environment does not stop the ot
     const module = await server.execute({ code: "from mcp_tools import greeterr" });
     assert.equal(module.success, false);
     assert.match(JSON.stringify(module), /Did you mean: 'greeter'\?/);
+    // Nothing close: the modules there are, not Python's bare "cannot import name".
+    const far = await server.execute({ code: "from mcp_tools import zzzz" });
+    assert.match(
+      far.diagnostics!.message,
+      /module 'mcp_tools' has no module 'zzzz'; it has: .*greeter/,
+    );
     const fn = await server.execute({
       code: "from mcp_tools import greeter\ngreeter.gret(name='x')",
     });

@@ -182,11 +182,20 @@ class _GeneratedModules(importlib.abc.MetaPathFinder):
 
     def __init__(self):
         self.sources = {}
+        # Packages whose missing names this finder explains (their own __init__ does not).
+        self.explained = set()
 
     def find_spec(self, fullname, path=None, target=None):
         source = self.sources.get(fullname)
         if source is None:
-            return None
+            package, _, name = fullname.rpartition(".")
+            if package not in self.explained:
+                return None
+            # `from mcp_tools import github` would otherwise end in Python's bare "cannot import
+            # name"; a ModuleNotFoundError naming another module is passed on as it is.
+            known = sorted(n[len(package) + 1:] for n in self.sources if n.startswith(package + "."))
+            raise ModuleNotFoundError(
+                _no_such_name(f"module {package!r} has no module {name!r}", name, known))
         loader = _SourceLoader(source, f"<codemode:{fullname}>")
         return importlib.util.spec_from_loader(fullname, loader)
 
@@ -223,6 +232,9 @@ def install_modules(package, sources):
 
     if "__getattr__" not in pkg.__dict__:  # a package's own __init__ may resolve names itself
         pkg.__getattr__ = __getattr__
+        _generated.explained.add(package)
+    else:
+        _generated.explained.discard(package)
         pkg.__dir__ = __dir__
 
 
