@@ -6,6 +6,7 @@
  * and `readLinesLinearly` puts it in place of a transport's own.
  */
 import { deserializeMessage, type JSONRPCMessage } from "@modelcontextprotocol/client";
+import { concatBytes } from "../_util/bytes.ts";
 
 /** What the SDK's stdio transports call on their read buffer. */
 interface ReadBufferLike {
@@ -32,7 +33,7 @@ export class MessageLines implements ReadBufferLike {
     const find = (from: number) => Uint8Array.prototype.indexOf.call(chunk, 10, from);
     for (let nl = find(0); nl !== -1; nl = find(start)) {
       this.#take(chunk.subarray(start, nl));
-      this.#lines.push(joined(this.#parts, this.#size));
+      this.#lines.push(concatBytes(this.#parts, this.#size));
       this.#parts = [];
       this.#size = 0;
       start = nl + 1;
@@ -68,17 +69,6 @@ export class MessageLines implements ReadBufferLike {
     this.#size = 0;
     this.#lines = [];
   }
-}
-
-function joined(parts: Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 /**
