@@ -1619,6 +1619,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/unavailable_server_test.ts"],
   },
   {
+    name: "dir(mcp_tools) shows no modules before they are imported",
+    file: "src/sandbox/prelude.py",
+    from: "        pkg.__dir__ = __dir__\n",
+    to: "",
+    tests: ["tests/unavailable_server_test.ts"],
+  },
+  {
     name: "a secret in a URL's host is not scrubbed (lower case)",
     file: "src/policy/redaction.ts",
     from: "...given.map((s) => s.toLowerCase())",

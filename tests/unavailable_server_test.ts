@@ -57,6 +57,8 @@ Deno.test("a server that cannot start with this environment does not stop the ot
     assert.equal(module.success, false);
     assert.match(JSON.stringify(module), /Did you mean: 'greeter'\?/);
     // Nothing close: the modules there are, not Python's bare "cannot import name".
+    const listed = await server.execute({ code: "import mcp_tools\n'greeter' in dir(mcp_tools)" });
+    assert.equal(listed.result, true, "dir() shows the modules there are");
     const far = await server.execute({ code: "from mcp_tools import zzzz" });
     assert.match(
       far.diagnostics!.message,

@@ -232,10 +232,10 @@ def install_modules(package, sources):
 
     if "__getattr__" not in pkg.__dict__:  # a package's own __init__ may resolve names itself
         pkg.__getattr__ = __getattr__
+        pkg.__dir__ = __dir__
         _generated.explained.add(package)
     else:
         _generated.explained.discard(package)
-        pkg.__dir__ = __dir__
 
 
 def prepare(request_json):
