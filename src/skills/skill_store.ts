@@ -64,6 +64,8 @@ export class SkillStore {
   #version = 0;
 
   readonly #limits: SkillLimits;
+  /** The save or delete running now: the next waits for it (see `save`). */
+  #turn: Promise<unknown> = Promise.resolve();
 
   constructor(dir: string, log: Logger, limits: SkillLimits = SKILL_LIMITS) {
     this.dir = dir;
@@ -112,8 +114,6 @@ export class SkillStore {
   save(skill: Omit<Skill, "version" | "saved_at">): Promise<Skill> {
     return this.#inTurn(() => this.#save(skill));
   }
-
-  #turn: Promise<unknown> = Promise.resolve();
 
   #inTurn<T>(work: () => Promise<T>): Promise<T> {
     const done = this.#turn.then(work, work);
