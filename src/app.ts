@@ -57,6 +57,11 @@ export interface AppOptions {
    * `SERVE_UPSTREAM_WAIT_MS`, so one slow server does not hold up every client's tools/list.
    */
   upstreamWaitMs?: number;
+  /**
+   * Checks the command's own arguments against the config as soon as it is read, before
+   * anything starts (throws to refuse them: a `--profile` the config lacks).
+   */
+  checkArguments?: (config: Config) => void;
 }
 
 /** How long `serve` lets upstream servers connect before it lists tools without the slow ones. */
@@ -113,6 +118,7 @@ export async function openApp(options: AppOptions): Promise<App> {
     path: options.configPath,
     runtimePaths: runtimeTrustedPaths(runtime),
   });
+  options.checkArguments?.(config);
   const openAI = openAIConfigFromEnv(readEnv);
   const redact = createRedactor([
     ...config.secrets,

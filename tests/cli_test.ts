@@ -53,6 +53,12 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
       assert.match(typo.stderr, /^error: unknown command "runn"; did you mean "run"\?\n/);
       const flag = await runCli(["run", ok, "--profil", "x"]);
       assert.match(flag.stderr, /^error: unknown option --profil; did you mean --profile\?\n/);
+      // Refused as soon as the config is read: no upstream server is started for it.
+      const profile = await runCli(["run", ok, "--profile", "nope"]);
+      assert.match(
+        profile.stderr,
+        /^error: unknown profile "nope" \(known: [^\n]*default[^\n]*\)\n\(see/,
+      );
     },
   );
   await t.step("--help and --version print to stdout", async () => {

@@ -20,6 +20,7 @@ import { runAgent } from "../agent/agent.ts";
 import { selectModel } from "../agent/select_model.ts";
 import { formatAgentResult } from "../host/tools/generate_and_execute.ts";
 import type { Logger } from "../_util/log.ts";
+import type { Config } from "../config/config.ts";
 import { serveHttp } from "../host/http_server.ts";
 import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
@@ -121,8 +122,12 @@ export async function runScript(file: string, options: RunOptions): Promise<numb
     const from = isAbsolute(file) ? "" : ` (a relative path starts from ${Deno.cwd()})`;
     throw new UsageError(`cannot read ${file}${from}: ${(error as Error).message}`);
   }
-  await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 0 });
-  checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
+  await using app = await startApp({
+    configPath: options.config,
+    log: options.log,
+    poolSize: 0,
+    checkArguments: (config) => checkProfileArgument(options.profile, config),
+  });
   const result = await app.executor.execute({
     code,
     profile: options.profile,
@@ -177,8 +182,12 @@ export async function runAgentCommand(
   task: string,
   options: Omit<RunOptions, "timeout"> & { maxAttempts?: number },
 ): Promise<number> {
-  await using app = await startApp({ configPath: options.config, log: options.log, poolSize: 1 });
-  checkProfileArgument(options.profile, app.config.settings.allowed_profiles);
+  await using app = await startApp({
+    configPath: options.config,
+    log: options.log,
+    poolSize: 1,
+    checkArguments: (config) => checkProfileArgument(options.profile, config),
+  });
   const model = selectModel(app.openAI, null);
   const err = (text: string) => writeAllSync(Deno.stderr, text + "\n");
   const result = await runAgent(
@@ -212,7 +221,8 @@ export async function runAgentCommand(
   return result.success ? 0 : 1;
 }
 
-function checkProfileArgument(profile: string | undefined, allowed: string[]): void {
+function checkProfileArgument(profile: string | undefined, config: Config): void {
+  const allowed = config.settings.allowed_profiles;
   if (profile !== undefined && !allowed.includes(profile)) {
     throw new UsageError(`unknown profile "${profile}" (known: ${allowed.join(", ")})`);
   }
