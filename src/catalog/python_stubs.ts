@@ -14,6 +14,7 @@ import {
   toPascal,
   type TypedDictDef,
 } from "./schema_types.ts";
+import { counted } from "../_util/counted.ts";
 
 export { pythonLiteral };
 
@@ -191,7 +192,7 @@ function returnsLine(returns: ReturnSpec): string {
     case "declared":
       return `${returns.annotation} (the tool's declared outputSchema).`;
     case "observed": {
-      const calls = returns.observedCalls === 1 ? "1 call" : `${returns.observedCalls} calls`;
+      const calls = counted(returns.observedCalls ?? 0, "call");
       return `${returns.annotation} (observed in ${calls}; the tool declares no outputSchema, ` +
         "so other results may differ).";
     }

@@ -6,6 +6,7 @@
  * Pure: token counting is passed in.
  */
 import { firstSentence } from "./python_stubs.ts";
+import { counted } from "../_util/counted.ts";
 
 /** The most tokens the index may take in the `execute_code` description. */
 export const INDEX_TOKEN_BUDGET = 2500;
@@ -78,7 +79,7 @@ function summary(
   for (const [i, server] of servers.entries()) {
     let line = server.error
       ? `${server.moduleName}: unavailable: ${server.error.slice(0, 100)}`
-      : `${header(server, 60)}: ${server.tools.length} tools`;
+      : `${header(server, 60)}: ${counted(server.tools.length, "tool")}`;
     if (!server.error && server.tools.length > 0) {
       const names: string[] = [];
       for (const tool of server.tools) {

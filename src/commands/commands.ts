@@ -26,6 +26,7 @@ import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
+import { counted } from "../_util/counted.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
 
@@ -165,7 +166,7 @@ export async function printTools(
     const tools = catalog.servers.reduce((n, e) => n + e.specs.length, 0);
     out(index.text + "\n");
     out(
-      `# ${tools} tools: index ${index.tokens} tokens (budget ${INDEX_TOKEN_BUDGET}, ` +
+      `# ${counted(tools, "tool")}: index ${index.tokens} tokens (budget ${INDEX_TOKEN_BUDGET}, ` +
         `${index.level}); all stubs ${stubs} tokens (o200k)\n`,
     );
   } else {

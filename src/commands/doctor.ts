@@ -27,6 +27,7 @@ import { defaultTransportFactory } from "../upstream/transport.ts";
 import { NETWORK_VARIABLES } from "../upstream/network_env.ts";
 import { readEnv } from "../config/environment.ts";
 import { PYODIDE_VERSION } from "../_util/version.ts";
+import { counted } from "../_util/counted.ts";
 
 export interface Check {
   name: string;
@@ -93,7 +94,7 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
   await check("config", async () => {
     config = await loadConfig({ path: configPath });
     const warnings = config.notes.filter((n) => n.level === "warn").map((n) => n.message);
-    return `${config.path}: ${config.servers.length} servers, profiles ${
+    return `${config.path}: ${counted(config.servers.length, "server")}, profiles ${
       [...config.profiles.keys()].join(", ")
     }${warnings.length ? `; ${warnings.join("; ")}` : ""}`;
   });
@@ -139,7 +140,7 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
       checks.push({
         name: `server ${server.server}`,
         ok: server.error === undefined,
-        detail: server.error ?? `${server.tools.length} tools`,
+        detail: server.error ?? counted(server.tools.length, "tool"),
       });
     }
     await upstream.close();

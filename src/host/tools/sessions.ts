@@ -4,6 +4,7 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import type { SessionManager } from "../../sandbox/sessions.ts";
+import { counted } from "../../_util/counted.ts";
 
 export function registerSessionTools(server: McpServer, sessions: SessionManager, owner: string) {
   server.registerTool("list_sessions", {
@@ -16,9 +17,9 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
     const text = list.length === 0
       ? "No open sessions."
       : list.map((s) =>
-        `${s.session_id} (profile ${s.profile}, ${s.executions} runs, last used ${s.last_used}${
-          s.busy ? ", running" : ""
-        })`
+        `${s.session_id} (profile ${s.profile}, ${
+          counted(s.executions, "run")
+        }, last used ${s.last_used}${s.busy ? ", running" : ""})`
       ).join("\n");
     return { content: [{ type: "text" as const, text }], structuredContent: { sessions: list } };
   });
