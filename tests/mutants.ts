@@ -1108,6 +1108,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a tool called with arguments it does not take is answered without its parameters",
+    file: "src/sandbox/prelude.py",
+    from: "    if type(exc) is not TypeError:\n        return message",
+    to: "    if True:\n        return message",
+    tests: ["tests/unavailable_server_test.ts"],
+  },
+  {
     name: "a session whose outputs/ became a file crashes on its next run",
     file: "src/sandbox/prelude.py",
     from: "if os.path.islink(OUTPUTS) or os.path.isfile(OUTPUTS):",

@@ -73,5 +73,26 @@ Deno.test("a server that cannot start with this environment does not stop the ot
     const traceback = fn.diagnostics?.traceback ?? "";
     assert.equal(traceback.split("Did you mean").length, 2, traceback);
   });
+
+  await t.step(
+    "a tool called with arguments it does not take is answered with its parameters",
+    async () => {
+      const wrong = await server.execute({
+        code: "from mcp_tools import greeter\ngreeter.greet(who='x')",
+      });
+      assert.equal(wrong.diagnostics?.error_type, "TypeError");
+      const takes =
+        /greet\(\) got an unexpected keyword argument 'who' \(it takes: mcp_tools\.greeter\.greet\(\*?,? ?name: str/;
+      assert.match(wrong.diagnostics!.message, takes);
+      assert.match(
+        wrong.diagnostics!.traceback!,
+        takes,
+        "the traceback, which the text shows, says it too",
+      );
+      // A function of the script's own, no tool of that name imported: Python's message alone.
+      const own = await server.execute({ code: "def greet(a):\n    pass\ngreet(who=1)" });
+      assert.doesNotMatch(own.diagnostics!.message, /it takes/);
+    },
+  );
   await Deno.remove(dir, { recursive: true });
 });

@@ -788,6 +788,38 @@ def _profile_hint(text):
     )
 
 
+_CALL_MISMATCH = None
+
+
+def _signature_hint(exc, message):
+    """A tool or skill function called with arguments it does not take: Python names the
+    function; the script's author (often a model) needs its parameters to put the call right."""
+    global _CALL_MISMATCH
+    if type(exc) is not TypeError:
+        return message
+    if _CALL_MISMATCH is None:
+        import re
+        _CALL_MISMATCH = re.compile(
+            r"(\\w+)\\(\\) (?:got an unexpected keyword|got multiple values|missing \\d+ required"
+            r"|takes (?:from )?\\d+ (?:to \\d+ )?positional)")
+    match = _CALL_MISMATCH.match(message)
+    if not match:
+        return message
+    name = match.group(1)
+    found = []
+    for module_name in sorted(_generated.sources):
+        fn = getattr(sys.modules.get(module_name), "__dict__", {}).get(name)
+        if callable(fn) and getattr(fn, "__module__", None) == module_name:
+            try:
+                signature = inspect.signature(fn).replace(return_annotation=inspect.Signature.empty)
+                found.append(f"{module_name}.{name}{signature}")
+            except (TypeError, ValueError):
+                pass
+    if not found or len(found) > 3:
+        return message
+    return f"{message} (it takes: {'; '.join(found)})"
+
+
 def describe_error(exc):
     """Error type, message, traceback without internal frames, and line number."""
     te = traceback.TracebackException.from_exception(exc, limit=-40)
@@ -805,10 +837,16 @@ def describe_error(exc):
         last = "".join(te.format_exception_only()).strip().splitlines()[-1:]
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
+    text = _one_suggestion("".join(te.format()), str(exc))
+    hinted = _signature_hint(exc, message)
+    if hinted != message:
+        head, sep, tail = text.rpartition(f"TypeError: {message}")
+        text = head + f"TypeError: {hinted}" + tail if sep else text
+        message = hinted
     return {
         "error_type": _error_type(exc),
         "message": _profile_hint(message),
-        "traceback": _profile_hint(_one_suggestion("".join(te.format()), str(exc))),
+        "traceback": _profile_hint(text),
         "lineno": lineno,
     }
 
