@@ -96,7 +96,7 @@ export interface App extends AsyncDisposable {
 
 /** Opens the service and waits until it has fully started (commands that run one thing). */
 export async function startApp(options: AppOptions): Promise<App> {
-  const app = await openApp(options);
+  const app = await openApp(options, { logStartFailure: false });
   try {
     await app.started;
   } catch (error) {
@@ -112,7 +112,10 @@ export async function startApp(options: AppOptions): Promise<App> {
  * upstream servers) go on in the background. `started` says when they are done; scripts and
  * tool requests wait for it (see StartingExecutor, holdUntilStarted), the MCP handshake does not.
  */
-export async function openApp(options: AppOptions): Promise<App> {
+export async function openApp(
+  options: AppOptions,
+  { logStartFailure = true } = {},
+): Promise<App> {
   const runtime = locateRuntime();
   const config = await loadConfig({
     path: options.configPath,
@@ -213,8 +216,9 @@ export async function openApp(options: AppOptions): Promise<App> {
     log.info("started: sandboxes warming, upstream servers connected or failed");
   });
   started.catch((error) => {
-    // A start-up cut short by close() (a client that left early) is not a failure to report.
-    if (!closed) log.error("Cannot start", { error: (error as Error).message });
+    // A start-up cut short by close() (a client that left early) is not a failure to report;
+    // a command that waits for `started` (startApp) reports the failure itself.
+    if (!closed && logStartFailure) log.error("Cannot start", { error: (error as Error).message });
   });
   const allowed = new Set(config.settings.allowed_profiles);
   // Spans of each execution when Deno exports OpenTelemetry (OTEL_DENO=true), else none.

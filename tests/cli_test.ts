@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runCli } from "./_helpers.ts";
+import { runCli, writeConfig } from "./_helpers.ts";
 import { VERSION } from "../src/_util/version.ts";
 import { runCli as runCliInProcess } from "../src/cli.ts";
 
@@ -61,6 +61,23 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
       );
     },
   );
+  await t.step("a start-up failure is said once", async () => {
+    const cfg = `${dir}/cfg`;
+    await Deno.mkdir(`${cfg}/permissions`, { recursive: true });
+    const profile = JSON.parse(await Deno.readTextFile("permissions/default.json"));
+    await Deno.writeTextFile(
+      `${cfg}/permissions/default.json`,
+      JSON.stringify({ ...profile, preload: ["no-such-package-anywhere"] }),
+    );
+    const config = await writeConfig(cfg, { settings: { permissions_dir: "permissions" } });
+    const r = await runCli(["run", ok, "--config", config]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr.split("no-such-package-anywhere").length, 2, r.stderr);
+    assert.match(
+      r.stderr,
+      /Cannot preload packages for profile "default": no-such-package-anywhere/,
+    );
+  });
   await t.step("--help and --version print to stdout", async () => {
     const help = await runCli(["--help"]);
     assert.equal(help.code, 0);
