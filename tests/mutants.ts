@@ -436,9 +436,17 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a cancelled execution's calls run on through the grace",
     file: "src/execution/executor.ts",
-    from: "await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
-    to: "await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS);",
+    from: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
+    to: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS);",
     tests: ["tests/upstream_dynamic_test.ts"],
+  },
+  {
+    name: "a script the host stopped keeps its calls running through the grace",
+    file: "src/execution/executor.ts",
+    from: "const ended = outcome?.interrupted || outcome?.stop;",
+    to: "const ended = outcome?.interrupted;",
+    tests: ["tests/upstream_dynamic_test.ts"],
+    filter: "closing a session",
   },
   {
     name: "a cancellation during the grace waits the grace out",
@@ -612,7 +620,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
-    from: "await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
+    from: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
     to: "",
     tests: ["tests/host_facts_test.ts"],
     filter: "still running",

@@ -131,6 +131,28 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
     // Without waiting out the 5 s grace a script that ended on its own gets.
     assert.equal(await markerSays(marker, "cancelled", 4_000), true, "the server was not told");
   });
+
+  await t.step("closing a session under a running call cancels the call at once", async () => {
+    await using dir = await tempDir();
+    const marker = join(dir.path, "closed-session");
+    const opened = await server.execute({ code: "1", session_id: "new" });
+    const run = server.execute({
+      session_id: opened.session_id,
+      code: `from mcp_tools import dynamic\ndynamic.wait_for_cancel(marker=${
+        JSON.stringify(marker)
+      })`,
+    });
+    assert.equal(await markerSays(marker, "started", 30_000), true, "the call never started");
+    await server.client.callTool({
+      name: "close_session",
+      arguments: { session_id: opened.session_id },
+    });
+    // The script was stopped: nobody will read the call's answer, so no grace is waited out.
+    assert.equal(await markerSays(marker, "cancelled", 4_000), true, "the server was not told");
+    const r = await run;
+    assert.equal(r.diagnostics?.error_type, "CANCELLED", r.text);
+    assert.deepEqual(r.tool_calls.calls.map((c) => c.outcome), ["unfinished"]);
+  });
 });
 
 /** Whether the file at `path` holds `text` within `ms`. */

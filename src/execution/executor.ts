@@ -240,9 +240,10 @@ export class SandboxExecutor implements Executor {
     } finally {
       live?.flush();
       // A client that cancelled, before or during the grace, wants nothing more from this run;
-      // nor does a script whose time ran out (interrupted or stopped) get more for its calls.
-      const timedOut = outcome?.interrupted || outcome?.stop?.reason === "TIMEOUT";
-      await gate.close(timedOut ? 0 : PENDING_CALLS_GRACE_MS, options.signal);
+      // nor does a script the host ended (its time ran out, its session was closed, a limit):
+      // nobody will read its calls' answers.
+      const ended = outcome?.interrupted || outcome?.stop;
+      await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);
       released = lease.release(outcome);
     }
 
