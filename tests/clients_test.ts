@@ -631,6 +631,17 @@ Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the passwo
       [],
     );
   });
+  await t.step(
+    "a URL password in args is hidden when written out, shown when a placeholder",
+    () => {
+      const args = ["postgres://admin:S3cret@db/x", "postgres://admin:${DB_PASSWORD}@db/x"];
+      assert.deepEqual((maskEntry({ command: "x", args }) as { args: string[] }).args, [
+        "postgres://admin:[hidden]@db/x",
+        "postgres://admin:${DB_PASSWORD}@db/x",
+      ]);
+      assert.deepEqual(literalSecrets({ command: "x", args: [args[1]!] }), []);
+    },
+  );
 });
 
 Deno.test("configMode() makes our config owner-only when it takes a literal secret or a private file's entry", async (t) => {

@@ -83,7 +83,7 @@ function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
         return url.shown;
       }
     }
-    const unpassed = arg.replace(URL_CREDENTIALS, `$1${HIDDEN}@`);
+    const unpassed = withoutUrlPasswords(arg);
     if (unpassed !== arg) hidden = true;
     return unpassed;
   });
@@ -131,8 +131,7 @@ export function maskEntry(entry: unknown): unknown {
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
   if (typeof entry.url === "string") {
-    masked.url = maskUrl(entry.url)?.shown ??
-      entry.url.replace(URL_CREDENTIALS, `$1${HIDDEN}@`);
+    masked.url = maskUrl(entry.url)?.shown ?? withoutUrlPasswords(entry.url);
   }
   if (Array.isArray(entry.args)) {
     const shown = maskArgs(entry.args.map(String)).shown;
