@@ -446,7 +446,6 @@ const MUTATIONS: Mutation[] = [
     from: "const ended = outcome?.interrupted || outcome?.stop;",
     to: "const ended = outcome?.interrupted;",
     tests: ["tests/upstream_dynamic_test.ts"],
-    filter: "closing a session",
   },
   {
     name: "a cancellation during the grace waits the grace out",
