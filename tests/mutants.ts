@@ -644,7 +644,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "files a script writes become world-writable on the host",
     file: "src/sandbox/worker.ts",
-    from: "    maskWritableModes(pyodide);\n",
+    from: "    maskSharedModes(pyodide);\n",
     to: "\n",
     tests: ["tests/profiles_test.ts"],
     filter: "exactly",
@@ -1575,9 +1575,31 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a read-write folder too large to walk is left open to others",
     file: "src/execution/shared_write_modes.ts",
-    from: "if (await clearIn(folder.host, from, maxEntries)) continue;",
-    to: "await clearIn(folder.host, from, maxEntries);\n      continue;",
+    from: "if (++seen > maxEntries) return `more than ${maxEntries} entries`;",
+    to: "if (++seen > maxEntries) return null;",
     tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
+    name: "a setuid program a script left in a read-write folder keeps its bit",
+    file: "src/execution/shared_write_modes.ts",
+    from: "export const SHARED_MODE_BITS = 0o7022;",
+    to: "export const SHARED_MODE_BITS = 0o022;",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
+    name: "a read-write folder with a subfolder the host cannot list is left open to others",
+    file: "src/execution/shared_write_modes.ts",
+    from: "unwalked ??= `${path}: ${(error as Error).message}`;",
+    to: "",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
+    name: "Python's chmod makes a setuid program in a read-write folder",
+    file: "src/sandbox/worker.ts",
+    from: "const SHARED = 0o7022;",
+    to: "const SHARED = 0o022;",
+    tests: ["tests/profiles_test.ts"],
+    filter: "grant exactly",
   },
   {
     name: "saves at the same time each pass the skills' limits",

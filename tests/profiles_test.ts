@@ -63,13 +63,15 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
           "import os, js, pyodide_js",
           "os.chmod('/workspace/notes.txt', 0o777)",
           "os.mkdir('/workspace/sub')",
+          "open('/workspace/run_as_me', 'w').write('#!/bin/sh')",
+          "os.chmod('/workspace/run_as_me', 0o6755)",
           "host = pyodide_js.FS.lookupPath('/workspace').node.mount.opts.root",
           // While the run lasts too, not only once the host has looked after it.
-          "[js.Deno.statSync(host + p).mode & 0o777 for p in ('/notes.txt', '/sub')]",
+          "[js.Deno.statSync(host + p).mode & 0o7777 for p in ('/notes.txt', '/sub', '/run_as_me')]",
         ].join("\n"),
       });
       assert.equal(chmod.success, true, chmod.text);
-      assert.deepEqual(chmod.result, [0o755, 0o755], "masked as Python writes them");
+      assert.deepEqual(chmod.result, [0o755, 0o755, 0o755], "masked as Python writes them");
       // Nothing a script writes becomes group- or world-writable on the host.
       for (const path of [`${root}/ws/notes.txt`, `${root}/ws/sub`]) {
         assert.equal((await Deno.stat(path)).mode! & 0o022, 0, path);
@@ -88,12 +90,15 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
           "js.Deno.chmodSync(host + '/notes.txt', 0o777)",
           "js.Deno.mkdirSync(host + '/open', mode=0o777)",
           "js.Deno.chmodSync(host + '/open', 0o777)",
+          // A setuid program of the server's user, for whoever runs it.
+          "js.Deno.chmodSync(host + '/run_as_me', 0o6777)",
+          "js.Deno.chmodSync(host + '/open', 0o1777)",
         ].join("\n"),
       });
       assert.equal(viaDeno.success, true, viaDeno.text);
-      for (const name of ["mine.txt", "notes.txt", "open"]) {
+      for (const name of ["mine.txt", "notes.txt", "open", "run_as_me"]) {
         assert.equal(
-          (await Deno.stat(`${root}/ws/${name}`)).mode! & 0o022,
+          (await Deno.stat(`${root}/ws/${name}`)).mode! & 0o7022,
           0,
           name + server.stderr().slice(-2000),
         );

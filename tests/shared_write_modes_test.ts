@@ -20,9 +20,12 @@ Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a fo
       Deno.writeTextFileSync(join(root, "sub", "mine.txt"), "x");
       Deno.chmodSync(join(root, "sub", "mine.txt"), 0o777);
       Deno.chmodSync(join(root, "sub"), 0o777);
-      await clearSharedWriteModes({ folders }, since, silentLogger, 100);
+      Deno.writeTextFileSync(join(root, "sub", "setuid"), "x");
+      Deno.chmodSync(join(root, "sub", "setuid"), 0o6755);
+      await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 100 });
       assert.equal(modeOf(join(root, "sub", "mine.txt")), 0o755);
       assert.equal(modeOf(join(root, "sub")), 0o755);
+      assert.equal(Deno.statSync(join(root, "sub", "setuid")).mode! & 0o7777, 0o755, "setuid");
       assert.equal(modeOf(join(root, "theirs.txt")), 0o666);
       assert.equal(modeOf(root) & 0o077, 0o755 & 0o077, "the folder itself is left open");
     },
@@ -36,8 +39,28 @@ Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a fo
       for (let i = 0; i < 20; i++) Deno.writeTextFileSync(join(root, `filler${i}`), "");
       Deno.writeTextFileSync(join(root, "zz_shared.txt"), "x");
       Deno.chmodSync(join(root, "zz_shared.txt"), 0o777);
-      await clearSharedWriteModes({ folders }, since, silentLogger, 10);
+      await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 10 });
       assert.equal(modeOf(root) & 0o077, 0, "nobody else can reach what was not checked");
+    },
+  );
+  await t.step(
+    "a folder with a subfolder it cannot list is closed to group and others, the rest cleared",
+    async () => {
+      Deno.chmodSync(root, 0o755);
+      const since = new Date();
+      // As a script can leave it (chmod 0o100): a server not running as root cannot list it.
+      Deno.mkdirSync(join(root, "locked"));
+      Deno.writeTextFileSync(join(root, "open.txt"), "x");
+      Deno.chmodSync(join(root, "open.txt"), 0o666);
+      const readDir = (path: string) => {
+        if (path.endsWith("/locked")) throw new Deno.errors.PermissionDenied("readdir");
+        return Deno.readDir(path);
+      };
+      await clearSharedWriteModes({ folders }, since, silentLogger, {
+        fs: { lstat: Deno.lstat, readDir },
+      });
+      assert.equal(modeOf(root) & 0o077, 0, "what is in the locked folder stays unreachable");
+      assert.equal(modeOf(join(root, "open.txt")), 0o644, "the walk went on past it");
     },
   );
   await Deno.remove(root, { recursive: true });

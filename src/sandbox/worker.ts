@@ -177,11 +177,14 @@ function mapPermissionErrors(pyodide: PyodideLike): void {
 }
 
 /**
- * Files in a host folder never become group- or world-writable. Emscripten creates a file with
- * mode 0666 and then sets that mode explicitly, and Deno applies no umask to an explicit mode:
- * without this, every file a script wrote would be writable by every user of the host.
+ * Files in a host folder never become group- or world-writable, nor setuid, setgid or sticky
+ * (the bits of SHARED_MODE_BITS in shared_write_modes.ts). Emscripten creates a file with mode
+ * 0666 and then sets that mode explicitly, and Deno applies no umask to an explicit mode:
+ * without this, every file a script wrote would be writable by every user of the host, and
+ * `os.chmod(path, 0o4755)` would leave a program that runs as the server's user.
  */
-function maskWritableModes(pyodide: PyodideLike): void {
+function maskSharedModes(pyodide: PyodideLike): void {
+  const SHARED = 0o7022;
   const nodefs = pyodide.FS.filesystems?.NODEFS;
   type SetMode = (target: unknown, attr: { mode?: number }) => unknown;
   type MakeNode = (parent: unknown, name: string, mode: number, dev: number) => unknown;
@@ -191,14 +194,14 @@ function maskWritableModes(pyodide: PyodideLike): void {
       ops.setattr = ((target, attr) =>
         setattr(
           target,
-          attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~0o022 },
+          attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~SHARED },
         )) as SetMode;
     }
   }
   const mknod = nodefs?.node_ops?.mknod as MakeNode | undefined;
   if (nodefs?.node_ops && mknod) {
     nodefs.node_ops.mknod = ((parent, name, mode, dev) =>
-      mknod(parent, name, mode & ~0o022, dev)) as MakeNode;
+      mknod(parent, name, mode & ~SHARED, dev)) as MakeNode;
   }
 }
 
@@ -327,7 +330,7 @@ async function serve(): Promise<void> {
   const mounts = boot.mounts;
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
-    maskWritableModes(pyodide);
+    maskSharedModes(pyodide);
   }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);

@@ -1169,7 +1169,8 @@ function mapPermissionErrors(pyodide) {
     }
   });
 }
-function maskWritableModes(pyodide) {
+function maskSharedModes(pyodide) {
+  const SHARED = 3602;
   const nodefs = pyodide.FS.filesystems?.NODEFS;
   for (const ops of [
     nodefs?.node_ops,
@@ -1179,13 +1180,13 @@ function maskWritableModes(pyodide) {
     if (ops && setattr) {
       ops.setattr = (target, attr) => setattr(target, attr.mode === void 0 ? attr : {
         ...attr,
-        mode: attr.mode & ~18
+        mode: attr.mode & ~SHARED
       });
     }
   }
   const mknod = nodefs?.node_ops?.mknod;
   if (nodefs?.node_ops && mknod) {
-    nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~18, dev);
+    nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~SHARED, dev);
   }
 }
 async function installPackages(pyodide, files, into) {
@@ -1310,7 +1311,7 @@ async function serve() {
   const mounts = boot.mounts;
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
-    maskWritableModes(pyodide);
+    maskSharedModes(pyodide);
   }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
