@@ -1214,8 +1214,16 @@ const MUTATIONS: Mutation[] = [
   {
     name: "keys that look like data are kept as field names",
     file: "src/catalog/result_shapes.ts",
-    from: "!entries.every(([k]) => FIELD_NAME.test(k))",
+    from: "!entries.every(([k]) => isFieldName(k))",
     to: "false",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "never values",
+  },
+  {
+    name: "ids and tokens as keys are kept as field names",
+    file: "src/catalog/result_shapes.ts",
+    from: "part.length < 6 || part.length / (part.match(NAME_WORD)?.length ?? 1) >= 2",
+    to: "true",
     tests: ["tests/schema_types_test.ts"],
     filter: "never values",
   },

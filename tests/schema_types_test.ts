@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { PythonTypes, renderTypedDicts } from "../src/catalog/schema_types.ts";
 import { functionSpecs, renderModule, renderStub } from "../src/catalog/python_stubs.ts";
-import { mergeShapes, scriptValue, shapeOf } from "../src/catalog/result_shapes.ts";
+import { isFieldName, mergeShapes, scriptValue, shapeOf } from "../src/catalog/result_shapes.ts";
 import { ObservedResults } from "../src/catalog/observed_results.ts";
 import { createLogger } from "../src/_util/log.ts";
 
@@ -199,6 +199,41 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
     const many = shapeOf(Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i])));
     assert.equal(many.properties, undefined);
   });
+  await t.step(
+    "ids, tokens and timestamps are data; names with digits and acronyms are names",
+    () => {
+      const data = [
+        "f47ac10b-58cc-4372-a567-0e02b2c3d479", // a UUID
+        "cus_N9x7Y2kLm3Qp", // a Stripe id
+        "sk_live_51Hx9aBcD",
+        "user_12345",
+        "t1700000000",
+        "AKIAIOSFODNN7EXAMPLE",
+        "prod-7f9c2ba4e88f",
+        "kLmQpXyZ",
+      ];
+      for (const key of data) {
+        assert.equal(isFieldName(key), false, key);
+        assert.equal(shapeOf({ [key]: 1 }).properties, undefined, key);
+      }
+      const names = [
+        "id",
+        "createdAt",
+        "node_id",
+        "HTTPStatusCode",
+        "ipv4Address",
+        "x509v3Extensions",
+        "sha256",
+        "OAuth2Token",
+        "pageIDs",
+        "X-RateLimit-Remaining",
+        "$schema",
+        "@type",
+        "iso8601Date",
+      ];
+      for (const key of names) assert.equal(isFieldName(key), true, key);
+    },
+  );
   await t.step("a key missing from one result becomes optional; types widen", () => {
     const merged = mergeShapes(shapeOf({ a: 1, b: "x" }), shapeOf({ a: 1.5 }));
     assert.deepEqual(merged, {

@@ -17,6 +17,23 @@ const MAX_ITEMS = 50;
 const MAX_VARIANTS = 4;
 /** A key that can be a field name: short, a word with `_`, `-`, `.`, `@`, `$` at most. */
 const FIELD_NAME = /^[A-Za-z_$@][A-Za-z0-9_.$-]{0,39}$/;
+/** A number as long as an id or a timestamp; capitals and digits as long as an access key. */
+const LONG_CODE = /[0-9]{5}|[A-Z0-9]{16}/;
+/** The words of a camel-case name: "HTTP", "Status", "4", "Address". */
+const NAME_WORD = /[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+/g;
+
+/**
+ * Whether `key` reads as a field name rather than data. Generated ids and tokens read as
+ * runs of one- or two-character pieces ("N9x7Y2kLm3Qp", "f47ac10b" of a UUID, "51Hx9aBcD");
+ * names as words ("ipv4Address", "x509v3Extensions", "HTTPStatusCode"). A name taken for data
+ * only makes its object a `dict[str, ...]`; data taken for a name would be kept and shown.
+ */
+export function isFieldName(key: string): boolean {
+  if (!FIELD_NAME.test(key) || LONG_CODE.test(key)) return false;
+  return key.split(/[_.$@-]/).every((part) =>
+    part.length < 6 || part.length / (part.match(NAME_WORD)?.length ?? 1) >= 2
+  );
+}
 
 /**
  * The value a script gets from a tool result (the rule of `to_python_value` in prelude.py):
@@ -74,7 +91,7 @@ export function shapeOf(
   }
   if (typeof value !== "object") return {};
   const entries = Object.entries(value as Record<string, unknown>);
-  if (entries.length > MAX_FIELDS || !entries.every(([k]) => FIELD_NAME.test(k))) {
+  if (entries.length > MAX_FIELDS || !entries.every(([k]) => isFieldName(k))) {
     const values = entries.slice(0, MAX_ITEMS).map(([, v]) => shapeOf(v, depth + 1, budget));
     return values.length === 0
       ? { type: "object" }
