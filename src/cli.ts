@@ -57,9 +57,10 @@ Usage:
                                                     clients' configs into mcp_servers.json
                                                     (all clients unless --from names some;
                                                     the current folder's only with --project)
-  main.ts install --client CLIENT [--scope user|project] [--dry-run]
+  main.ts install --client CLIENT [--scope user|project] [--dry-run] [--config PATH]
                                                     add this server to a client's config
-                                                    (a backup of the file is kept)
+                                                    (a backup of the file is kept); with
+                                                    --config, the entry serves that config
   main.ts --help | --version
 
 Clients: claude-desktop, claude-code, cursor, vscode (project scope: files in the current folder)
@@ -251,6 +252,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           client: values.client,
           scope: values.scope,
           dryRun: values["dry-run"] ?? false,
+          config: values.config ?? (readEnv("CODEMODE_CONFIG") || undefined),
         }, out);
       case undefined:
         return usageError("a command is required", { withUsage: true });

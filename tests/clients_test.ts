@@ -4,7 +4,7 @@
  * HOME, with the written mcp_servers.json loaded by the project's own loadConfig.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { MAIN, ROOT } from "./_helpers.ts";
 import {
   type ClientName,
@@ -840,6 +840,16 @@ Deno.test("chooseLaunch() prefers mcp-code-mode on PATH, else deno task --cwd, b
   assert.match(task.why, /no mcp-code-mode command on PATH/);
   const binary = chooseLaunch({ ...facts, standalone: true, execPath: "/d/mcp-cm" });
   assert.deepEqual([binary.command, binary.args], ["/d/mcp-cm", ["serve"]]);
+  const configured = chooseLaunch({ ...facts, configPath: "/home/me/cm/mcp_servers.json" });
+  assert.deepEqual(configured.args, [
+    "task",
+    "--cwd",
+    "/r",
+    "serve",
+    "--config",
+    "/home/me/cm/mcp_servers.json",
+  ]);
+  assert.match(configured.why, /with the config \/home\/me\/cm\/mcp_servers\.json$/);
   assert.deepEqual(clientEntry("vscode", installed), {
     type: "stdio",
     command: "/bin/mcp-code-mode",
@@ -1412,6 +1422,15 @@ for (const client of CLIENTS) {
     assert.match(switched.stdout, /^ {2}updated .*command, args of the "code-mode" entry there/m);
     const now = (await readJson(path))[key]["code-mode"];
     assert.deepEqual([now.command, now.args], [join(s.bin, "mcp-code-mode"), ["serve"]]);
+
+    // With --config, the entry serves that config, by its absolute path.
+    const mine = await s.run(["install", "--client", client, "--config", s.out]);
+    assert.equal(mine.code, 0, mine.stdout);
+    const withConfig = (await readJson(path))[key]["code-mode"];
+    assert.deepEqual(withConfig.args, ["serve", "--config", resolve(s.out)]);
+    const missing = await s.run(["install", "--client", client, "--config", "/nope/x.json"]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stdout, /--config: no config file at \/nope\/x\.json/);
   });
 }
 

@@ -22,7 +22,19 @@ export function chooseLaunch(facts: {
   /** Whether this is the single binary (`deno compile`). */
   standalone: boolean;
   projectRoot: string;
+  /** The config the client's server should use (absolute), when not the default. */
+  configPath?: string;
 }): Launch {
+  const launch = chooseCommand(facts);
+  if (facts.configPath === undefined) return launch;
+  return {
+    ...launch,
+    args: [...launch.args, "--config", facts.configPath],
+    why: `${launch.why}; with the config ${facts.configPath}`,
+  };
+}
+
+function chooseCommand(facts: Parameters<typeof chooseLaunch>[0]): Launch {
   // Commands by their full path: desktop apps often start servers without the user's PATH.
   if (facts.installedCommand) {
     return {

@@ -105,7 +105,7 @@ export function importCommand(
 
 /** `install` as the CLI runs it. */
 export function installCommand(
-  flags: { client?: string; scope?: string; dryRun: boolean },
+  flags: { client?: string; scope?: string; dryRun: boolean; config?: string },
   out: (text: string) => void,
 ): Promise<number> {
   if (flags.client === undefined) {
@@ -116,7 +116,10 @@ export function installCommand(
   if (scope !== "user" && scope !== "project") {
     throw new UsageError(`--scope must be user or project, got "${scope}"`);
   }
-  return runInstall({ client: client!, scope, dryRun: flags.dryRun }, systemDeps(out));
+  return runInstall(
+    { client: client!, scope, dryRun: flags.dryRun, config: flags.config },
+    systemDeps(out),
+  );
 }
 
 /**
@@ -419,6 +422,8 @@ export interface InstallOptions {
   client: ClientName;
   scope: Scope;
   dryRun: boolean;
+  /** The config the installed entry starts the server with (`serve --config`), if given. */
+  config?: string;
 }
 
 /** Adds this server to a client's list (idempotent). Exit 0, or 1 when the file cannot change. */
@@ -455,11 +460,18 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
     }
     if (real.path !== target.path) out(`(${target.path} is a symlink to ${real.path})`);
   }
+  const configPath = options.config === undefined
+    ? undefined
+    : resolve(deps.platform.cwd, options.config);
+  if (configPath && !(await Deno.stat(configPath).then((s) => s.isFile, () => false))) {
+    throw new UsageError(`--config: no config file at ${configPath}`);
+  }
   const launch = chooseLaunch({
     installedCommand: deps.which("mcp-code-mode"),
     execPath: deps.execPath,
     standalone: deps.standalone,
     projectRoot: deps.projectRoot,
+    configPath,
   });
   const entry = clientEntry(options.client, launch);
   const read = await readJsonFile(target.path);
