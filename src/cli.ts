@@ -1,5 +1,6 @@
 /**
- * argv -> one command. Exit codes: 0 success, 1 the script (or the server) failed, 2 bad usage.
+ * argv -> one command. Exit codes: 0 success, 1 the script (or the server) failed, 2 bad usage,
+ * 3 `run` could not run its script (config, start-up).
  * Everything but a command's own output goes to stderr.
  */
 import { parseArgs } from "node:util";
@@ -44,7 +45,8 @@ Usage:
                                                     clients use in the Host header
   main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
-                                                    exit 0 on success, 1 when it fails
+                                                    exit 0 on success, 1 when it fails, 3 when
+                                                    it cannot run (config, start-up)
   main.ts agent "TASK" [--max-attempts N] [--profile P] [--json] [--config PATH]
                                                     a model writes Python for TASK, runs it and
                                                     repairs it; needs OPENAI_API_KEY (see README)
@@ -72,6 +74,9 @@ Options:
   --no-restrict      keep this process's permissions; otherwise serve, run, agent and tools
                      (from source) re-start themselves with only what their config needs
 `;
+
+/** The exit code of `run` when the script could not be run at all. */
+const RUN_COULD_NOT_START = 3;
 
 const COMMANDS = ["serve", "run", "agent", "doctor", "tools", "import", "install"];
 
@@ -264,7 +269,9 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
   } catch (error) {
     if (error instanceof UsageError) return usageError(error.message);
     log.error((error as Error).message);
-    return 1;
+    // `run` is a CI step: a script that could not run at all (a config refused, a start-up that
+    // failed) is not a script that failed.
+    return command === "run" ? RUN_COULD_NOT_START : 1;
   }
 }
 

@@ -61,7 +61,7 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
       );
     },
   );
-  await t.step("a start-up failure is said once", async () => {
+  await t.step("a start-up failure is said once, exit 3", async () => {
     const cfg = `${dir}/cfg`;
     await Deno.mkdir(`${cfg}/permissions`, { recursive: true });
     const profile = JSON.parse(await Deno.readTextFile("permissions/default.json"));
@@ -71,7 +71,11 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
     );
     const config = await writeConfig(cfg, { settings: { permissions_dir: "permissions" } });
     const r = await runCli(["run", ok, "--config", config]);
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 3, "could not run: not a failed script");
+    const badConfig = await writeConfig(`${dir}`, { settings: { pool_sise: 1 } });
+    const refused = await runCli(["run", ok, "--config", badConfig]);
+    assert.equal(refused.code, 3, refused.stderr);
+    assert.match(refused.stderr, /pool_sise/);
     assert.equal(r.stderr.split("no-such-package-anywhere").length, 2, r.stderr);
     assert.match(
       r.stderr,

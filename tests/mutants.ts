@@ -1610,6 +1610,14 @@ const MUTATIONS: Mutation[] = [
     filter: "grant exactly",
   },
   {
+    name: "run exits 1 when its script could not run at all, as when it failed",
+    file: "src/cli.ts",
+    from: 'return command === "run" ? RUN_COULD_NOT_START : 1;',
+    to: "return 1;",
+    tests: ["tests/cli_test.ts"],
+    filter: "CI smoke",
+  },
+  {
     name: "saves at the same time each pass the skills' limits",
     file: "src/skills/skill_store.ts",
     from: "return this.#inTurn(() => this.#save(skill));",
