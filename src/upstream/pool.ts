@@ -147,9 +147,14 @@ class UpstreamConnection {
       if (this.#isClosed()) return;
       const stderr = this.#stderrLines(3, 500);
       const previous = this.lastError;
-      const why = this.config.kind === "stdio" && /\bENOENT\b/.test(errorText(error))
+      const why = this.config.kind !== "stdio"
+        ? errorText(error)
+        : /\bENOENT\b/.test(errorText(error))
         ? `command "${this.config.command}" not found (not on the PATH code mode was started ` +
           "with, or not installed)"
+        : /Connection closed/.test(errorText(error))
+        ? `${errorText(error)}: "${this.config.command}" ended before it answered the MCP ` +
+          "handshake (is it an MCP server over stdio, and are its args right?)"
         : errorText(error);
       this.lastError = `${this.#redact(why)}${stderr ? ` (stderr: ${stderr})` : ""}`;
       // Each retry failing the same way is news once; the rest go to the debug log.
