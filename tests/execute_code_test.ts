@@ -32,6 +32,17 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
     assert.match(r.diagnostics!.traceback!, /File "<script>", line 4/);
     assert.doesNotMatch(r.diagnostics!.traceback!, /_pyodide|\/lib\/python/);
   });
+  await t.step("a chained error's frames are the script's too; no sockets is said", async () => {
+    const r = await server.execute({
+      code: "import urllib.request\nurllib.request.urlopen('http://192.0.2.1/')",
+    });
+    assert.equal(r.diagnostics?.error_type, "URLError", r.text);
+    assert.match(r.diagnostics!.traceback!, /During handling of the above exception/);
+    assert.doesNotMatch(r.diagnostics!.traceback!, /\/lib\/python/);
+    const hint = /Host is unreachable> \(a sandbox has no sockets: .*pyodide\.http\.pyfetch/;
+    assert.match(r.diagnostics!.message, hint);
+    assert.match(r.diagnostics!.traceback!, hint);
+  });
   await t.step("top-level await works", async () => {
     const r = await server.execute({ code: "import asyncio\nawait asyncio.sleep(0.01)\n'done'" });
     assert.equal(r.result, "done", r.text);

@@ -1115,6 +1115,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/sandbox_pool_test.ts"],
   },
   {
+    name: "a chained exception's traceback shows the standard library's frames",
+    file: "src/sandbox/prelude.py",
+    from: "        _hide_internal_frames(chained, seen)",
+    to: "        pass",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
     name: "a tool called with arguments it does not take is answered without its parameters",
     file: "src/sandbox/prelude.py",
     from: "    if type(exc) is not TypeError:\n        return message",

@@ -429,10 +429,38 @@ def _signature_hint(exc, message):
     return f"{message} (it takes: {'; '.join(found)})"
 
 
+def _hide_internal_frames(te, seen=None):
+    """Keeps the script's frames in `te` and in the exceptions it chains (its cause, the one it
+    was raised while handling, a group's members): the standard library's are noise there."""
+    seen = set() if seen is None else seen
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
+    for chained in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
+        _hide_internal_frames(chained, seen)
+
+
+_EHOSTUNREACH = 23  # Emscripten's number, which its socket layer gives every connection
+
+
+def _socket_hint(exc, message):
+    """urllib, http.client and socket connect through sockets, which a sandbox does not have:
+    "Host is unreachable" would read as a network fault."""
+    while exc is not None:
+        if isinstance(exc, OSError) and exc.errno == _EHOSTUNREACH:
+            return (f"{message} (a sandbox has no sockets: reach the hosts its profile's "
+                    "`net` lists with pyodide.http.pyfetch or js.fetch)")
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        if not isinstance(exc, BaseException):
+            return message
+    return message
+
+
 def describe_error(exc):
     """Error type, message, traceback without internal frames, and line number."""
     te = traceback.TracebackException.from_exception(exc, limit=-40)
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
+    _hide_internal_frames(te)
     lineno = None
     if isinstance(exc, SyntaxError) and exc.filename == SCRIPT:
         lineno = exc.lineno
@@ -447,10 +475,11 @@ def describe_error(exc):
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
     text = _one_suggestion("".join(te.format()), str(exc))
-    hinted = _signature_hint(exc, message)
-    if hinted != message:
-        head, sep, tail = text.rpartition(f"TypeError: {message}")
-        text = head + f"TypeError: {hinted}" + tail if sep else text
+    hinted = _socket_hint(exc, _signature_hint(exc, message))
+    if hinted != message and hinted.startswith(message):
+        # Said where the traceback ends too: that is what a client shows.
+        head, sep, tail = text.rpartition(message)
+        text = head + sep + hinted[len(message):] + tail if sep else text
         message = hinted
     return {
         "error_type": _error_type(exc),
