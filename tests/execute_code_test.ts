@@ -43,6 +43,14 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
     assert.match(r.diagnostics!.message, hint);
     assert.match(r.diagnostics!.traceback!, hint);
   });
+  await t.step("JavaScript's console writes into the script's output", async () => {
+    const r = await server.execute({
+      code: "import js\njs.console.log('hi', 1)\njs.console.error('bad')\nprint('after')",
+    });
+    assert.equal(r.stdout, "hi 1\nafter\n", r.text);
+    assert.equal(r.stderr, "bad\n");
+    assert.equal(r.protocol_violations, 0);
+  });
   await t.step("top-level await works", async () => {
     const r = await server.execute({ code: "import asyncio\nawait asyncio.sleep(0.01)\n'done'" });
     assert.equal(r.result, "done", r.text);

@@ -238,6 +238,34 @@ function outputWriter(target: () => Channel | null, stream: OutputStream) {
   };
 }
 
+/**
+ * JavaScript's console (a script's `js.console.log`) writes into the script's output as `print`
+ * does, stdout or stderr; the process's own stdout is the protocol channel, where its lines
+ * were dropped as violations.
+ */
+function consoleIntoOutput(write: (stream: OutputStream, text: string) => void): void {
+  const line = (args: unknown[]) =>
+    args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ") + "\n";
+  const methods: [keyof Console, OutputStream][] = [
+    ["log", "stdout"],
+    ["info", "stdout"],
+    ["debug", "stdout"],
+    ["dir", "stdout"],
+    ["table", "stdout"],
+    ["warn", "stderr"],
+    ["error", "stderr"],
+    ["trace", "stderr"],
+    ["assert", "stderr"],
+  ];
+  for (const [method, stream] of methods) {
+    (console as unknown as Record<string, unknown>)[method] = method === "assert"
+      ? (ok: unknown, ...args: unknown[]) => {
+        if (!ok) write(stream, line(["Assertion failed:", ...args]));
+      }
+      : (...args: unknown[]) => write(stream, line(args));
+  }
+}
+
 /** Every permission this process could have; revoked in "drop" mode (see sandbox_command.ts). */
 const ALL_PERMISSIONS = ["read", "write", "net", "env", "sys", "run", "ffi", "import"] as const;
 
@@ -370,6 +398,9 @@ async function serve(): Promise<void> {
   // Output goes to the host only while a script runs; warm-up output is dropped.
   pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
+  consoleIntoOutput((stream, text) => {
+    if (forwarding) void channel.notify(METHOD_OUTPUT, { stream, text });
+  });
   // Warm the execution path before the host can hand us a script.
   codemode.forget_host_paths!();
   await codemode.warm_up!.callPromising();

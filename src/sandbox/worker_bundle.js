@@ -1248,6 +1248,55 @@ function outputWriter(target, stream) {
     }
   };
 }
+function consoleIntoOutput(write) {
+  const line = (args) => args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ") + "\n";
+  const methods = [
+    [
+      "log",
+      "stdout"
+    ],
+    [
+      "info",
+      "stdout"
+    ],
+    [
+      "debug",
+      "stdout"
+    ],
+    [
+      "dir",
+      "stdout"
+    ],
+    [
+      "table",
+      "stdout"
+    ],
+    [
+      "warn",
+      "stderr"
+    ],
+    [
+      "error",
+      "stderr"
+    ],
+    [
+      "trace",
+      "stderr"
+    ],
+    [
+      "assert",
+      "stderr"
+    ]
+  ];
+  for (const [method, stream] of methods) {
+    console[method] = method === "assert" ? (ok, ...args) => {
+      if (!ok) write(stream, line([
+        "Assertion failed:",
+        ...args
+      ]));
+    } : (...args) => write(stream, line(args));
+  }
+}
 var ALL_PERMISSIONS = [
   "read",
   "write",
@@ -1377,6 +1426,12 @@ async function serve() {
   const prepareInPython = codemode.prepare;
   pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
   pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
+  consoleIntoOutput((stream, text) => {
+    if (forwarding) void channel.notify(METHOD_OUTPUT, {
+      stream,
+      text
+    });
+  });
   codemode.forget_host_paths();
   await codemode.warm_up.callPromising();
   await compilationSettled();
