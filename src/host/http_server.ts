@@ -322,7 +322,9 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     port: options.port,
     onListen: () => {},
     onError: (error) => {
-      log.error("http request failed", { error: String(error) });
+      // A client that cancelled or went away is no failure of ours.
+      const gone = (error as Error | undefined)?.name === "AbortError";
+      log[gone ? "debug" : "error"]("http request failed", { error: String(error) });
       return Response.json(jsonRpcError("Internal error", null, -32603), { status: 500 });
     },
   }, handle);
