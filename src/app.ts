@@ -256,6 +256,7 @@ export async function openApp(
   const analyseWith = (run: Executor) => async (code: string): Promise<Analysis> => {
     const outcome = await run.execute({ code: analysisScript(code) }, {
       profileOverride: analyser,
+      purpose: "analysis",
     });
     if (!outcome.success) throw new Error(outcome.diagnostics?.message ?? "the analysis failed");
     return outcome.result as Analysis;

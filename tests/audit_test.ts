@@ -22,7 +22,7 @@ Deno.test("every execution writes one audit line, never to stdout", async () => 
   const dir = await Deno.makeTempDir();
   const auditFile = `${dir}/logs/audit.jsonl`;
   const config = await writeConfig(dir, {
-    settings: { pool_size: 1, audit_log: "logs/audit.jsonl" },
+    settings: { pool_size: 1, audit_log: "logs/audit.jsonl", skills_dir: "skills" },
   });
   {
     await using server = await startServer({ args: ["--config", config] });
@@ -33,6 +33,16 @@ Deno.test("every execution writes one audit line, never to stdout", async () => 
     await server.execute({ code: "raise type('ok', (Exception,), {})('failed')" });
     await server.execute({ code: "raise type('TIMEOUT', (Exception,), {})('failed')" });
     await server.execute({ code: "raise type('A' * 4_000_000, (Exception,), {})('x')" });
+    // The host checking a skill's code in a sandbox: a line, marked as the host's own.
+    const saved = await server.client.callTool({
+      name: "save_skill",
+      arguments: {
+        name: "twice",
+        description: "Doubles.",
+        code: "def twice(x):\n    return 2 * x",
+      },
+    });
+    assert.equal(saved.isError ?? false, false, JSON.stringify(saved));
   }
   const records = (await Deno.readTextFile(auditFile)).trim().split("\n").map((l) =>
     JSON.parse(l) as AuditRecord
@@ -44,7 +54,9 @@ Deno.test("every execution writes one audit line, never to stdout", async () => 
     ["error", "ok", null],
     ["error", "ScriptError", null],
     ["error", "Error", null],
+    ["ok", null, null],
   ]);
+  assert.deepEqual(records.map((r) => r.purpose ?? null), [...Array(6).fill(null), "analysis"]);
   assert.ok(JSON.stringify(records).length < 10_000, "the script's text stays out of the log");
   assert.equal(records[0]!.profile, "default");
   assert.equal(records[0]!.code_chars, "print('fine')".length);

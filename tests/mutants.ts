@@ -1123,6 +1123,14 @@ const MUTATIONS: Mutation[] = [
     filter: "reports errors",
   },
   {
+    name: "the host's own checks of code read as clients' runs in the audit log",
+    file: "src/app.ts",
+    from: '      purpose: "analysis",\n',
+    to: "",
+    tests: ["tests/audit_test.ts"],
+    filter: "every execution",
+  },
+  {
     name: "a chained exception's traceback shows the standard library's frames",
     file: "src/sandbox/prelude.py",
     from: "        _hide_internal_frames(chained, seen)",

@@ -23,12 +23,15 @@ export interface AuditRecord {
   script_error?: string;
   limit_hit: HostOutcome | null;
   duration_ms: number;
+  /** "analysis": the host checking code (a skill being saved, generated code), not a client's run. */
+  purpose?: "analysis";
 }
 
 export async function auditRecord(
   id: string,
   code: string,
   result: ExecutionResult,
+  purpose?: "analysis",
 ): Promise<AuditRecord> {
   const diagnostics = result.diagnostics;
   const errorType = diagnostics?.reported_by === "host" ? diagnostics.error_type : null;
@@ -51,6 +54,7 @@ export async function auditRecord(
       : {}),
     limit_hit: errorType !== null && LIMIT_OUTCOMES.has(errorType) ? errorType : null,
     duration_ms: result.duration_ms,
+    ...(purpose ? { purpose } : {}),
   };
 }
 

@@ -67,6 +67,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Runs under this profile instead of a named one (internal callers only, never clients). */
   profileOverride?: Profile;
+  /** An internal run that checks code rather than runs it (the audit log says so). */
+  purpose?: "analysis";
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
   onProgress?: (report: ProgressParams) => void;
   /** Who is asking (one MCP connection); sessions belong to their owner. */
@@ -146,7 +148,9 @@ export class SandboxExecutor implements Executor {
         message: `Cannot run: the host failed (${error instanceof Error ? error.message : error})`,
       });
     }
-    if (this.#deps.audit) this.#deps.audit(await auditRecord(id, request.code, result));
+    if (this.#deps.audit) {
+      this.#deps.audit(await auditRecord(id, request.code, result, options.purpose));
+    }
     log.debug("execution finished", {
       profile: result.profile,
       success: result.success,
