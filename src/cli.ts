@@ -125,7 +125,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
     return usageError(optionError(error as Error, Object.keys(options)), { withUsage: true });
   }
   const { values, positionals } = parsed;
-  if (values.help) {
+  if (values.help || (positionals.length === 1 && positionals[0] === "help")) {
     out(USAGE);
     return 0;
   }

@@ -86,6 +86,9 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
     const help = await runCli(["--help"]);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Usage:/);
+    const word = await runCli(["help"]);
+    assert.equal(word.code, 0);
+    assert.equal(word.stdout, help.stdout);
     const version = await runCli(["--version"]);
     assert.equal(version.stdout.trim(), VERSION);
   });
