@@ -10,6 +10,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import type { Catalog, SearchEntry } from "../../catalog/catalog.ts";
+import { counted } from "../../_util/counted.ts";
 
 export function registerToolDiscovery(
   server: McpServer,
@@ -36,7 +37,7 @@ export function registerToolDiscovery(
     const tokens = catalog().tokens(body);
     const text = hits.length === 0
       ? `No tool matches "${args.query}". The index is in the execute_code description.`
-      : `# ${hits.length} matches, ${tokens} tokens\n${body}`;
+      : `# ${counted(hits.length, "match", "matches")}, ${tokens} tokens\n${body}`;
     return {
       content: [{ type: "text" as const, text }],
       structuredContent: { matches: hits.map((h) => ({ name: h.name, stub: h.stub })), tokens },
