@@ -65,7 +65,9 @@ export async function serveStdio(
     // Also called for a client's `server/discover` probe on a connection it then drops.
     const host = app.createHost({ era, owner });
     hosts.add(host);
-    log.info("stdio client connected", { era });
+    log.info("stdio client connected", {
+      protocol: era === "legacy" ? "2025-11-25 or earlier" : "2026-07-28",
+    });
     return host.server;
   }, {
     transport: wire,
