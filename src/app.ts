@@ -36,6 +36,8 @@ import { locateRuntime, runtimeTrustedPaths, type SandboxRuntime } from "./sandb
 import {
   ensurePreloadedSnapshot,
   ensureSnapshot,
+  inUseMark,
+  keepInUse,
   type PreloadedSnapshot,
   removeStalePreloads,
 } from "./sandbox/snapshot.ts";
@@ -207,9 +209,16 @@ export async function openApp(
   });
   const defaultProfile = config.profiles.get(config.settings.default_profile)!;
   let closed = false;
+  let stopMarking = () => {};
   const sandboxesReady = sandboxFiles.then((ready) => {
     files = ready;
-    if (!closed) pool.warmUp(defaultProfile);
+    if (!closed) {
+      stopMarking = keepInUse([
+        inUseMark(ready.snapshotPath),
+        ...[...ready.preloaded.values()].map((p) => p.preloadDir),
+      ]);
+      pool.warmUp(defaultProfile);
+    }
     return ready;
   });
   const started = Promise.all([sandboxesReady, toolsReady]).then(() => {
@@ -276,6 +285,7 @@ export async function openApp(
   const close = async () => {
     closed = true;
     starting.abort();
+    stopMarking();
     tasks.close();
     parked.close();
     await Promise.all([pool.close(), upstream.close(), sessions.closeAll()]);

@@ -1612,6 +1612,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "a snapshot another running server uses is removed as stale",
+    file: "src/sandbox/snapshot.ts",
+    from: "if (now - (marked.mtime?.getTime() ?? now) < STALE_CACHE_MS) continue;",
+    to: "",
+    tests: ["tests/snapshot_test.ts"],
+    filter: "marked in use",
+  },
+  {
     name: "a setuid program a script left in a read-write folder keeps its bit",
     file: "src/execution/shared_write_modes.ts",
     from: "export const SHARED_MODE_BITS = 0o7022;",

@@ -4,7 +4,14 @@ import { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
-import { ensureSnapshot, isSnapshotIntact, isSnapshotVerified } from "../src/sandbox/snapshot.ts";
+import {
+  ensureSnapshot,
+  inUseMark,
+  isSnapshotIntact,
+  isSnapshotVerified,
+  keepInUse,
+  removeStaleSnapshots,
+} from "../src/sandbox/snapshot.ts";
 import { fromSparse, readSparseTable, toSparse } from "../src/sandbox/snapshot_format.ts";
 
 Deno.test("the snapshot is built on first use, and a corrupt one is detected and rebuilt", async () => {
@@ -90,4 +97,30 @@ Deno.test("the sparse snapshot form keeps every non-zero byte, leaves out zero p
     new DataView(overlapping.buffer).setUint32(16, 100, true); // range 1 starts inside range 0
     assert.throws(() => readSparseTable(overlapping, overlapping.length), RangeError);
   });
+});
+
+Deno.test("a snapshot another server marked in use within a week is not removed as stale", async () => {
+  const cacheDir = await Deno.makeTempDir();
+  const ours = `${cacheDir}/snapshot-314-ours.bin`;
+  const theirs = `${cacheDir}/snapshot-314-theirs.bin`;
+  const old = `${cacheDir}/snapshot-313-old.bin`;
+  for (const path of [ours, theirs, old]) {
+    await Deno.writeTextFile(path, "x");
+    await Deno.writeTextFile(inUseMark(path), "stamp");
+  }
+  const eightDaysAgo = new Date(Date.now() - 8 * 24 * 3600_000);
+  for (const path of [theirs, old]) await Deno.utime(inUseMark(path), eightDaysAgo, eightDaysAgo);
+  // The other running server marks its snapshot in use (it does so each day while it runs).
+  const stop = keepInUse([inUseMark(theirs)]);
+  stop();
+  await new Promise((r) => setTimeout(r, 50)); // the mark is written in the background
+  await removeStaleSnapshots(cacheDir, ours, silentLogger);
+  const left = [...Deno.readDirSync(cacheDir)].map((e) => e.name).sort();
+  assert.deepEqual(left, [
+    "snapshot-314-ours.bin",
+    "snapshot-314-ours.bin.verified",
+    "snapshot-314-theirs.bin",
+    "snapshot-314-theirs.bin.verified",
+  ]);
+  await Deno.remove(cacheDir, { recursive: true });
 });

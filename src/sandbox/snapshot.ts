@@ -148,8 +148,8 @@ export async function ensurePreloadedSnapshot(
 /** File and folder names of preloaded snapshots in the cache folder. */
 const PRELOAD_PREFIX = "preload-";
 
-/** How long a preloaded snapshot no server started with stays in the cache folder. */
-const STALE_PRELOAD_MS = 7 * 24 * 3600_000;
+/** How long a snapshot no server has marked in use stays in the cache folder. */
+const STALE_CACHE_MS = 7 * 24 * 3600_000;
 
 /**
  * Removes preloaded snapshots (and their folders) that no server has started with for a week.
@@ -167,7 +167,7 @@ export async function removeStalePreloads(
     if (!entry.isDirectory || !entry.name.startsWith(PRELOAD_PREFIX) || kept.has(full)) continue;
     if (entry.name.includes(".tmp")) continue; // a build in progress
     const used = (await Deno.stat(full)).mtime?.getTime() ?? now;
-    if (now - used < STALE_PRELOAD_MS) continue;
+    if (now - used < STALE_CACHE_MS) continue;
     await Deno.remove(full, { recursive: true }).catch(() => {});
     await Deno.remove(`${full}.bin`).catch(() => {});
     await Deno.remove(`${full}.bin${STAMP_SUFFIX}`).catch(() => {});
@@ -214,15 +214,48 @@ async function buildSnapshot(
   log.info("snapshot ready", { ms: Math.round(performance.now() - started) });
 }
 
-async function removeStaleSnapshots(cacheDir: string, keep: string, log: Logger): Promise<void> {
+export async function removeStaleSnapshots(
+  cacheDir: string,
+  keep: string,
+  log: Logger,
+  now = Date.now(),
+): Promise<void> {
   for await (const entry of Deno.readDir(cacheDir)) {
     const full = join(cacheDir, entry.name);
     if (!entry.name.startsWith("snapshot-") || full === keep) continue;
-    if (full === `${keep}${STAMP_SUFFIX}`) continue;
-    if (entry.name.endsWith(".tmp")) continue;
+    if (entry.name.endsWith(STAMP_SUFFIX) || entry.name.endsWith(".tmp")) continue;
+    // Another server sharing this folder (another version, another checkout) may run from it:
+    // only a snapshot no server has marked in use for a week goes (see keepInUse).
+    const marked = await Deno.stat(`${full}${STAMP_SUFFIX}`).catch(() => Deno.stat(full));
+    if (now - (marked.mtime?.getTime() ?? now) < STALE_CACHE_MS) continue;
     await Deno.remove(full).catch(() => {});
+    await Deno.remove(`${full}${STAMP_SUFFIX}`).catch(() => {});
     log.debug("removed a stale snapshot", { path: full });
   }
+}
+
+/** How often a running server marks the snapshots it launches from in use again. */
+const IN_USE_REFRESH_MS = 24 * 3600_000;
+
+/**
+ * Marks the snapshot files at `paths` in use, now and each day while the server runs, so a
+ * server of another version sharing the cache folder does not remove them (see
+ * removeStaleSnapshots and removeStalePreloads). Returns what stops it.
+ */
+export function keepInUse(paths: string[]): () => void {
+  const mark = () => {
+    const now = new Date();
+    for (const path of paths) void Deno.utime(path, now, now).catch(() => {});
+  };
+  mark();
+  const timer = setInterval(mark, IN_USE_REFRESH_MS);
+  Deno.unrefTimer(timer);
+  return () => clearInterval(timer);
+}
+
+/** The file that marks the snapshot at `path` in use (its verification stamp). */
+export function inUseMark(path: string): string {
+  return `${path}${STAMP_SUFFIX}`;
 }
 
 /**
