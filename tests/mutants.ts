@@ -1612,6 +1612,16 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "a wheel in the index cache is installed for a profile without the index host",
+    file: "src/packages/package_sources.ts",
+    from:
+      "    if (!hostAllowed(index, allowedHosts)) {\n      return `the profile does not allow the package index host ${index.host}`;\n    }\n    const cached = await this.#indexCache.find(name);\n    if (cached.wheel) return cached.wheel;\n",
+    to:
+      "    const cached = await this.#indexCache.find(name);\n    if (cached.wheel) return cached.wheel;\n    if (!hostAllowed(index, allowedHosts)) {\n      return `the profile does not allow the package index host ${index.host}`;\n    }\n",
+    tests: ["tests/packages_test.ts"],
+    filter: "package index only",
+  },
+  {
     name: "a snapshot another running server uses is removed as stale",
     file: "src/sandbox/snapshot.ts",
     from: "if (now - (marked.mtime?.getTime() ?? now) < STALE_CACHE_MS) continue;",

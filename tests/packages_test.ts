@@ -190,6 +190,11 @@ Deno.test("packages come from a package index only for profiles that allow its h
     assert.equal(r.result, 8, r.text);
     assert.equal(downloads, 1);
   });
+  await t.step("the cache does not open the index to a profile without its host", async () => {
+    const r = await use();
+    assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", r.text);
+    assert.match(r.diagnostics!.message, /does not allow the package index host/);
+  });
   await t.step("a package name that is not a name sends the host nowhere", async () => {
     const seen = requests.length;
     for (

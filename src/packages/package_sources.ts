@@ -184,12 +184,13 @@ export class PackageSources {
     deadline: AbortSignal,
   ): Promise<FolderWheel | string> {
     if (!this.#index || !this.#indexCache) return "no package index is configured";
-    const cached = await this.#indexCache.find(name);
-    if (cached.wheel) return cached.wheel;
+    // Before the cache: a wheel another profile fetched is the index's all the same.
     const index = new URL(this.#index.url);
     if (!hostAllowed(index, allowedHosts)) {
       return `the profile does not allow the package index host ${index.host}`;
     }
+    const cached = await this.#indexCache.find(name);
+    if (cached.wheel) return cached.wheel;
     try {
       await this.#download(name, allowedHosts, deadline);
     } catch (error) {
