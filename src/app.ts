@@ -316,7 +316,12 @@ export async function openApp(
         defaultProfile: defaultProfile.name,
         openAI,
         agent: agentDepsWith(run),
-        skills: { store: skills, catalog: () => tools.current, analyse: analyseWith(run) },
+        skills: {
+          store: skills,
+          catalog: () => tools.current,
+          analyse: analyseWith(run),
+          readOnly: config.settings.skills_read_only,
+        },
         sessions,
         parked,
         tasks,

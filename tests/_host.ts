@@ -61,6 +61,7 @@ export async function testHostDeps(executor: Executor, started: Promise<void>) {
       store: new SkillStore(skillsDir, silentLogger),
       catalog: () => catalog,
       analyse: () => Promise.reject(new Error("the analysis is not used in these tests")),
+      readOnly: false,
     },
     sessions,
     parked: new ParkedRuns({ timeoutMs: 1000 }),

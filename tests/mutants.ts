@@ -1612,6 +1612,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "skills_read_only still lets clients save and delete skills",
+    file: "src/host/tools/skills.ts",
+    from: "  if (!options.readOnly) registerSkillWriting(server, options);",
+    to: "  registerSkillWriting(server, options);",
+    tests: ["tests/skills_test.ts"],
+    filter: "skills_read_only",
+  },
+  {
     name: "a wheel in the index cache is installed for a profile without the index host",
     file: "src/packages/package_sources.ts",
     from:

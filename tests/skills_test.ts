@@ -274,3 +274,33 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     assert.equal(others.list().length, 3);
   });
 });
+
+Deno.test("skills_read_only: clients import and read skills, and cannot save or delete them", async () => {
+  const { root, config } = await setUp();
+  {
+    await using server = await startServer({ args: ["--config", config] });
+    const saved = await call(server, "save_skill", {
+      name: "first_line",
+      code: FIRST_LINE_V1,
+      description: "First line of a file.",
+    });
+    assert.equal(saved.isError, false, saved.text);
+  }
+  const settings = JSON.parse(await Deno.readTextFile(config));
+  settings.settings.skills_read_only = true;
+  await Deno.writeTextFile(config, JSON.stringify(settings));
+  await using server = await startServer({ args: ["--config", config] });
+  const names = (await server.client.listTools()).tools.map((t: { name: string }) => t.name);
+  assert.ok(names.includes("list_skills") && names.includes("get_skill"), names.join());
+  assert.ok(!names.includes("save_skill") && !names.includes("delete_skill"), names.join());
+  const refused = await server.client.callTool({
+    name: "delete_skill",
+    arguments: { name: "first_line" },
+  }).then((r: { isError?: unknown }) => r.isError === true, () => true);
+  assert.equal(refused, true, "delete_skill answered");
+  const r = await server.execute({
+    code: `from skills import first_line\nfirst_line(${JSON.stringify(`${root}/files/poem.txt`)})`,
+  });
+  assert.equal(r.result, "roses are red", r.text);
+  await Deno.remove(root, { recursive: true });
+});

@@ -85,6 +85,12 @@ export interface Settings {
   /** Folder of saved skills. */
   skills_dir: string;
   /**
+   * Clients may read and import skills but not save or delete them (no save_skill and
+   * delete_skill tools): skills are shared by every client, so whoever may save one decides
+   * code that runs in other clients' sandboxes.
+   */
+  skills_read_only: boolean;
+  /**
    * Record the shape (keys and value types, never values) of results of tools that declare no
    * outputSchema, so their stubs show an observed return type. Kept in the cache folder.
    */
@@ -596,6 +602,7 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     task_after_s: 5,
     audit_log: "",
     skills_dir: defaultSkillsDir(),
+    skills_read_only: false,
     observe_results: true,
     max_sessions: 4,
     max_sessions_per_connection: 0, // set below from max_sessions unless given
@@ -673,8 +680,9 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
         break;
       }
       case "observe_results":
+      case "skills_read_only":
         if (typeof value !== "boolean") throw new TypeError(where(key) + ": must be true or false");
-        settings.observe_results = value;
+        settings[key] = value;
         break;
       case "default_profile":
         settings.default_profile = requireString(value, where(key));

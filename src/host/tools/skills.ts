@@ -14,6 +14,8 @@ export interface SkillToolsOptions {
   catalog: () => Catalog;
   /** Runs the static analysis of code in a sandbox. */
   analyse: (code: string) => Promise<Analysis>;
+  /** No save_skill and delete_skill (settings.skills_read_only). */
+  readOnly: boolean;
 }
 
 const text = (value: string, isError = false) => ({
@@ -22,15 +24,23 @@ const text = (value: string, isError = false) => ({
 });
 
 export function registerSkillTools(server: McpServer, options: SkillToolsOptions): void {
-  const { store } = options;
+  if (!options.readOnly) registerSkillWriting(server, options);
+  registerSkillReading(server, options);
+}
 
-  const saveInput = {
-    name: z.string().max(64).describe("Lowercase identifier; also the function's name."),
-    code: z.string().max(100_000).describe(
-      "Python source defining the function (it may import mcp_tools).",
-    ),
-    description: z.string().max(4000).describe("What the skill does and returns."),
-  };
+const nameInput = { name: z.string().max(64) };
+
+const saveInput = {
+  name: z.string().max(64).describe("Lowercase identifier; also the function's name."),
+  code: z.string().max(100_000).describe(
+    "Python source defining the function (it may import mcp_tools).",
+  ),
+  description: z.string().max(4000).describe("What the skill does and returns."),
+};
+
+/** save_skill and delete_skill: left out when the config makes skills read-only. */
+function registerSkillWriting(server: McpServer, options: SkillToolsOptions): void {
+  const { store } = options;
   server.registerTool("save_skill", {
     title: "Save a skill",
     description:
@@ -59,6 +69,21 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
     };
   });
 
+  server.registerTool("delete_skill", {
+    title: "Delete a skill",
+    description: "Deletes a saved skill and its archived versions.",
+    inputSchema: z.object(nameInput),
+    annotations: { destructiveHint: true },
+  }, async (args) => {
+    const deleted = await store.delete(args.name);
+    return deleted
+      ? text(`Deleted skill ${args.name}.`)
+      : text(`Cannot delete skill: no skill named "${args.name}"`, true);
+  });
+}
+
+function registerSkillReading(server: McpServer, options: SkillToolsOptions): void {
+  const { store } = options;
   server.registerTool("list_skills", {
     title: "List skills",
     description:
@@ -90,7 +115,6 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
     };
   });
 
-  const nameInput = { name: z.string().max(64) };
   server.registerTool("get_skill", {
     title: "Get a skill",
     description: "A skill's code, description, tools and version.",
@@ -106,17 +130,5 @@ export function registerSkillTools(server: McpServer, options: SkillToolsOptions
       ),
       structuredContent: { ...skill, stale: status.stale, stale_reasons: status.reasons },
     };
-  });
-
-  server.registerTool("delete_skill", {
-    title: "Delete a skill",
-    description: "Deletes a saved skill and its archived versions.",
-    inputSchema: z.object(nameInput),
-    annotations: { destructiveHint: true },
-  }, async (args) => {
-    const deleted = await store.delete(args.name);
-    return deleted
-      ? text(`Deleted skill ${args.name}.`)
-      : text(`Cannot delete skill: no skill named "${args.name}"`, true);
   });
 }
