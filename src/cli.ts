@@ -189,7 +189,16 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           : null;
         const refusal = nestingRefusal(readEnv(NESTING_VARIABLE));
         if (refusal) throw new Error(refusal);
-        if (restrict) return await relaunch([], http);
+        if (restrict) {
+          try {
+            return await relaunch([], http);
+          } catch (error) {
+            // The config was refused before a server could start: over stdio, a client (not a
+            // person at a terminal) is told through the protocol (see serveUnavailable).
+            if (http || Deno.stdin.isTerminal()) throw error;
+            return await (await commands()).serveUnavailable((error as Error).message, log);
+          }
+        }
         // Over stdio, the client's opening message is answered before the server's code loads.
         const answered = http ? null : await answerOpening(process.stdin, writeStdout);
         const { serveOverHttp, serveStdio } = await commands();

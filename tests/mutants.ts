@@ -973,9 +973,9 @@ const MUTATIONS: Mutation[] = [
     name: "the handshake waits for the snapshot",
     file: "src/commands/commands.ts",
     from:
-      "const app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });\n  const owner",
+      "    app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });\n  } catch",
     to:
-      "const app = await startApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });\n  const owner",
+      "    app = await startApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });\n  } catch",
     tests: ["tests/startup_test.ts"],
     filter: "handshake",
   },
@@ -1610,6 +1610,20 @@ const MUTATIONS: Mutation[] = [
     from: "if (++seen > maxEntries) return `more than ${maxEntries} entries`;",
     to: "if (++seen > maxEntries) return null;",
     tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
+    name: "a config refused before the relaunch leaves a stdio client with a closed connection",
+    file: "src/cli.ts",
+    from: "if (http || Deno.stdin.isTerminal()) throw error;",
+    to: "throw error;",
+    tests: ["tests/refused_config_test.ts"],
+  },
+  {
+    name: "a config the server refuses leaves a stdio client with a closed connection",
+    file: "src/commands/commands.ts",
+    from: "if (process.stdin.isTTY) throw error; // a person at a terminal reads it and the exit",
+    to: "throw error;",
+    tests: ["tests/refused_config_test.ts"],
   },
   {
     name: "skills_read_only still lets clients save and delete skills",

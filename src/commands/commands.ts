@@ -13,7 +13,8 @@ import {
 } from "@modelcontextprotocol/server/stdio";
 import { dropAnswerTo } from "../host/stdio_opening.ts";
 import type { RequestId } from "../host/opening_answer.ts";
-import { openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
+import { type App, openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
+import { unavailableServer } from "../host/unavailable_server.ts";
 import type { Host } from "../host/server.ts";
 import { formatResultText } from "../execution/execution_result.ts";
 import { runAgent } from "../agent/agent.ts";
@@ -41,7 +42,13 @@ export async function serveStdio(
   answered: RequestId | null = null,
 ): Promise<number> {
   // Answers the handshake at once; scripts and tool requests wait for the start-up to finish.
-  const app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
+  let app: App;
+  try {
+    app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
+  } catch (error) {
+    if (process.stdin.isTTY) throw error; // a person at a terminal reads it and the exit
+    return await serveUnavailable((error as Error).message, log, answered);
+  }
   const owner = crypto.randomUUID();
   const hosts = new Set<Host>();
   const { stop, stopped } = stopOnce(log, async () => {
@@ -73,16 +80,41 @@ export async function serveStdio(
     transport: wire,
     onerror: (error) => log.warn("stdio protocol error", { error: error.message }),
   });
-  process.stdin.resume(); // paused if the opening was read early
-  process.stdin.on("end", () => void stop("stdin closed"));
-  // Closed while the opening was read: that "end" has come and gone.
-  if (process.stdin.readableEnded) void stop("stdin closed");
+  stopWhenStdinEnds(stop);
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,
     servers: app.config.servers.map((s) => s.name),
   });
   await stopped;
   return 0;
+}
+
+/**
+ * MCP over stdio when code mode cannot start (its config is refused) and a client, not a
+ * person, is on the other end: the reason is logged, and the client is served
+ * `unavailableServer`, whose one tool says it, until stdin closes. Exit code 1.
+ */
+export async function serveUnavailable(
+  reason: string,
+  log: Logger,
+  answered: RequestId | null = null,
+): Promise<number> {
+  log.error(reason);
+  const wire = readLinesLinearly(new StdioServerTransport());
+  if (answered !== null) dropAnswerTo(wire, answered, () => {});
+  const connection = serveMcpStdio(() => unavailableServer(reason), { transport: wire });
+  const { stop, stopped } = stopOnce(log, () => connection.close().catch(() => {}));
+  stopWhenStdinEnds(stop);
+  await stopped;
+  return 1;
+}
+
+/** Calls `stop` once the client closes stdin. */
+function stopWhenStdinEnds(stop: (why: string) => Promise<void>): void {
+  process.stdin.resume(); // paused if the opening was read early
+  process.stdin.on("end", () => void stop("stdin closed"));
+  // Closed while the opening was read: that "end" has come and gone.
+  if (process.stdin.readableEnded) void stop("stdin closed");
 }
 
 /**
