@@ -45,9 +45,10 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
   });
   await t.step("JavaScript's console writes into the script's output", async () => {
     const r = await server.execute({
-      code: "import js\njs.console.log('hi', 1)\njs.console.error('bad')\nprint('after')",
+      code: "import js\njs.console.log('hi %s', 'there', 1)\njs.console.error('bad')\n" +
+        "js.console.count('c')\njs.console.time('t')\njs.console.timeEnd('t')\nprint('after')",
     });
-    assert.equal(r.stdout, "hi 1\nafter\n", r.text);
+    assert.match(r.stdout, /^hi there 1\nc: 1\nt: [\d.]+ms\nafter\n$/, r.text);
     assert.equal(r.stderr, "bad\n");
     assert.equal(r.protocol_violations, 0);
   });

@@ -13,6 +13,8 @@
  * this process through `import js`. The host treats this side as hostile.
  */
 import process from "node:process";
+import { Console } from "node:console";
+import { Writable } from "node:stream";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { JsonRpcChannel, RemoteError, RPC_METHOD_NOT_FOUND } from "../rpc/channel.ts";
 import {
@@ -241,28 +243,28 @@ function outputWriter(target: () => Channel | null, stream: OutputStream) {
 /**
  * JavaScript's console (a script's `js.console.log`) writes into the script's output as `print`
  * does, stdout or stderr; the process's own stdout is the protocol channel, where its lines
- * were dropped as violations.
+ * were dropped as violations. Every method of the console object is replaced by that of a
+ * Node `Console` writing to the script's output (formats, counters, timers and groups
+ * included); Deno's own would print straight to the process's stdout.
  */
 function consoleIntoOutput(write: (stream: OutputStream, text: string) => void): void {
-  const line = (args: unknown[]) =>
-    args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ") + "\n";
-  const methods: [keyof Console, OutputStream][] = [
-    ["log", "stdout"],
-    ["info", "stdout"],
-    ["debug", "stdout"],
-    ["dir", "stdout"],
-    ["table", "stdout"],
-    ["warn", "stderr"],
-    ["error", "stderr"],
-    ["trace", "stderr"],
-    ["assert", "stderr"],
-  ];
-  for (const [method, stream] of methods) {
-    (console as unknown as Record<string, unknown>)[method] = method === "assert"
-      ? (ok: unknown, ...args: unknown[]) => {
-        if (!ok) write(stream, line(["Assertion failed:", ...args]));
-      }
-      : (...args: unknown[]) => write(stream, line(args));
+  const sink = (stream: OutputStream) => {
+    const decoder = new TextDecoder();
+    return new Writable({
+      write(chunk: unknown, _encoding: unknown, done: () => void) {
+        write(stream, typeof chunk === "string" ? chunk : decoder.decode(chunk as Uint8Array));
+        done();
+      },
+    });
+  };
+  const into = new Console({ stdout: sink("stdout"), stderr: sink("stderr") }) as unknown as Record<
+    string,
+    unknown
+  >;
+  const ours = console as unknown as Record<string, unknown>;
+  for (const name of Object.keys(ours)) {
+    const method = into[name];
+    ours[name] = typeof method === "function" ? method.bind(into) : () => {};
   }
 }
 
