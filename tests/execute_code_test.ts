@@ -43,6 +43,35 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
     assert.match(r.diagnostics!.message, hint);
     assert.match(r.diagnostics!.traceback!, hint);
   });
+  await t.step("any exception is described: empty, circular, raising in __str__", async () => {
+    const cases: [string, string][] = [
+      [
+        "import urllib.request\ntry:\n    urllib.request.urlopen('http://192.0.2.1/')\n" +
+        "except Exception:\n    raise RuntimeError()",
+        "RuntimeError",
+      ],
+      ["try:\n    int('x')\nexcept ValueError as e:\n    raise e from e", "ValueError"],
+      [
+        "class E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\nraise E()",
+        "E",
+      ],
+      [
+        "class O(OSError):\n    @property\n    def errno(self):\n        raise RuntimeError()\n" +
+        "raise O()",
+        "O",
+      ],
+      [
+        "class S(SyntaxError):\n    @property\n    def filename(self):\n        raise RuntimeError()\n" +
+        "raise S('x')",
+        "S",
+      ],
+    ];
+    for (const [code, type] of cases) {
+      const r = await server.execute({ code, timeout_s: 20 });
+      assert.equal(r.diagnostics?.error_type, type, r.text);
+      assert.equal(r.diagnostics?.reported_by, "script", r.text);
+    }
+  });
   await t.step("JavaScript's console writes into the script's output", async () => {
     const r = await server.execute({
       code: "import js\njs.console.log('hi %s', 'there', 1)\njs.console.error('bad')\n" +

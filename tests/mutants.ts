@@ -1131,6 +1131,22 @@ const MUTATIONS: Mutation[] = [
     filter: "every execution",
   },
   {
+    name: "the socket hint follows a circular exception chain for ever",
+    file: "src/sandbox/prelude.py",
+    from: "    while isinstance(exc, BaseException) and id(exc) not in seen:",
+    to: "    while isinstance(exc, BaseException):",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
+    name: "an exception describe_error cannot handle kills the sandbox",
+    file: "src/sandbox/prelude.py",
+    from: "        return _describe_error(exc)\n    except Exception as failed:",
+    to: "        return _describe_error(exc)\n    except ZeroDivisionError as failed:",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
     name: "a chained exception's traceback shows the standard library's frames",
     file: "src/sandbox/prelude.py",
     from: "        _hide_internal_frames(chained, seen)",

@@ -422,7 +422,7 @@ def _signature_hint(exc, message):
             try:
                 signature = inspect.signature(fn).replace(return_annotation=inspect.Signature.empty)
                 found.append(f"{module_name}.{name}{signature}")
-            except (TypeError, ValueError):
+            except Exception:
                 pass
     if not found or len(found) > 3:
         return message
@@ -446,19 +446,44 @@ _EHOSTUNREACH = 23  # Emscripten's number, which its socket layer gives every co
 
 def _socket_hint(exc, message):
     """urllib, http.client and socket connect through sockets, which a sandbox does not have:
-    "Host is unreachable" would read as a network fault."""
-    while exc is not None:
-        if isinstance(exc, OSError) and exc.errno == _EHOSTUNREACH:
-            return (f"{message} (a sandbox has no sockets: reach the hosts its profile's "
-                    "`net` lists with pyodide.http.pyfetch or js.fetch)")
-        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
-        if not isinstance(exc, BaseException):
+    "Host is unreachable" would read as a network fault. Follows the exceptions `exc` chains
+    (each once: a script may chain them in a circle)."""
+    seen = set()
+    while isinstance(exc, BaseException) and id(exc) not in seen:
+        seen.add(id(exc))
+        try:
+            if isinstance(exc, OSError) and exc.errno == _EHOSTUNREACH:
+                return (f"{message} (a sandbox has no sockets: reach the hosts its profile's "
+                        "`net` lists with pyodide.http.pyfetch or js.fetch)")
+            exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        except Exception:  # a script's exception class may make any attribute raise
             return message
     return message
 
 
 def describe_error(exc):
-    """Error type, message, traceback without internal frames, and line number."""
+    """Error type, message, traceback without internal frames, and line number. Whatever the
+    script's exception does (a `__str__` that raises, chains in a circle), an answer: the
+    sandbox must not die describing it."""
+    try:
+        return _describe_error(exc)
+    except Exception as failed:
+        return {
+            "error_type": _error_type(exc),
+            "message": f"(the error could not be described: {type(failed).__name__})",
+            "traceback": "",
+            "lineno": None,
+        }
+
+
+def _safe_str(exc):
+    try:
+        return str(exc)
+    except Exception:
+        return "<exception str() failed>"
+
+
+def _describe_error(exc):
     te = traceback.TracebackException.from_exception(exc, limit=-40)
     _hide_internal_frames(te)
     lineno = None
@@ -468,18 +493,19 @@ def describe_error(exc):
         for frame in te.stack:
             if frame.filename == SCRIPT:
                 lineno = frame.lineno
-    message = str(exc)
+    message = _safe_str(exc)
     if isinstance(exc, (ImportError, NameError)) and "Did you mean" not in message:
         # Python puts its "Did you mean" suggestion in the traceback's last line only.
         last = "".join(te.format_exception_only()).strip().splitlines()[-1:]
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
-    text = _one_suggestion("".join(te.format()), str(exc))
+    text = _one_suggestion("".join(te.format()), _safe_str(exc))
     hinted = _socket_hint(exc, _signature_hint(exc, message))
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.
-        head, sep, tail = text.rpartition(message)
-        text = head + sep + hinted[len(message):] + tail if sep else text
+        suffix = hinted[len(message):]
+        head, sep, tail = text.rpartition(message) if message else ("", "", text)
+        text = head + sep + suffix + tail if sep else text.rstrip("\n") + suffix + "\n"
         message = hinted
     return {
         "error_type": _error_type(exc),
