@@ -1675,6 +1675,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "what an unfinished sweep did not reach is never checked again",
+    file: "src/execution/shared_write_modes.ts",
+    from: "const from = Math.min(runFrom, unfinished.get(folder.host) ?? runFrom);",
+    to: "const from = runFrom;",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
     name: "a read-write folder with a subfolder the host cannot list is left open to others",
     file: "src/execution/shared_write_modes.ts",
     from: "unwalked ??= `${path}: ${(error as Error).message}`;",

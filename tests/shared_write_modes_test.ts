@@ -63,5 +63,32 @@ Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a fo
       assert.equal(modeOf(join(root, "open.txt")), 0o644, "the walk went on past it");
     },
   );
+  await t.step(
+    "what a walk could not reach is checked by the next sweep of that folder, whatever run it follows",
+    async () => {
+      const root = Deno.makeTempDirSync();
+      Deno.chmodSync(root, 0o755);
+      const folders = [{ host: root, mount: "/w", mode: "rw" as const }];
+      const unfinished = new Map<string, number>();
+      const since = new Date();
+      Deno.mkdirSync(join(root, "d"));
+      Deno.writeTextFileSync(join(root, "d", "prog"), "#!/bin/sh\n");
+      Deno.chmodSync(join(root, "d", "prog"), 0o6777);
+      for (let i = 0; i < 20; i++) Deno.writeTextFileSync(join(root, "d", `f${i}`), "");
+      await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 10, unfinished });
+      assert.equal(modeOf(root) & 0o077, 0, "closed, as it could not be walked");
+      // A later run makes the folder walkable and opens it again.
+      for (let i = 0; i < 20; i++) Deno.removeSync(join(root, "d", `f${i}`));
+      Deno.chmodSync(root, 0o755);
+      await new Promise((r) => setTimeout(r, 2100));
+      await clearSharedWriteModes({ folders }, new Date(), silentLogger, {
+        maxEntries: 10,
+        unfinished,
+      });
+      assert.equal(Deno.statSync(join(root, "d", "prog")).mode! & 0o7777, 0o755);
+      assert.equal(unfinished.size, 0, "walked to the end: nothing left to check");
+      Deno.removeSync(root, { recursive: true });
+    },
+  );
   await Deno.remove(root, { recursive: true });
 });

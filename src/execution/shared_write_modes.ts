@@ -29,19 +29,36 @@ export interface SweepFs {
 
 const REAL_FS: SweepFs = { lstat: Deno.lstat, readDir: Deno.readDir };
 
+/**
+ * Per folder, since when changed entries are still to be checked: set when a walk could not
+ * finish, so the next sweep of that folder looks at everything changed since then, not only in
+ * its own run (a later script may reopen the folder the host closed, and delete what hid an
+ * entry the walk never reached). Kept for this process's life.
+ */
+const UNFINISHED_SINCE = new Map<string, number>();
+
 /** Clears the bits in every `rw` folder of `profile` on entries changed since `since`. */
 export async function clearSharedWriteModes(
   profile: Pick<Profile, "folders">,
   since: Date,
   log: Logger,
-  { maxEntries = MAX_ENTRIES, fs = REAL_FS }: { maxEntries?: number; fs?: SweepFs } = {},
+  { maxEntries = MAX_ENTRIES, fs = REAL_FS, unfinished = UNFINISHED_SINCE }: {
+    maxEntries?: number;
+    fs?: SweepFs;
+    unfinished?: Map<string, number>;
+  } = {},
 ): Promise<void> {
   // ctime may be kept in whole seconds.
-  const from = Math.floor(since.getTime() / 1000) * 1000 - 1000;
+  const runFrom = Math.floor(since.getTime() / 1000) * 1000 - 1000;
   for (const folder of profile.folders) {
     if (folder.mode !== "rw") continue;
+    const from = Math.min(runFrom, unfinished.get(folder.host) ?? runFrom);
     const unwalked = await clearIn(folder.host, from, maxEntries, fs);
-    if (unwalked === null) continue;
+    if (unwalked === null) {
+      unfinished.delete(folder.host);
+      continue;
+    }
+    unfinished.set(folder.host, from);
     try {
       const { mode } = await Deno.stat(folder.host);
       await Deno.chmod(folder.host, (mode ?? 0o700) & 0o7777 & ~SHARED_ALL);
