@@ -1649,15 +1649,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/skills_test.ts"],
     filter: "skills_read_only",
   },
+
   {
-    name: "a wheel in the index cache is installed for a profile without the index host",
+    name: "a cached index wheel is installed whatever host it came from",
     file: "src/packages/package_sources.ts",
-    from:
-      "    if (!hostAllowed(index, allowedHosts)) {\n      return `the profile does not allow the package index host ${index.host}`;\n    }\n    const cached = await this.#indexCache.find(name);\n    if (cached.wheel) return cached.wheel;\n",
-    to:
-      "    const cached = await this.#indexCache.find(name);\n    if (cached.wheel) return cached.wheel;\n    if (!hostAllowed(index, allowedHosts)) {\n      return `the profile does not allow the package index host ${index.host}`;\n    }\n",
-    tests: ["tests/packages_test.ts"],
-    filter: "package index only",
+    from: "if (hostAllowed(origin, allowedHosts)) return cached.wheel;",
+    to: "return cached.wheel;",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "cached from the host",
   },
   {
     name: "a snapshot another running server uses is removed as stale",

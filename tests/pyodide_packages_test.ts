@@ -384,7 +384,8 @@ async function hostileSources(
     dir,
     base,
     seen,
-    resolve: (names: string[]) => sources.resolve(names, hosts),
+    port: server.addr.port,
+    resolve: (names: string[], allowed = hosts) => sources.resolve(names, allowed),
     async [Symbol.asyncDispose]() {
       await server.shutdown();
       await Deno.remove(dir, { recursive: true });
@@ -437,6 +438,27 @@ Deno.test("attack: a lock's dependency names cannot send the host to other addre
   assert.equal(elsewhere, 0);
   assert.ok(index.seen.every((p) => p.startsWith("/simple/")), index.seen.join());
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("attack: a wheel cached from the host an index links to needs that host in net", async () => {
+  const wheel = await buildWheel({ name: "linked", value: 1 });
+  const sha = await sha256Hex(wheel.bytes);
+  let port = 0;
+  await using index = await hostileSources((path) =>
+    path === "/simple/linked/"
+      ? new Response(
+        `<a href="http://localhost:${port}/f/${wheel.file}#sha256=${sha}">${wheel.file}</a>`,
+      )
+      : path === `/f/${wheel.file}`
+      ? new Response(wheel.bytes)
+      : notFound()
+  );
+  port = index.port;
+  const both = [`127.0.0.1:${port}`, `localhost:${port}`];
+  assert.deepEqual((await index.resolve(["linked"], both)).problems, []);
+  const indexOnly = await index.resolve(["linked"], [`127.0.0.1:${port}`]);
+  assert.equal(indexOnly.packages.length, 0, "installed from the cache");
+  assert.match(indexOnly.problems.join(), /does not allow the host localhost:\d+ the index links/);
 });
 
 Deno.test("attack: an index file without a sha256 is refused", async () => {

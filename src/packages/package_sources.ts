@@ -190,7 +190,13 @@ export class PackageSources {
       return `the profile does not allow the package index host ${index.host}`;
     }
     const cached = await this.#indexCache.find(name);
-    if (cached.wheel) return cached.wheel;
+    if (cached.wheel) {
+      // Where it was downloaded from: the index may link its files to another host.
+      const origin = await Deno.readTextFile(originFile(this.#index.cacheDir, cached.wheel.file))
+        .then((text) => new URL(text.trim()), () => index);
+      if (hostAllowed(origin, allowedHosts)) return cached.wheel;
+      return `the profile does not allow the host ${origin.host} the index links ${cached.wheel.file} to`;
+    }
     try {
       await this.#download(name, allowedHosts, deadline);
     } catch (error) {
@@ -253,6 +259,12 @@ export class PackageSources {
       throw new Error(`checksum mismatch: ${file} does not match the index's sha256`);
     }
     await Deno.mkdir(cacheDir, { recursive: true });
+    await writeFileAtomically(originFile(cacheDir, file), newest.href.origin);
     await writeFileAtomically(join(cacheDir, file), bytes);
   }
+}
+
+/** The file beside a cached index wheel that says where it was downloaded from. */
+function originFile(cacheDir: string, wheel: string): string {
+  return join(cacheDir, `${wheel}.origin`);
 }
