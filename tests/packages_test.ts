@@ -226,5 +226,6 @@ Deno.test("packages come from a package index only for profiles that allow its h
     assert.deepEqual(requests.slice(seen), []);
   });
   await Deno.remove(`${defaultCacheDir()}/wheels/${wheel.file}`).catch(() => {});
+  await Deno.remove(`${defaultCacheDir()}/wheels/${wheel.file}.origin`).catch(() => {});
   await Deno.remove(dir, { recursive: true });
 });
