@@ -1431,6 +1431,9 @@ for (const client of CLIENTS) {
     const missing = await s.run(["install", "--client", client, "--config", "/nope/x.json"]);
     assert.equal(missing.code, 2);
     assert.match(missing.stdout, /--config: no config file at \/nope\/x\.json/);
+    const expanded = await s.run(["install", "--client", client, "--config", "/a/${HOME}/x.json"]);
+    assert.equal(expanded.code, 2);
+    assert.match(expanded.stdout, /which clients expand in args/);
   });
 }
 

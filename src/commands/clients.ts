@@ -463,6 +463,10 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   const configPath = options.config === undefined
     ? undefined
     : resolve(deps.platform.cwd, options.config);
+  if (configPath?.includes("${")) {
+    // Clients expand `${NAME}` in an entry's args: the entry would serve another path.
+    throw new UsageError(`--config: ${configPath} holds "\${", which clients expand in args`);
+  }
   if (configPath && !(await Deno.stat(configPath).then((s) => s.isFile, () => false))) {
     throw new UsageError(`--config: no config file at ${configPath}`);
   }
