@@ -211,6 +211,12 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         "AKIAIOSFODNN7EXAMPLE",
         "prod-7f9c2ba4e88f",
         "kLmQpXyZ",
+        "cus_NffrFeUfNV2Hib",
+        "sg-a7fec171",
+        "UA1B2C3D4E", // a Slack id
+        "example-corp.com",
+        "README.md",
+        "MDQ6VXNlcjE", // a GitHub node id
       ];
       for (const key of data) {
         assert.equal(isFieldName(key), false, key);
@@ -222,16 +228,26 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         "node_id",
         "HTTPStatusCode",
         "ipv4Address",
-        "x509v3Extensions",
+        "x509Certificate",
         "sha256",
         "OAuth2Token",
-        "pageIDs",
+        "userID",
+        "MAX_RETRIES",
+        "address2",
         "X-RateLimit-Remaining",
         "$schema",
         "@type",
         "iso8601Date",
       ];
       for (const key of names) assert.equal(isFieldName(key), true, key);
+      // Ids of letters alone pass for names; results keyed by different ones are a mapping.
+      const merged = mergeShapes(shapeOf({ deadbeef: { n: 1 } }), shapeOf({ cafebabe: { n: 2 } }));
+      assert.equal(merged.properties, undefined, JSON.stringify(merged));
+      assert.deepEqual(merged.additionalProperties, {
+        type: "object",
+        properties: { n: { type: "integer" } },
+        required: ["n"],
+      });
     },
   );
   await t.step("a key missing from one result becomes optional; types widen", () => {

@@ -21,18 +21,29 @@ const FIELD_NAME = /^[A-Za-z_$@][A-Za-z0-9_.$-]{0,39}$/;
 const LONG_CODE = /[0-9]{5}|[A-Z0-9]{16}/;
 /** The words of a camel-case name: "HTTP", "Status", "4", "Address". */
 const NAME_WORD = /[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+/g;
+/** Letters of one case with a digit inside them: "UA1B2C3D4E", "k3jx9qwe2z". */
+const ONE_CASE_WITH_INNER_DIGIT =
+  /^(?:[A-Z0-9]*[A-Z][0-9]+[A-Z][A-Z0-9]*|[a-z0-9]*[a-z][0-9]+[a-z][a-z0-9]*)$/;
+/** A domain or a file name: "example.com", "README.md". */
+const DOTTED_NAME = /\.[a-z]{2,4}$/;
 
 /**
- * Whether `key` reads as a field name rather than data. Generated ids and tokens read as
- * runs of one- or two-character pieces ("N9x7Y2kLm3Qp", "f47ac10b" of a UUID, "51Hx9aBcD");
- * names as words ("ipv4Address", "x509v3Extensions", "HTTPStatusCode"). A name taken for data
- * only makes its object a `dict[str, ...]`; data taken for a name would be kept and shown.
+ * Whether `key` reads as a field name rather than data. Generated ids and tokens read as runs
+ * of short pieces ("N9x7Y2kLm3Qp", "f47ac10b" of a UUID, "51Hx9aBcD") or mix letters and digits
+ * more than once ("a7fec171"); names read as words ("ipv4Address", "HTTPStatusCode"). A heuristic:
+ * a name taken for data only makes its object a `dict[str, ...]`, while an id made of letters
+ * alone ("deadbeef") still passes for a name; `mergeShapes` catches most of those, as the keys
+ * of a mapping differ from one result to the next.
  */
 export function isFieldName(key: string): boolean {
-  if (!FIELD_NAME.test(key) || LONG_CODE.test(key)) return false;
-  return key.split(/[_.$@-]/).every((part) =>
-    part.length < 6 || part.length / (part.match(NAME_WORD)?.length ?? 1) >= 2
-  );
+  if (!FIELD_NAME.test(key) || LONG_CODE.test(key) || DOTTED_NAME.test(key)) return false;
+  return key.split(/[_.$@-]/).every((part) => {
+    if (part.length < 6) return true;
+    const words = part.match(NAME_WORD)?.length ?? 1;
+    const digitRuns = part.match(/[0-9]+/g)?.length ?? 0;
+    if (part.length >= 8 && ONE_CASE_WITH_INNER_DIGIT.test(part)) return false;
+    return part.length / words >= 2.5 && (part.length < 8 || digitRuns < 2);
+  });
 }
 
 /**
@@ -130,6 +141,12 @@ function mergeSameKind(a: JsonSchema, b: JsonSchema): JsonSchema {
   if (ap && bp) {
     const keys = [...new Set([...Object.keys(ap), ...Object.keys(bp)])];
     if (keys.length > MAX_FIELDS) return mapping(a, b);
+    // Two results with no key in common: keys that are data (ids), not a record's fields.
+    const apKeys = Object.keys(ap);
+    const bpKeys = Object.keys(bp);
+    if (apKeys.length > 0 && bpKeys.length > 0 && !apKeys.some((k) => k in bp)) {
+      return mapping(a, b);
+    }
     const required = new Set(a.required as string[]);
     return {
       type: "object",
