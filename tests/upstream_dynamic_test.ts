@@ -135,6 +135,35 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
     assert.equal(await markerSays(marker, "cancelled", 4_000), true, "the server was not told");
   });
 
+  await t.step("a client that cancels during the grace does not wait it out", async () => {
+    await using dir = await tempDir();
+    const marker = join(dir.path, "cancelled-in-grace");
+    const controller = new AbortController();
+    const call = server.client.callTool(
+      {
+        name: "execute_code",
+        arguments: {
+          code: [
+            "import asyncio",
+            "from mcp_tools import dynamic",
+            `asyncio.ensure_future(dynamic.wait_for_cancel_async(marker=${
+              JSON.stringify(marker)
+            }))`,
+            "await asyncio.sleep(0.5)",
+          ].join("\n"),
+        },
+      },
+      undefined,
+      { signal: controller.signal },
+    );
+    assert.equal(await markerSays(marker, "started", 30_000), true, "the call never started");
+    await delay(1000); // the script has ended: the host waits out the grace for its call
+    controller.abort();
+    await assert.rejects(call);
+    // Well before the 5 s grace would have ended.
+    assert.equal(await markerSays(marker, "cancelled", 2500), true, "the server was not told");
+  });
+
   await t.step("closing a session under a running call cancels the call at once", async () => {
     await using dir = await tempDir();
     const marker = join(dir.path, "closed-session");
