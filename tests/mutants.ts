@@ -1682,6 +1682,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "a sweep during another run in the folder trusts its walk",
+    file: "src/execution/shared_write_modes.ts",
+    from: "      if (othersRunning) unchecked.set(folder.host, from);\n      else unchecked.delete(folder.host);",
+    to: "      unchecked.delete(folder.host);",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
     name: "what an unfinished sweep did not reach is never checked again",
     file: "src/execution/shared_write_modes.ts",
     from: "const from = Math.min(runFrom, unfinished.get(folder.host) ?? runFrom);",

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { silentLogger } from "../src/_util/log.ts";
-import { clearSharedWriteModes } from "../src/execution/shared_write_modes.ts";
+import { clearSharedWriteModes, watchSharedModes } from "../src/execution/shared_write_modes.ts";
 
 const modeOf = (path: string) => Deno.statSync(path).mode! & 0o777;
 
@@ -69,13 +69,13 @@ Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a fo
       const root = Deno.makeTempDirSync();
       Deno.chmodSync(root, 0o755);
       const folders = [{ host: root, mount: "/w", mode: "rw" as const }];
-      const unfinished = new Map<string, number>();
+      const state = { uncheckedSince: new Map<string, number>(), running: new Map() };
       const since = new Date();
       Deno.mkdirSync(join(root, "d"));
       Deno.writeTextFileSync(join(root, "d", "prog"), "#!/bin/sh\n");
       Deno.chmodSync(join(root, "d", "prog"), 0o6777);
       for (let i = 0; i < 20; i++) Deno.writeTextFileSync(join(root, "d", `f${i}`), "");
-      await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 10, unfinished });
+      await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 10, state });
       assert.equal(modeOf(root) & 0o077, 0, "closed, as it could not be walked");
       // A later run makes the folder walkable and opens it again.
       for (let i = 0; i < 20; i++) Deno.removeSync(join(root, "d", `f${i}`));
@@ -83,10 +83,34 @@ Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a fo
       await new Promise((r) => setTimeout(r, 2100));
       await clearSharedWriteModes({ folders }, new Date(), silentLogger, {
         maxEntries: 10,
-        unfinished,
+        state,
       });
       assert.equal(Deno.statSync(join(root, "d", "prog")).mode! & 0o7777, 0o755);
-      assert.equal(unfinished.size, 0, "walked to the end: nothing left to check");
+      assert.equal(state.uncheckedSince.size, 0, "walked to the end: nothing left to check");
+      Deno.removeSync(root, { recursive: true });
+    },
+  );
+  await t.step(
+    "a run that ends while another runs in the folder leaves what changed to the last one's sweep",
+    async () => {
+      const root = Deno.makeTempDirSync();
+      Deno.chmodSync(root, 0o755);
+      const profile = { folders: [{ host: root, mount: "/w", mode: "rw" as const }] };
+      const state = { uncheckedSince: new Map<string, number>(), running: new Map() };
+      // The second run moves d away just as the first one's walk would reach it.
+      const lstat = (path: string) =>
+        path.endsWith("/d") ? Promise.reject(new Deno.errors.NotFound(path)) : Deno.lstat(path);
+      const first = watchSharedModes(profile, { state, fs: { lstat, readDir: Deno.readDir } });
+      Deno.mkdirSync(join(root, "d"));
+      Deno.writeTextFileSync(join(root, "d", "prog"), "#!/bin/sh\n");
+      Deno.chmodSync(join(root, "d", "prog"), 0o6777);
+      await new Promise((r) => setTimeout(r, 2100));
+      const second = watchSharedModes(profile, { state });
+      await first.sweep(silentLogger);
+      assert.equal(Deno.statSync(join(root, "d", "prog")).mode! & 0o7777, 0o6777, "not reached");
+      await second.sweep(silentLogger);
+      assert.equal(Deno.statSync(join(root, "d", "prog")).mode! & 0o7777, 0o755);
+      assert.equal(state.running.size, 0);
       Deno.removeSync(root, { recursive: true });
     },
   );

@@ -36,7 +36,7 @@ import { checkRequest, isRefusal } from "./request_checks.ts";
 import { refusedResult, toExecutionResult, verifyOutputs } from "./result_mapping.ts";
 import { acquireSandbox } from "./sandbox_lease.ts";
 import { scrubbedLines } from "./scrubbed_lines.ts";
-import { clearSharedWriteModes } from "./shared_write_modes.ts";
+import { watchSharedModes } from "./shared_write_modes.ts";
 
 /** What a caller asks to run; the `execute_code` tool's input schema (and its only source). */
 export const EXECUTE_REQUEST_SHAPE = {
@@ -212,7 +212,7 @@ export class SandboxExecutor implements Executor {
     let outcome: RawOutcome | undefined;
     let released: ReturnType<typeof lease.release> = null;
     const sandbox = lease.sandbox;
-    const runStarted = new Date();
+    const sharedModes = watchSharedModes(profile);
     try {
       outcome = await tracing.span("sandbox.run", async (span) => {
         const ran = await sandbox.execute({
@@ -249,11 +249,13 @@ export class SandboxExecutor implements Executor {
       const ended = outcome?.interrupted || outcome?.stop;
       await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);
       released = lease.release(outcome);
+      // Failed on the host: still swept (the run's folder count must not stay raised).
+      if (outcome === undefined) await sharedModes.sweep(log).catch(() => {});
     }
 
     // 5. Map to a result, once the sandbox can no longer touch its folders (killed, or a
     // session's paused) and what it shared in them is taken back.
-    await clearSharedWriteModes(profile, runStarted, log);
+    await sharedModes.sweep(log);
     if (outcome.reply?.outputs) {
       outcome.reply.outputs = await verifyOutputs(outcome.reply.outputs, profile);
     }

@@ -29,36 +29,75 @@ export interface SweepFs {
 
 const REAL_FS: SweepFs = { lstat: Deno.lstat, readDir: Deno.readDir };
 
+/** What the sweeps of one host process remember between runs. */
+export interface SweepState {
+  /**
+   * Per folder, since when changed entries are still to be checked: set when a walk could not
+   * finish, or another run was going on in the folder while it walked (that run may move what
+   * the walk had not reached yet), so the folder's next sweep looks at everything changed since
+   * then, not only in its own run.
+   */
+  uncheckedSince: Map<string, number>;
+  /** Per folder, how many runs are going on in it now. */
+  running: Map<string, number>;
+}
+
+const PROCESS_SWEEPS: SweepState = { uncheckedSince: new Map(), running: new Map() };
+
+export interface SweepOptions {
+  maxEntries?: number;
+  fs?: SweepFs;
+  state?: SweepState;
+}
+
 /**
- * Per folder, since when changed entries are still to be checked: set when a walk could not
- * finish, so the next sweep of that folder looks at everything changed since then, not only in
- * its own run (a later script may reopen the folder the host closed, and delete what hid an
- * entry the walk never reached). Kept for this process's life.
+ * Call as a run starts in `profile`'s sandbox; returns the sweep to call once it has ended (its
+ * sandbox stopped or paused), which clears the bits on what changed in its `rw` folders.
  */
-const UNFINISHED_SINCE = new Map<string, number>();
+export function watchSharedModes(
+  profile: Pick<Profile, "folders">,
+  options: SweepOptions = {},
+): { sweep(log: Logger): Promise<void> } {
+  const state = options.state ?? PROCESS_SWEEPS;
+  const folders = profile.folders.filter((f) => f.mode === "rw").map((f) => f.host);
+  for (const host of folders) state.running.set(host, (state.running.get(host) ?? 0) + 1);
+  const since = new Date();
+  let swept = false;
+  return {
+    async sweep(log) {
+      if (swept) return;
+      swept = true;
+      for (const host of folders) {
+        const left = (state.running.get(host) ?? 1) - 1;
+        if (left > 0) state.running.set(host, left);
+        else state.running.delete(host);
+      }
+      await clearSharedWriteModes({ folders: profile.folders }, since, log, { ...options, state });
+    },
+  };
+}
 
 /** Clears the bits in every `rw` folder of `profile` on entries changed since `since`. */
 export async function clearSharedWriteModes(
   profile: Pick<Profile, "folders">,
   since: Date,
   log: Logger,
-  { maxEntries = MAX_ENTRIES, fs = REAL_FS, unfinished = UNFINISHED_SINCE }: {
-    maxEntries?: number;
-    fs?: SweepFs;
-    unfinished?: Map<string, number>;
-  } = {},
+  { maxEntries = MAX_ENTRIES, fs = REAL_FS, state = PROCESS_SWEEPS }: SweepOptions = {},
 ): Promise<void> {
   // ctime may be kept in whole seconds.
   const runFrom = Math.floor(since.getTime() / 1000) * 1000 - 1000;
+  const unchecked = state.uncheckedSince;
   for (const folder of profile.folders) {
     if (folder.mode !== "rw") continue;
-    const from = Math.min(runFrom, unfinished.get(folder.host) ?? runFrom);
+    const from = Math.min(runFrom, unchecked.get(folder.host) ?? runFrom);
     const unwalked = await clearIn(folder.host, from, maxEntries, fs);
+    const othersRunning = (state.running.get(folder.host) ?? 0) > 0;
     if (unwalked === null) {
-      unfinished.delete(folder.host);
+      if (othersRunning) unchecked.set(folder.host, from);
+      else unchecked.delete(folder.host);
       continue;
     }
-    unfinished.set(folder.host, from);
+    unchecked.set(folder.host, from);
     try {
       const { mode } = await Deno.stat(folder.host);
       await Deno.chmod(folder.host, (mode ?? 0o700) & 0o7777 & ~SHARED_ALL);
