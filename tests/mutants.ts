@@ -1511,8 +1511,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "write access a script gives others through Deno stays",
     file: "src/execution/executor.ts",
-    from: "await clearSharedWriteModes(profile, runStarted, log);",
-    to: "",
+    from: "    await sharedModes.sweep(log);\n    if (outcome.reply?.outputs) {",
+    to: "    if (outcome.reply?.outputs) {",
     tests: ["tests/profiles_test.ts"],
     filter: "grant exactly",
   },
@@ -1691,7 +1691,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "what an unfinished sweep did not reach is never checked again",
     file: "src/execution/shared_write_modes.ts",
-    from: "const from = Math.min(runFrom, unfinished.get(folder.host) ?? runFrom);",
+    from: "const from = Math.min(runFrom, unchecked.get(folder.host) ?? runFrom);",
     to: "const from = runFrom;",
     tests: ["tests/shared_write_modes_test.ts"],
   },
