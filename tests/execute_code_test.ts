@@ -65,6 +65,26 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
         "raise S('x')",
         "S",
       ],
+      ["class E(Exception):\n    def __str__(self):\n        raise SystemExit(3)\nraise E()", "E"],
+      [
+        "class K(KeyboardInterrupt):\n    def __str__(self):\n        raise K()\nraise K()",
+        "K",
+      ],
+      [
+        "class C:\n    def __eq__(self, o):\n        raise RuntimeError()\n    __hash__ = None\n" +
+        "raise SystemExit(C())",
+        "SystemExit",
+      ],
+      [
+        "class M(type):\n    @property\n    def __name__(cls):\n        raise RuntimeError()\n" +
+        "class E(Exception, metaclass=M):\n    pass\nraise E('x')",
+        "E",
+      ],
+      [
+        "class E(Exception):\n    @property\n    def __class__(self):\n        raise RuntimeError()\n" +
+        "raise E('x')",
+        "E",
+      ],
     ];
     for (const [code, type] of cases) {
       const r = await server.execute({ code, timeout_s: 20 });

@@ -1141,15 +1141,15 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an exception describe_error cannot handle kills the sandbox",
     file: "src/sandbox/prelude.py",
-    from: "        return _describe_error(exc)\n    except Exception as failed:",
-    to: "        return _describe_error(exc)\n    except ZeroDivisionError as failed:",
+    from: "        return _describe_error(exc)\n    except BaseException as failed:",
+    to: "        return _describe_error(exc)\n    except Exception as failed:",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
   },
   {
     name: "a chained exception's traceback shows the standard library's frames",
     file: "src/sandbox/prelude.py",
-    from: "        _hide_internal_frames(chained, seen)",
+    from: "        pending.extend((te.__cause__, te.__context__, *(getattr(te, \"exceptions\", None) or ())))",
     to: "        pass",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",

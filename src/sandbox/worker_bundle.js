@@ -760,8 +760,12 @@ def _frame_visible(frame):
     return not frame.filename.startswith(_HIDDEN_PREFIXES)
 
 
+_TYPE_NAME = type.__dict__["__name__"]
+
+
 def _error_type(exc):
-    return type(exc).__name__
+    # Read past the class's own metaclass, which a script may give a \`__name__\` that raises.
+    return _TYPE_NAME.__get__(type(exc))
 
 
 def _one_suggestion(text, message):
@@ -822,16 +826,21 @@ def _signature_hint(exc, message):
     return f"{message} (it takes: {'; '.join(found)})"
 
 
-def _hide_internal_frames(te, seen=None):
+_MAX_DESCRIBED_EXCEPTIONS = 1000
+
+
+def _hide_internal_frames(te):
     """Keeps the script's frames in \`te\` and in the exceptions it chains (its cause, the one it
-    was raised while handling, a group's members): the standard library's are noise there."""
-    seen = set() if seen is None else seen
-    if te is None or id(te) in seen:
-        return
-    seen.add(id(te))
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
-    for chained in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
-        _hide_internal_frames(chained, seen)
+    was raised while handling, a group's members): the standard library's are noise there. Each
+    once, without recursion (a script may chain thousands, or in a circle)."""
+    pending, seen = [te], set()
+    while pending and len(seen) < _MAX_DESCRIBED_EXCEPTIONS:
+        te = pending.pop()
+        if te is None or id(te) in seen:
+            continue
+        seen.add(id(te))
+        te.stack = traceback.StackSummary.from_list([f for f in te.stack if _frame_visible(f)])
+        pending.extend((te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())))
 
 
 _EHOSTUNREACH = 23  # Emscripten's number, which its socket layer gives every connection
@@ -845,11 +854,11 @@ def _socket_hint(exc, message):
     while isinstance(exc, BaseException) and id(exc) not in seen:
         seen.add(id(exc))
         try:
-            if isinstance(exc, OSError) and exc.errno == _EHOSTUNREACH:
+            if issubclass(type(exc), OSError) and exc.errno == _EHOSTUNREACH:
                 return (f"{message} (a sandbox has no sockets: reach the hosts its profile's "
                         "\`net\` lists with pyodide.http.pyfetch or js.fetch)")
             exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
-        except Exception:  # a script's exception class may make any attribute raise
+        except BaseException:  # a script's exception class may make any attribute raise
             return message
     return message
 
@@ -860,10 +869,10 @@ def describe_error(exc):
     sandbox must not die describing it."""
     try:
         return _describe_error(exc)
-    except Exception as failed:
+    except BaseException as failed:  # a script's __str__ may raise SystemExit, even
         return {
             "error_type": _error_type(exc),
-            "message": f"(the error could not be described: {type(failed).__name__})",
+            "message": f"(the error could not be described: {_error_type(failed)})",
             "traceback": "",
             "lineno": None,
         }
@@ -872,7 +881,7 @@ def describe_error(exc):
 def _safe_str(exc):
     try:
         return str(exc)
-    except Exception:
+    except BaseException:
         return "<exception str() failed>"
 
 
@@ -880,14 +889,14 @@ def _describe_error(exc):
     te = traceback.TracebackException.from_exception(exc, limit=-40)
     _hide_internal_frames(te)
     lineno = None
-    if isinstance(exc, SyntaxError) and exc.filename == SCRIPT:
+    if issubclass(type(exc), SyntaxError) and exc.filename == SCRIPT:
         lineno = exc.lineno
     else:
         for frame in te.stack:
             if frame.filename == SCRIPT:
                 lineno = frame.lineno
     message = _safe_str(exc)
-    if isinstance(exc, (ImportError, NameError)) and "Did you mean" not in message:
+    if issubclass(type(exc), (ImportError, NameError)) and "Did you mean" not in message:
         # Python puts its "Did you mean" suggestion in the traceback's last line only.
         last = "".join(te.format_exception_only()).strip().splitlines()[-1:]
         if last and "Did you mean" in last[0]:
@@ -1028,13 +1037,25 @@ def run(code, result_limit, scope=None, started=None):
         if _interrupted_waiting:
             # Interrupted while it waited (interrupt_waiting_script), whatever that raised.
             exc = KeyboardInterrupt()
-        if isinstance(exc, SystemExit) and exc.code in (None, 0):
+        if _clean_exit(exc):
             outcome = {"ok": True, "result": None}
         else:
             outcome = {"ok": False, "error": describe_error(exc)}
     sys.stdout.flush()
     sys.stderr.flush()
     return outcome
+
+
+def _clean_exit(exc):
+    """\`sys.exit()\`, \`sys.exit(0)\` (or False): a success. Only built-in codes count, so no
+    script's \`__eq__\` runs here."""
+    if not issubclass(type(exc), SystemExit):
+        return False
+    try:
+        code = exc.code
+    except BaseException:
+        return False
+    return code is None or (type(code) in (int, bool) and code == 0)
 
 
 def to_json(outcome):
