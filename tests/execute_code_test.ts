@@ -85,6 +85,11 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
         "raise E('x')",
         "E",
       ],
+      [
+        "class E(Exception):\n    @property\n    def __class__(self):\n        raise SystemExit(1)\n" +
+        "raise E('x')",
+        "E",
+      ],
     ];
     for (const [code, type] of cases) {
       const r = await server.execute({ code, timeout_s: 20 });
