@@ -1149,7 +1149,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a chained exception's traceback shows the standard library's frames",
     file: "src/sandbox/prelude.py",
-    from: "        pending.extend((te.__cause__, te.__context__, *(getattr(te, \"exceptions\", None) or ())))",
+    from:
+      '        pending.extend((te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())))',
     to: "        pass",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
@@ -1270,8 +1271,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "results keyed by different ids merge into a record of every id",
     file: "src/catalog/result_shapes.ts",
-    from: "if (apKeys.length > 0 && bpKeys.length > 0 && !apKeys.some((k) => k in bp)) {",
-    to: "if (false) {",
+    from: "if (keys.length - shared > shared) return mapping(a, b);",
+    to: "",
     tests: ["tests/schema_types_test.ts"],
     filter: "never values",
   },
@@ -1684,7 +1685,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a sweep during another run in the folder trusts its walk",
     file: "src/execution/shared_write_modes.ts",
-    from: "      if (othersRunning) unchecked.set(folder.host, from);\n      else unchecked.delete(folder.host);",
+    from:
+      "      if (othersRunning) unchecked.set(folder.host, from);\n      else unchecked.delete(folder.host);",
     to: "      unchecked.delete(folder.host);",
     tests: ["tests/shared_write_modes_test.ts"],
   },

@@ -248,6 +248,18 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         properties: { n: { type: "integer" } },
         required: ["n"],
       });
+      // Names of people and projects overlap from one result to the next: still a mapping.
+      const quotas = [
+        { "alice.nguyen": 1, bob: 2 },
+        { bob: 3, mallory: 4, "secret-project-apollo": 5 },
+        { mallory: 6, "acme-merger-2026": 7 },
+      ].map((q) => shapeOf({ quotas: q })).reduce(mergeShapes);
+      const quotasShape = (quotas.properties as Record<string, { properties?: unknown }>).quotas!;
+      assert.equal(quotasShape.properties, undefined, JSON.stringify(quotasShape));
+      // A record whose optional fields come and go stays a record.
+      const record = [{ id: 1, name: "a" }, { id: 2, name: "b", email: "x" }, { id: 3, name: "c" }]
+        .map((r) => shapeOf(r)).reduce(mergeShapes);
+      assert.deepEqual(Object.keys(record.properties!), ["id", "name", "email"]);
     },
   );
   await t.step("a key missing from one result becomes optional; types widen", () => {

@@ -141,12 +141,10 @@ function mergeSameKind(a: JsonSchema, b: JsonSchema): JsonSchema {
   if (ap && bp) {
     const keys = [...new Set([...Object.keys(ap), ...Object.keys(bp)])];
     if (keys.length > MAX_FIELDS) return mapping(a, b);
-    // Two results with no key in common: keys that are data (ids), not a record's fields.
-    const apKeys = Object.keys(ap);
-    const bpKeys = Object.keys(bp);
-    if (apKeys.length > 0 && bpKeys.length > 0 && !apKeys.some((k) => k in bp)) {
-      return mapping(a, b);
-    }
+    // More keys that only one result has than keys both have: keys that are data (ids, names
+    // of people or projects), not a record's fields, which come back call after call.
+    const shared = keys.filter((k) => k in ap && k in bp).length;
+    if (keys.length - shared > shared) return mapping(a, b);
     const required = new Set(a.required as string[]);
     return {
       type: "object",
