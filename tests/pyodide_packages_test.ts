@@ -459,6 +459,10 @@ Deno.test("attack: a wheel cached from the host an index links to needs that hos
   const indexOnly = await index.resolve(["linked"], [`127.0.0.1:${port}`]);
   assert.equal(indexOnly.packages.length, 0, "installed from the cache");
   assert.match(indexOnly.problems.join(), /does not allow the host localhost:\d+ the index links/);
+  // Cached without its origin (by an older version): downloaded again, which checks the host.
+  await Deno.remove(join(index.dir, "cache", "wheels", `${wheel.file}.origin`));
+  const again = await index.resolve(["linked"], [`127.0.0.1:${port}`]);
+  assert.match(again.problems.join(), /does not allow the host localhost:\d+ the index links/);
 });
 
 Deno.test("attack: an index file without a sha256 is refused", async () => {

@@ -190,10 +190,12 @@ export class PackageSources {
       return `the profile does not allow the package index host ${index.host}`;
     }
     const cached = await this.#indexCache.find(name);
-    if (cached.wheel) {
-      // Where it was downloaded from: the index may link its files to another host.
-      const origin = await Deno.readTextFile(originFile(this.#index.cacheDir, cached.wheel.file))
-        .then((text) => new URL(text.trim()), () => index);
+    // Where it was downloaded from (the index may link its files to another host); a wheel
+    // cached without it (by an older version) is downloaded again, which checks the host.
+    const origin = cached.wheel &&
+      await Deno.readTextFile(originFile(this.#index.cacheDir, cached.wheel.file))
+        .then((text) => new URL(text.trim()), () => null);
+    if (cached.wheel && origin) {
       if (hostAllowed(origin, allowedHosts)) return cached.wheel;
       return `the profile does not allow the host ${origin.host} the index links ${cached.wheel.file} to`;
     }
