@@ -1683,6 +1683,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/shared_write_modes_test.ts"],
   },
   {
+    name: "a command in ~/bin makes the whole home folder trusted",
+    file: "src/policy/trusted_paths.ts",
+    from: 'above !== "/" && above !== home',
+    to: 'above !== "/"',
+    tests: ["tests/trusted_paths_test.ts"],
+  },
+  {
     name: "a sweep during another run in the folder trusts its walk",
     file: "src/execution/shared_write_modes.ts",
     from:

@@ -33,9 +33,16 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     "pylib",
     "venv/lib/site-packages",
     "node_modules",
+    "userhome/bin",
+    "userhome/work",
   ];
   for (const dir of dirs) await Deno.mkdir(join(root, dir), { recursive: true });
   await Deno.writeTextFile(join(root, "venv", "bin", "mysrv"), "#!/bin/sh\n");
+  // A personal bin/ in the home folder, first on PATH, with a deno of its own in it.
+  for (const name of ["mytool", "deno"]) {
+    await Deno.writeTextFile(join(root, "userhome", "bin", name), "#!/bin/sh\n");
+    await Deno.chmod(join(root, "userhome", "bin", name), 0o755);
+  }
   await Deno.writeTextFile(join(root, "userhome", "mcp", "server.ts"), "import './lib/a.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "tool_server.ts"), "import './lib/helper.ts';\n");
   await Deno.writeTextFile(join(root, "servers", "lib", "helper.ts"), "export {};\n");
@@ -63,6 +70,7 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
           cwd: "home",
         },
         bare: { command: "mysrv", cwd: "home" },
+        personal: { command: "mytool", cwd: "home" },
         fetched: { command: "npx", args: ["-y", "some-mcp-server"], cwd: "home" },
         noded_too: { command: "node", args: ["server.js"], cwd: "home" },
         shelled: { command: "bash", args: ["-c", "exec deno run ~/mcp/server.ts"], cwd: "home" },
@@ -100,7 +108,7 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
       // npx's packages are kept under HOME.
       env: (name) =>
         name === "PATH"
-          ? `${root}/venv/bin:${Deno.env.get("PATH")}`
+          ? `${root}/userhome/bin:${root}/venv/bin:${Deno.env.get("PATH")}`
           : name === "HOME"
           ? join(root, "userhome")
           : Deno.env.get(name),
@@ -226,6 +234,13 @@ Deno.test("loadConfig() refuses write access over anything the host runs or trus
     for (let i = 0; i <= 20_000; i++) Deno.writeFileSync(join(pad, `f${i}`), new Uint8Array());
     assert.match(await unavailable(pad), /more than 20000 entries, too many to check for links/);
   });
+  await t.step(
+    "a personal bin/ is protected, not the whole home folder; deno is the server's own",
+    async () => {
+      await attempt(join(root, "userhome", "work"));
+      await assert.rejects(attempt(join(root, "userhome", "bin")), /server's command/);
+    },
+  );
   await t.step("a folder that is neither trusted nor linked out loads", async () => {
     await Deno.mkdir(join(elsewhere, "fine"));
     await attempt(join(elsewhere, "fine"));

@@ -4,6 +4,7 @@
  * Everything the rest of the server trusts is checked here once. Errors name the file, the
  * server or profile, and the field.
  */
+import { denoCommand } from "../upstream/deno_command.ts";
 import { readConfigVariable, readEnv } from "./environment.ts";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
@@ -179,7 +180,11 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     configPath: path,
     settings: parsed.settings,
     servers: parsed.servers.filter((s) => s.kind === "stdio"),
-    resolveCommand: (name) => findOnPath(name, env("PATH") ?? ""),
+    // "deno" is the Deno running this server (see denoCommand), wherever PATH leads.
+    resolveCommand: (name) => {
+      const command = denoCommand(name);
+      return isAbsolute(command) ? command : findOnPath(command, env("PATH") ?? "");
+    },
     home: env("HOME"),
     isFile,
     runtime: options.runtimePaths ?? [],

@@ -106,7 +106,7 @@ function serverPaths(
   const command = server.command.includes("/")
     ? at(server.command)
     : resolveCommand(server.command);
-  if (command) paths.push(installationOf(command));
+  if (command) paths.push(installationOf(command, home));
   paths.push(...launcherFolders(server.command, home));
   const words = [...server.args, ...Object.values(server.env ?? {})];
   for (const token of words.flatMap((word) => pathTokens(word, home))) {
@@ -144,9 +144,14 @@ function ancestors(path: string): string[] {
  * installation above it (a venv, a Python or Node install: their `lib/` holds the packages a
  * `.pth` file or a module there would run).
  */
-function installationOf(command: string): TrustedPath {
+function installationOf(command: string, home: string | undefined): TrustedPath {
   const folder = dirname(command);
-  const installed = /^(bin|Scripts)$/.test(basename(folder)) ? dirname(folder) : folder;
+  const above = dirname(folder);
+  // A personal or system `bin/` (~/bin, /bin) is no installation: the folder itself, not all
+  // of the home folder or the whole file system.
+  const installed = /^(bin|Scripts)$/.test(basename(folder)) && above !== "/" && above !== home
+    ? above
+    : folder;
   return { path: installed, what: "the installation of an upstream server's command" };
 }
 
