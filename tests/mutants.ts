@@ -791,8 +791,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a venv's packages may be granted read-write beside its python",
     file: "src/policy/trusted_paths.ts",
-    from: "/^(bin|Scripts)$/.test(basename(folder)) ? dirname(folder) : folder;",
-    to: "folder;",
+    from: "const installed = /^(bin|Scripts)$/.test(basename(folder))",
+    to: "const installed = false",
     tests: ["tests/trusted_paths_test.ts"],
   },
   {
