@@ -83,7 +83,9 @@ export class WatchedResidentMemory implements ResidentMemory {
         env: this.#command.env,
         stdin: "piped",
         stdout: "piped",
-        stderr: "inherit",
+        // Deno says on a terminal that it cannot open the cache the watcher is denied (a
+        // newcomer's first start showed six such lines): logged at debug, not printed.
+        stderr: "piped",
       }).spawn();
     } catch (error) {
       this.#log.warn(`cannot start the memory watcher: ${(error as Error).message}`);
@@ -91,6 +93,10 @@ export class WatchedResidentMemory implements ResidentMemory {
     }
     const watcher: Watcher = { process, writer: process.stdin.getWriter(), pending: [] };
     this.#watcher = watcher;
+    readLines(process.stderr, 4096, {
+      line: (text) => this.#log.debug("memory watcher", { stderr: text }),
+      overlong: () => {},
+    }).catch(() => {});
     readLines(process.stdout, 64, {
       line: (text) => watcher.pending.shift()?.(/^\d+$/.test(text) ? Number(text) : null),
       overlong: () => {},
