@@ -249,13 +249,12 @@ export class SandboxExecutor implements Executor {
       const ended = outcome?.interrupted || outcome?.stop;
       await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);
       released = lease.release(outcome);
-      // Failed on the host: still swept (the run's folder count must not stay raised).
-      if (outcome === undefined) await sharedModes.sweep(log).catch(() => {});
+      // Once the sandbox can no longer touch its folders (killed, or a session's paused): what
+      // it shared in them is taken back, whether or not the run ended as it should.
+      await sharedModes.sweep(log);
     }
 
-    // 5. Map to a result, once the sandbox can no longer touch its folders (killed, or a
-    // session's paused) and what it shared in them is taken back.
-    await sharedModes.sweep(log);
+    // 5. Map to a result.
     if (outcome.reply?.outputs) {
       outcome.reply.outputs = await verifyOutputs(outcome.reply.outputs, profile);
     }

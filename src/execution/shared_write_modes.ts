@@ -51,8 +51,8 @@ export interface SweepOptions {
 }
 
 /**
- * Call as a run starts in `profile`'s sandbox; returns the sweep to call once it has ended (its
- * sandbox stopped or paused), which clears the bits on what changed in its `rw` folders.
+ * Call as a run starts in `profile`'s sandbox; returns the sweep to call once, when it has ended
+ * (its sandbox stopped or paused), which clears the bits on what changed in its `rw` folders.
  */
 export function watchSharedModes(
   profile: Pick<Profile, "folders">,
@@ -62,11 +62,8 @@ export function watchSharedModes(
   const folders = profile.folders.filter((f) => f.mode === "rw").map((f) => f.host);
   for (const host of folders) state.running.set(host, (state.running.get(host) ?? 0) + 1);
   const since = new Date();
-  let swept = false;
   return {
     async sweep(log) {
-      if (swept) return;
-      swept = true;
       for (const host of folders) {
         const left = (state.running.get(host) ?? 1) - 1;
         if (left > 0) state.running.set(host, left);
