@@ -117,11 +117,8 @@ export async function ensurePreloadedSnapshot(
   const path = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}.bin`);
   const preloadDir = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}`);
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
-  if (folderExists && await isSnapshotVerified(path)) {
-    const now = new Date();
-    await Deno.utime(preloadDir, now, now).catch(() => {}); // in use: not stale
-    return { path, preloadDir };
-  }
+  // Marked in use by the server that launches from it (keepInUse), not here.
+  if (folderExists && await isSnapshotVerified(path)) return { path, preloadDir };
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building a snapshot with preloaded packages", {
     packages: packages.map((p) => p.name),
