@@ -193,10 +193,10 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
           try {
             return await relaunch([], http);
           } catch (error) {
-            // The config was refused before a server could start: over stdio, a client (not a
-            // person at a terminal) is told through the protocol (see serveUnavailable).
-            if (http || Deno.stdin.isTerminal()) throw error;
-            return await (await commands()).serveUnavailable((error as Error).message, log);
+            // The config was refused before a server could start: over stdio, a client is told
+            // through the protocol (see serveUnavailable).
+            if (http) throw error;
+            return await (await commands()).serveUnavailable(error, log);
           }
         }
         // Over stdio, the client's opening message is answered before the server's code loads.

@@ -46,8 +46,7 @@ export async function serveStdio(
   try {
     app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
   } catch (error) {
-    if (process.stdin.isTTY) throw error; // a person at a terminal reads it and the exit
-    return await serveUnavailable((error as Error).message, log, answered);
+    return await serveUnavailable(error, log, answered);
   }
   const owner = crypto.randomUUID();
   const hosts = new Set<Host>();
@@ -90,15 +89,18 @@ export async function serveStdio(
 }
 
 /**
- * MCP over stdio when code mode cannot start (its config is refused) and a client, not a
- * person, is on the other end: the reason is logged, and the client is served
- * `unavailableServer`, whose one tool says it, until stdin closes. Exit code 1.
+ * MCP over stdio when code mode cannot start (its config is refused, `error`) and a client, not
+ * a person, is on the other end: the reason is logged, and the client is served
+ * `unavailableServer`, whose one tool says it, until stdin closes. Exit code 1. At a terminal,
+ * `error` is thrown on: the person reads it, and the exit.
  */
 export async function serveUnavailable(
-  reason: string,
+  error: unknown,
   log: Logger,
   answered: RequestId | null = null,
 ): Promise<number> {
+  if (Deno.stdin.isTerminal()) throw error;
+  const reason = (error as Error).message;
   log.error(reason);
   const wire = readLinesLinearly(new StdioServerTransport());
   if (answered !== null) dropAnswerTo(wire, answered, () => {});

@@ -502,13 +502,13 @@ def _describe_error(exc):
         for frame in te.stack:
             if frame.filename == SCRIPT:
                 lineno = frame.lineno
-    message = _safe_str(exc)
+    message = said = _safe_str(exc)
     if issubclass(type(exc), (ImportError, NameError)) and "Did you mean" not in message:
         # Python puts its "Did you mean" suggestion in the traceback's last line only.
         last = "".join(te.format_exception_only()).strip().splitlines()[-1:]
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
-    text = _one_suggestion("".join(te.format()), _safe_str(exc))
+    text = _one_suggestion("".join(te.format()), said)
     hinted = _socket_hint(exc, _signature_hint(exc, message))
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.

@@ -247,17 +247,19 @@ function outputWriter(target: () => Channel | null, stream: OutputStream) {
  * Node `Console` writing to the script's output (formats, counters, timers and groups
  * included); Deno's own would print straight to the process's stdout.
  */
-function consoleIntoOutput(write: (stream: OutputStream, text: string) => void): void {
-  const sink = (stream: OutputStream) => {
-    const decoder = new TextDecoder();
-    return new Writable({
+function consoleIntoOutput(
+  stdout: ReturnType<typeof outputWriter>,
+  stderr: ReturnType<typeof outputWriter>,
+): void {
+  const encoder = new TextEncoder();
+  const sink = (writer: ReturnType<typeof outputWriter>) =>
+    new Writable({
       write(chunk: unknown, _encoding: unknown, done: () => void) {
-        write(stream, typeof chunk === "string" ? chunk : decoder.decode(chunk as Uint8Array));
+        writer.write(typeof chunk === "string" ? encoder.encode(chunk) : chunk as Uint8Array);
         done();
       },
     });
-  };
-  const into = new Console({ stdout: sink("stdout"), stderr: sink("stderr") }) as unknown as Record<
+  const into = new Console({ stdout: sink(stdout), stderr: sink(stderr) }) as unknown as Record<
     string,
     unknown
   >;
@@ -398,11 +400,11 @@ async function serve(): Promise<void> {
   const prepareInPython = codemode.prepare!;
 
   // Output goes to the host only while a script runs; warm-up output is dropped.
-  pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
-  pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
-  consoleIntoOutput((stream, text) => {
-    if (forwarding) void channel.notify(METHOD_OUTPUT, { stream, text });
-  });
+  const stdout = outputWriter(() => forwarding ? channel : null, "stdout");
+  const stderr = outputWriter(() => forwarding ? channel : null, "stderr");
+  pyodide.setStdout(stdout);
+  pyodide.setStderr(stderr);
+  consoleIntoOutput(stdout, stderr);
   // Warm the execution path before the host can hand us a script.
   codemode.forget_host_paths!();
   await codemode.warm_up!.callPromising();

@@ -895,13 +895,13 @@ def _describe_error(exc):
         for frame in te.stack:
             if frame.filename == SCRIPT:
                 lineno = frame.lineno
-    message = _safe_str(exc)
+    message = said = _safe_str(exc)
     if issubclass(type(exc), (ImportError, NameError)) and "Did you mean" not in message:
         # Python puts its "Did you mean" suggestion in the traceback's last line only.
         last = "".join(te.format_exception_only()).strip().splitlines()[-1:]
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
-    text = _one_suggestion("".join(te.format()), _safe_str(exc))
+    text = _one_suggestion("".join(te.format()), said)
     hinted = _socket_hint(exc, _signature_hint(exc, message))
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.
@@ -1297,19 +1297,17 @@ function outputWriter(target, stream) {
     }
   };
 }
-function consoleIntoOutput(write) {
-  const sink = (stream) => {
-    const decoder = new TextDecoder();
-    return new Writable({
-      write(chunk, _encoding, done) {
-        write(stream, typeof chunk === "string" ? chunk : decoder.decode(chunk));
-        done();
-      }
-    });
-  };
+function consoleIntoOutput(stdout, stderr) {
+  const encoder2 = new TextEncoder();
+  const sink = (writer) => new Writable({
+    write(chunk, _encoding, done) {
+      writer.write(typeof chunk === "string" ? encoder2.encode(chunk) : chunk);
+      done();
+    }
+  });
   const into = new Console({
-    stdout: sink("stdout"),
-    stderr: sink("stderr")
+    stdout: sink(stdout),
+    stderr: sink(stderr)
   });
   const ours = console;
   for (const name of Object.keys(ours)) {
@@ -1445,14 +1443,11 @@ async function serve() {
   const codemode = pyodide.pyimport("_codemode");
   const executeInPython = codemode.execute;
   const prepareInPython = codemode.prepare;
-  pyodide.setStdout(outputWriter(() => forwarding ? channel : null, "stdout"));
-  pyodide.setStderr(outputWriter(() => forwarding ? channel : null, "stderr"));
-  consoleIntoOutput((stream, text) => {
-    if (forwarding) void channel.notify(METHOD_OUTPUT, {
-      stream,
-      text
-    });
-  });
+  const stdout = outputWriter(() => forwarding ? channel : null, "stdout");
+  const stderr = outputWriter(() => forwarding ? channel : null, "stderr");
+  pyodide.setStdout(stdout);
+  pyodide.setStderr(stderr);
+  consoleIntoOutput(stdout, stderr);
   codemode.forget_host_paths();
   await codemode.warm_up.callPromising();
   await compilationSettled();
