@@ -36,8 +36,7 @@ export class PyodideDistribution {
   readonly #options: DistributionOptions;
   readonly #isUrl: boolean;
   #remoteLock: Promise<PyodideLock> | null = null;
-  /** Files already checked, by path: their mtime and base64 text. */
-  /** Checked files' base64, kept until the file changes, within `PACKAGE_CACHE_BYTES`. */
+  /** Checked files by path: their mtime and base64, kept until the file changes, within `PACKAGE_CACHE_BYTES`. */
   readonly #verified = new BoundedCache<string, { mtime: number; data: string }>(
     PACKAGE_CACHE_BYTES,
   );
