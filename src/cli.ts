@@ -34,36 +34,39 @@ const HTTP_DEFAULTS = {
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 
 Usage:
-  main.ts serve [--config PATH]                     MCP server over stdio
-  main.ts serve --http [--host H] [--port P] [--stateless] [--allow-host NAME]...
-                [--max-concurrent N] [--max-per-session N]
-                [--max-http-sessions N] [--http-idle-s S]
+  mcp-code-mode serve [--config PATH]               MCP server over stdio
+  mcp-code-mode serve --http [--host H] [--port P] [--stateless] [--allow-host NAME]...
+                      [--max-concurrent N] [--max-per-session N]
+                      [--max-http-sessions N] [--http-idle-s S]
                                                     MCP over Streamable HTTP at /mcp (default
                                                     ${HTTP_DEFAULTS.host}:${HTTP_DEFAULTS.port}); any other host requires
                                                     CODEMODE_HTTP_TOKEN (bearer token), and
                                                     0.0.0.0 or :: the --allow-host names
                                                     clients use in the Host header
-  main.ts run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
+  mcp-code-mode run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
                                                     exit 0 on success, 1 when it fails, 3 when
                                                     it cannot run (config, start-up)
-  main.ts agent "TASK" [--max-attempts N] [--profile P] [--json] [--config PATH]
+  mcp-code-mode agent "TASK" [--max-attempts N] [--profile P] [--json] [--config PATH]
                                                     a model writes Python for TASK, runs it and
                                                     repairs it; needs OPENAI_API_KEY (see README)
-  main.ts doctor [--config PATH]                    check Deno, Pyodide, the snapshot, a sandbox
+  mcp-code-mode doctor [--config PATH]              check Deno, Pyodide, the snapshot, a sandbox
                                                     and every configured server
-  main.ts tools [--index] [--config PATH]           print the Python stubs of the configured
+  mcp-code-mode tools [--index] [--config PATH]     print the Python stubs of the configured
                                                     servers' tools (or just the compact index)
-  main.ts import [--from CLIENT]... [--project] [--replace] [--dry-run] [--config PATH]
+  mcp-code-mode import [--from CLIENT]... [--project] [--replace] [--dry-run] [--config PATH]
                                                     copy the MCP servers listed in your
                                                     clients' configs into mcp_servers.json
                                                     (all clients unless --from names some;
                                                     the current folder's only with --project)
-  main.ts install --client CLIENT [--scope user|project] [--dry-run] [--config PATH]
+  mcp-code-mode install --client CLIENT [--scope user|project] [--dry-run] [--config PATH]
                                                     add this server to a client's config
                                                     (a backup of the file is kept); with
                                                     --config, the entry serves that config
-  main.ts --help | --version
+  mcp-code-mode --help | --version
+
+From a checkout, "deno run -A main.ts" stands for mcp-code-mode (deno task install puts
+the command on PATH).
 
 Clients: claude-desktop, claude-code, cursor, vscode (project scope: files in the current folder)
 

@@ -224,6 +224,15 @@ Deno.test("execute_code enforces the code-size and profile policy before running
     assert.match(text, /code/);
     assert.equal((await server.execute({ code: "1 + 1" })).result, 2);
   });
+  await t.step("a misspelt argument is refused with the name it meant, not dropped", async () => {
+    const reply = await server.client.callTool({
+      name: "execute_code",
+      arguments: { code: "import time; time.sleep(0.1)", timeout: 300 },
+    });
+    assert.equal(reply.isError, true);
+    const text = (reply.content as { text: string }[])[0]!.text;
+    assert.match(text, /Unknown argument "timeout" \(did you mean "timeout_s"\?\)/);
+  });
 });
 
 Deno.test("a timed-out run is killed and the next run works normally", async () => {

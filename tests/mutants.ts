@@ -1299,6 +1299,23 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/tool_search_test.ts"],
     filter: "budget",
   },
+  // Arguments and names an agent misspells
+  {
+    name: "a tool drops arguments it does not take",
+    file: "src/host/tools/tool_arguments.ts",
+    from: "return z.strictObject(shape, {",
+    to: "return z.object(shape, {",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "policy before running",
+  },
+  {
+    name: "get_tool_docs suggests nothing for a bare function name",
+    file: "src/catalog/catalog.ts",
+    from: "if (bare.length === 1) return bare[0];",
+    to: "",
+    tests: ["tests/upstream_test.ts"],
+    filter: "agents discover",
+  },
   // Client configs, proxies, the launcher on PATH
   {
     name: "a proxy password is not scrubbed",

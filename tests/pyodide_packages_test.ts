@@ -199,6 +199,20 @@ Deno.test("Pyodide packages from a loopback mirror: the chain, the cache, the ga
     assert.equal(fileRequests().length, 3);
   });
 
+  await t.step(
+    "packages refused for the same reason are named together, the reason once",
+    async () => {
+      const r = await run("print('ran')", [`top-${tag}`, `nowhere-${tag}`]);
+      assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE", r.text);
+      const message = r.diagnostics!.message;
+      assert.match(
+        message,
+        new RegExp(`top-${tag}, nowhere-${tag}: not in the local wheel folder`),
+      );
+      assert.equal(message.match(/does not allow the host/g)?.length, 1, message);
+    },
+  );
+
   await t.step("a local wheel's Requires-Dist is resolved from the mirror", async () => {
     const r = await run(`import local_${tag}\nlocal_${tag}.value()`, [`local-${tag}`], "mirrored");
     assert.equal(r.result, 1001, r.text);

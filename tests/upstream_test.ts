@@ -261,12 +261,22 @@ Deno.test("agents discover tools through search_tools, get_tool_docs and stub re
   await t.step("get_tool_docs returns the exact signature the sandbox runs", async () => {
     const reply = await server.client.callTool({
       name: "get_tool_docs",
-      arguments: { names: ["everything.get_sum", "nope.nothing"] },
+      arguments: {
+        names: ["everything.get_sum", "nope.nothing", "everything.get_summ", "get_sum"],
+      },
     });
-    const docs =
-      (reply.structuredContent as { docs: { name: string; stub: string | null }[] }).docs;
+    const docs = (reply.structuredContent as {
+      docs: { name: string; stub: string | null; meant?: string }[];
+    }).docs;
     assert.match(docs[0]!.stub!, /^def get_sum\(a: float, b: float\) -> (Any|str):/);
     assert.equal(docs[1]!.stub, null);
+    assert.equal(docs[1]!.meant, undefined);
+    assert.equal(docs[2]!.meant, "everything.get_sum");
+    assert.equal(docs[3]!.meant, "everything.get_sum");
+    assert.match(
+      (reply.content as { text: string }[])[0]!.text,
+      /# get_sum: not found; did you mean everything\.get_sum\?/,
+    );
     const introspect = await server.execute({
       code:
         "import inspect\nfrom mcp_tools import everything\nstr(inspect.signature(everything.get_sum))",

@@ -4,6 +4,7 @@
  * host rebuilds it when a server's tool list changes.
  */
 import { assignIdentifiers } from "./identifiers.ts";
+import { closestName } from "../config/did_you_mean.ts";
 import { type SearchDocument, ToolSearch } from "./tool_search.ts";
 import { estimateTokens } from "./token_count.ts";
 import { PYTHON_EXCEPTIONS } from "../execution/outcomes.ts";
@@ -157,17 +158,30 @@ export class Catalog {
     });
   }
 
-  /** Full stubs for `module.function` names, or whole modules for bare server names. */
-  docs(names: readonly string[]): { name: string; stub: string | null }[] {
+  /**
+   * Full stubs for `module.function` names, or whole modules for bare server names. A name not
+   * found carries the name it likely meant, if one is close.
+   */
+  docs(names: readonly string[]): { name: string; stub: string | null; meant?: string }[] {
     return names.map((name) => {
       const [moduleName, fn] = name.split(".", 2) as [string, string | undefined];
       const entry = this.server(moduleName);
-      if (!entry) return { name, stub: null };
-      if (fn === undefined) return { name, stub: entry.stub };
-      const spec = entry.specs.find((s) =>
-        s.pyName === fn || s.pyName + "_async" === fn || s.tool === fn
-      );
-      return { name, stub: spec ? renderStub(spec) : null };
+      const spec = fn === undefined
+        ? undefined
+        : entry?.specs.find((s) => s.pyName === fn || s.pyName + "_async" === fn || s.tool === fn);
+      if (entry && fn === undefined) return { name, stub: entry.stub };
+      if (spec) return { name, stub: renderStub(spec) };
+      return { name, stub: null, meant: this.#meant(name) };
     });
+  }
+
+  /** The module or `module.function` a name not found likely meant (a bare function name too). */
+  #meant(name: string): string | undefined {
+    const functions = this.servers.flatMap((e) =>
+      e.specs.map((s) => `${e.moduleName}.${s.pyName}`)
+    );
+    const bare = functions.filter((f) => f.endsWith(`.${name}`));
+    if (bare.length === 1) return bare[0];
+    return closestName(name, [...this.servers.map((e) => e.moduleName), ...functions]);
   }
 }

@@ -83,7 +83,7 @@ export async function checkRequest(
   if (wanted.length > 0) {
     const found = deps.packages
       ? await deps.packages.resolve(wanted, profile.net)
-      : { packages: [], problems: wanted.map((n) => `${n}: no package sources`) };
+      : { packages: [], problems: [`${wanted.join(", ")}: no package sources`] };
     if (found.problems.length > 0) {
       return refuse(
         "PACKAGE_UNAVAILABLE",

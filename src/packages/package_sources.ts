@@ -94,7 +94,10 @@ export class PackageSources {
       };
     }
     const packages: ResolvedPackage[] = [];
-    const problems: string[] = [];
+    // Why packages cannot be had, each reason once with the packages it stops.
+    const failed = new Map<string, string[]>();
+    const fail = (label: string, reason: string) =>
+      failed.set(reason, [...(failed.get(reason) ?? []), label]);
     const seen = new Set<string>();
     // Every download of this resolution together: a slow source cannot hold the request.
     const deadline = AbortSignal.timeout(this.#deadlineMs);
@@ -105,10 +108,9 @@ export class PackageSources {
     const need = async (name: string, neededBy: string | null): Promise<void> => {
       // A dependency's name comes from a lock or a wheel: checked like a caller's before use.
       if (!isPackageName(name)) {
-        problems.push(
-          `${
-            JSON.stringify(name.slice(0, 100))
-          } (needed by ${neededBy}): not a valid package name (PEP 508)`,
+        fail(
+          `${JSON.stringify(name.slice(0, 100))} (needed by ${neededBy})`,
+          "not a valid package name (PEP 508)",
         );
         return;
       }
@@ -119,7 +121,7 @@ export class PackageSources {
       try {
         await look(key, label);
       } catch (error) {
-        problems.push(`${label}: ${(error as Error).message}`);
+        fail(label, (error as Error).message);
       }
     };
     const look = async (key: string, label: string): Promise<void> => {
@@ -152,7 +154,7 @@ export class PackageSources {
               install_dir: entry.install_dir,
             });
           } catch (error) {
-            problems.push(`${label}: ${this.#distribution.where}: ${(error as Error).message}`);
+            fail(label, `${this.#distribution.where}: ${(error as Error).message}`);
           }
           return;
         }
@@ -161,9 +163,10 @@ export class PackageSources {
       const indexed = await this.#fromIndex(key, allowedHosts, deadline);
       if (typeof indexed !== "string") return await this.#addWheel(key, indexed, packages, need);
       reasons.push(indexed);
-      problems.push(`${label}: ${reasons.join("; ")}`);
+      fail(label, reasons.join("; "));
     };
     for (const name of names) await need(name, null);
+    const problems = [...failed].map(([reason, labels]) => `${labels.join(", ")}: ${reason}`);
     return { packages, problems };
   }
 

@@ -12,6 +12,7 @@ import {
 import type { ApprovalAnswer } from "../../execution/approval.ts";
 import { elicitingApprover, InteractiveRun, type ParkedRuns, playRound } from "../approvals.ts";
 import { z } from "zod";
+import { toolArguments } from "./tool_arguments.ts";
 import {
   EXECUTE_REQUEST_SHAPE,
   type ExecuteRequest,
@@ -90,7 +91,7 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
   return server.registerTool("execute_code", {
     title: "Run Python in a sandbox",
     description: options.description(),
-    inputSchema: z.object(inputSchema),
+    inputSchema: toolArguments(inputSchema),
     outputSchema: z.object(executionResultShape),
     annotations: { openWorldHint: true },
   }, async (args, ctx) => {

@@ -3,6 +3,7 @@
  */
 import type { McpServer, ServerContext } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { toolArguments } from "./tool_arguments.ts";
 import { type AgentDeps, type AgentResult, runAgent } from "../../agent/agent.ts";
 import type { ChatModel } from "../../agent/chat_model.ts";
 
@@ -23,7 +24,7 @@ export function registerGenerateAndExecuteTool(server: McpServer, options: Gener
     title: "Write and run Python for a task",
     description:
       "Describe a task in plain words; a model writes Python against the available tools, it is checked and run in the sandbox, and repaired from the error until it works (up to max_attempts). Uses OPENAI_API_KEY when the server has one, otherwise your client's model through MCP sampling.",
-    inputSchema: z.object(inputSchema),
+    inputSchema: toolArguments(inputSchema),
     annotations: { openWorldHint: true },
   }, async (args, ctx) => {
     let model: ChatModel;

@@ -3,6 +3,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { toolArguments } from "./tool_arguments.ts";
 import type { SessionManager } from "../../sandbox/sessions.ts";
 import { counted } from "../../_util/counted.ts";
 
@@ -10,7 +11,7 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
   server.registerTool("list_sessions", {
     title: "List persistent sessions",
     description: "The persistent sessions this connection opened with execute_code's session_id.",
-    inputSchema: z.object({}),
+    inputSchema: toolArguments({}),
     annotations: { readOnlyHint: true },
   }, () => {
     const list = sessions.list(owner);
@@ -28,7 +29,7 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
   server.registerTool("close_session", {
     title: "Close a persistent session",
     description: "Closes a session and discards its state (its sandbox process is killed).",
-    inputSchema: z.object(closeInput),
+    inputSchema: toolArguments(closeInput),
   }, async (args) => {
     const closed = await sessions.close(owner, args.session_id, "close_session closed its session");
     return {

@@ -4,6 +4,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { toolArguments } from "./tool_arguments.ts";
 import type { Analysis } from "../../analysis/python_analysis.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
 import { checkSkill, checkSkillName } from "../../skills/skill_check.ts";
@@ -45,7 +46,7 @@ function registerSkillWriting(server: McpServer, options: SkillToolsOptions): vo
     title: "Save a skill",
     description:
       "Save working Python as a reusable skill: the code must define a top-level function with the skill's name. Later scripts call it with `from skills import <name>`. Saving over a skill keeps the previous version. At most 200 skills, 4 MiB of code in all.",
-    inputSchema: z.object(saveInput),
+    inputSchema: toolArguments(saveInput),
   }, async (args) => {
     const badName = checkSkillName(args.name);
     if (badName) return text(`Cannot save skill: ${badName}`, true);
@@ -72,7 +73,7 @@ function registerSkillWriting(server: McpServer, options: SkillToolsOptions): vo
   server.registerTool("delete_skill", {
     title: "Delete a skill",
     description: "Deletes a saved skill and its archived versions.",
-    inputSchema: z.object(nameInput),
+    inputSchema: toolArguments(nameInput),
     annotations: { destructiveHint: true },
   }, async (args) => {
     const deleted = await store.delete(args.name);
@@ -88,7 +89,7 @@ function registerSkillReading(server: McpServer, options: SkillToolsOptions): vo
     title: "List skills",
     description:
       "All saved skills with their signatures; a skill whose tools vanished or changed is marked stale.",
-    inputSchema: z.object({}),
+    inputSchema: toolArguments({}),
     annotations: { readOnlyHint: true },
   }, () => {
     const skills = store.list().map((skill) => {
@@ -118,7 +119,7 @@ function registerSkillReading(server: McpServer, options: SkillToolsOptions): vo
   server.registerTool("get_skill", {
     title: "Get a skill",
     description: "A skill's code, description, tools and version.",
-    inputSchema: z.object(nameInput),
+    inputSchema: toolArguments(nameInput),
     annotations: { readOnlyHint: true },
   }, (args) => {
     const skill = store.get(args.name);

@@ -9,6 +9,7 @@ import {
   ResourceTemplate,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { toolArguments } from "./tool_arguments.ts";
 import type { Catalog, SearchEntry } from "../../catalog/catalog.ts";
 import { counted } from "../../_util/counted.ts";
 
@@ -28,7 +29,7 @@ export function registerToolDiscovery(
     title: "Search the Python tool stubs",
     description:
       "Find upstream tools callable from execute_code. Returns the Python stubs (signature and docstring) of the best matches for the query words.",
-    inputSchema: z.object(searchInput),
+    inputSchema: toolArguments(searchInput),
     annotations: { readOnlyHint: true },
   }, (args) => {
     const limit = args.limit ?? 8;
@@ -49,13 +50,15 @@ export function registerToolDiscovery(
     title: "Get Python stubs of tools",
     description:
       "Full Python stubs for tools named 'module.function' (e.g. filesystem.read_file), or of a whole module when given just its name.",
-    inputSchema: z.object(docsInput),
+    inputSchema: toolArguments(docsInput),
     annotations: { readOnlyHint: true },
   }, (args) => {
     const docs = catalog().docs(args.names);
     const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
     const body = docs.map((d) =>
-      d.stub === null ? `# ${d.name}: not found` : `# ${d.name}\n${d.stub}`
+      d.stub !== null
+        ? `# ${d.name}\n${d.stub}`
+        : `# ${d.name}: not found${d.meant ? `; did you mean ${d.meant}?` : ""}`
     )
       .join("\n");
     const tokens = catalog().tokens(body);
