@@ -1471,6 +1471,23 @@ Deno.test("install again keeps the user's env of our entry and never prints the 
   });
 });
 
+Deno.test("install carries CODEMODE_CACHE_DIR into the entry's env, beside the user's own", async () => {
+  await using s = await tempHome();
+  const path = join(s.home, ".config", "Claude", "claude_desktop_config.json");
+  const env = { OPENAI_API_KEY: "sk-proj-SECRETSECRETSECRET" };
+  await writeJson(path, { mcpServers: { "code-mode": { command: "x", args: [], env } } });
+  const cache = join(s.home, "big-disk", "cm-cache");
+  const r = await s.run(["install", "--client", "claude-desktop"], { CODEMODE_CACHE_DIR: cache });
+  assert.equal(r.code, 0, r.stdout);
+  assert.match(r.stdout, /with the cache folder .*cm-cache \(CODEMODE_CACHE_DIR\)/);
+  assert.deepEqual((await readJson(path)).mcpServers["code-mode"].env, {
+    ...env,
+    CODEMODE_CACHE_DIR: cache,
+  });
+  const unset = await s.run(["install", "--client", "cursor", "--dry-run"]);
+  assert.doesNotMatch(unset.stdout, /CODEMODE_CACHE_DIR/);
+});
+
 Deno.test("install --scope project creates the client's project file in the current folder", async () => {
   await using s = await tempHome();
   for (

@@ -1360,6 +1360,22 @@ const MUTATIONS: Mutation[] = [
     to: 'transport: server.transport === "ssh"',
     tests: ["tests/pasted_config_test.ts"],
   },
+  {
+    name: "install leaves the cache folder out of the entry",
+    file: "src/clients/our_entry.ts",
+    from: "if (facts.cacheDir !== undefined) {",
+    to: "if (false) {",
+    tests: ["tests/clients_test.ts"],
+    filter: "CODEMODE_CACHE_DIR",
+  },
+  {
+    name: "install replaces the user's env of our entry with its own",
+    file: "src/clients/merge.ts",
+    from: "? { env: { ...previous.env, ...entry.env } }",
+    to: "? {}",
+    tests: ["tests/clients_test.ts"],
+    filter: "CODEMODE_CACHE_DIR",
+  },
   // Configs that list code mode itself, entries that cannot start, shutdown mid-connect
   {
     name: "a config's entry for code mode itself is started",

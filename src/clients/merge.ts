@@ -131,7 +131,11 @@ export function installServer(
   }
   const before = current ?? {};
   const previous = isRecord(before[name]) ? before[name] as Record<string, unknown> : null;
-  const updated = previous ? { ...previous, ...entry } : entry;
+  // An entry's own environment (an API key, a proxy) is kept beside the variables ours sets.
+  const env = isRecord(previous?.env) && isRecord(entry.env)
+    ? { env: { ...previous.env, ...entry.env } }
+    : {};
+  const updated = previous ? { ...previous, ...entry, ...env } : entry;
   if (sameJson(before[name], updated)) {
     return { file, before, after: before, change: "none" };
   }

@@ -10,6 +10,8 @@ export const OUR_SERVER_NAME = "code-mode";
 export interface Launch {
   command: string;
   args: string[];
+  /** Environment the client sets for the server (the cache folder, when not the default). */
+  env?: Record<string, string>;
   /** Why this command, for the user. */
   why: string;
 }
@@ -24,14 +26,25 @@ export function chooseLaunch(facts: {
   projectRoot: string;
   /** The config the client's server should use (absolute), when not the default. */
   configPath?: string;
+  /** The cache folder (CODEMODE_CACHE_DIR, absolute) the client's server should use, if set. */
+  cacheDir?: string;
 }): Launch {
-  const launch = chooseCommand(facts);
-  if (facts.configPath === undefined) return launch;
-  return {
-    ...launch,
-    args: [...launch.args, "--config", facts.configPath],
-    why: `${launch.why}; with the config ${facts.configPath}`,
-  };
+  let launch = chooseCommand(facts);
+  if (facts.configPath !== undefined) {
+    launch = {
+      ...launch,
+      args: [...launch.args, "--config", facts.configPath],
+      why: `${launch.why}; with the config ${facts.configPath}`,
+    };
+  }
+  if (facts.cacheDir !== undefined) {
+    launch = {
+      ...launch,
+      env: { CODEMODE_CACHE_DIR: facts.cacheDir },
+      why: `${launch.why}; with the cache folder ${facts.cacheDir} (CODEMODE_CACHE_DIR)`,
+    };
+  }
+  return launch;
 }
 
 function chooseCommand(facts: Parameters<typeof chooseLaunch>[0]): Launch {
@@ -60,6 +73,10 @@ function chooseCommand(facts: Parameters<typeof chooseLaunch>[0]): Launch {
 
 /** Our entry in `client`'s shape (Claude Code and VS Code write the transport type). */
 export function clientEntry(client: ClientName, launch: Launch): Record<string, unknown> {
-  const entry = { command: launch.command, args: launch.args };
+  const entry = {
+    command: launch.command,
+    args: launch.args,
+    ...(launch.env ? { env: launch.env } : {}),
+  };
   return client === "claude-code" || client === "vscode" ? { type: "stdio", ...entry } : entry;
 }

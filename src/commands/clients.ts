@@ -470,12 +470,18 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   if (configPath && !(await Deno.stat(configPath).then((s) => s.isFile, () => false))) {
     throw new UsageError(`--config: no config file at ${configPath}`);
   }
+  const cacheSetting = deps.env("CODEMODE_CACHE_DIR");
+  const cacheDir = cacheSetting ? resolve(deps.platform.cwd, cacheSetting) : undefined;
+  if (cacheDir?.includes("${")) {
+    throw new UsageError(`CODEMODE_CACHE_DIR: ${cacheDir} holds "\${", which clients expand`);
+  }
   const launch = chooseLaunch({
     installedCommand: deps.which("mcp-code-mode"),
     execPath: deps.execPath,
     standalone: deps.standalone,
     projectRoot: deps.projectRoot,
     configPath,
+    cacheDir,
   });
   const entry = clientEntry(options.client, launch);
   const read = await readJsonFile(target.path);
