@@ -104,7 +104,11 @@ export interface RuntimeFiles {
  * faster, which is about the shared-interpreter peer's speed, for 0.3-0.6 CPU-s more per boot
  * (a profile of the loop's 28 functions alone: +0.3 CPU-s, loop 1.4x). Not used because V8
  * prints the profile's loading to stdout, our protocol channel (lines arrived prefixed with it);
- * Deno never tears the module down, so V8 cannot write the profile itself (it has to be made
+ * with the flag, V8 looks for a profile for every module compiled in the process, a script's own
+ * too: it opens `profile-wasm-<32-bit hash of the bytes>` in the working folder, outside Deno's
+ * permissions, and prints a line to stdout when there is none (so a script could aim a module
+ * whose hash it chose at the profile, and V8's testing-only parser); Deno never tears the module
+ * down, so V8 cannot write the profile itself (it has to be made
  * from `--trace-wasm-compilation-times` output, a developer flag); and a profile that does not
  * match the module aborts the process. Worth revisiting as an opt-in for compute-heavy profiles
  * if the protocol moves off stdout. To repeat it: boot a sandbox with the default budget and
