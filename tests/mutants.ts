@@ -364,8 +364,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a dependency's name from a lock is not checked",
     file: "src/packages/package_sources.ts",
-    from: "if (!isPackageName(name)) {\n        problems.push(",
-    to: "if (false) {\n        problems.push(",
+    from: "if (!isPackageName(name)) {\n        fail(",
+    to: "if (false) {\n        fail(",
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "dependency names",
   },
@@ -1710,7 +1710,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a setuid program a script left in a read-write folder keeps its bit",
-    file: "src/execution/shared_write_modes.ts",
+    file: "src/rpc/sandbox_protocol.ts",
     from: "export const SHARED_MODE_BITS = 0o7022;",
     to: "export const SHARED_MODE_BITS = 0o022;",
     tests: ["tests/shared_write_modes_test.ts"],
@@ -1884,7 +1884,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "install drops the user's fields of the code-mode entry",
     file: "src/clients/merge.ts",
-    from: "const updated = previous ? { ...previous, ...entry } : entry;",
+    from: "const updated = previous ? { ...previous, ...entry, ...env } : entry;",
     to: "const updated = entry;",
     tests: ["tests/clients_test.ts"],
   },

@@ -14,11 +14,10 @@
 import { join } from "node:path";
 import type { Logger } from "../_util/log.ts";
 import type { Profile } from "../sandbox/profile.ts";
+import { SHARED_MODE_BITS } from "../rpc/sandbox_protocol.ts";
 
 /** Entries looked at per folder (as many as a profile's folder may hold at start). */
 export const MAX_ENTRIES = 20_000;
-/** setuid, setgid, sticky, group write, world write. */
-export const SHARED_MODE_BITS = 0o7022;
 const SHARED_ALL = 0o077;
 
 /** The file-system calls the sweep makes (tests put failures in). */

@@ -207,6 +207,12 @@ export interface PreloadSpec {
 /** Where a sandbox sees the folder of its profile's preloaded packages (read-only). */
 export const PRELOAD_MOUNT = "/lib/codemode-preload";
 
+/**
+ * Mode bits a file in a host folder never keeps: setuid, setgid, sticky, group write, world
+ * write. The worker masks them out of Python's file calls; the host clears them after a run.
+ */
+export const SHARED_MODE_BITS = 0o7022;
+
 /** The worker's command-line arguments for a launch. */
 export function workerArgs(launch: WorkerLaunch): string[] {
   return launch.mode === "serve" ? ["serve"] : [

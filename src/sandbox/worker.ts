@@ -37,6 +37,7 @@ import {
   type PreloadSpec,
   type PrepareParams,
   type SandboxMessages,
+  SHARED_MODE_BITS,
 } from "../rpc/sandbox_protocol.ts";
 import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import { readSparseTable, SNAPSHOT_HEADER_BYTES, sparseTableBytes } from "./snapshot_format.ts";
@@ -180,13 +181,12 @@ function mapPermissionErrors(pyodide: PyodideLike): void {
 
 /**
  * Files in a host folder never become group- or world-writable, nor setuid, setgid or sticky
- * (the bits of SHARED_MODE_BITS in shared_write_modes.ts). Emscripten creates a file with mode
+ * (SHARED_MODE_BITS). Emscripten creates a file with mode
  * 0666 and then sets that mode explicitly, and Deno applies no umask to an explicit mode:
  * without this, every file a script wrote would be writable by every user of the host, and
  * `os.chmod(path, 0o4755)` would leave a program that runs as the server's user.
  */
 function maskSharedModes(pyodide: PyodideLike): void {
-  const SHARED = 0o7022;
   const nodefs = pyodide.FS.filesystems?.NODEFS;
   type SetMode = (target: unknown, attr: { mode?: number }) => unknown;
   type MakeNode = (parent: unknown, name: string, mode: number, dev: number) => unknown;
@@ -196,14 +196,14 @@ function maskSharedModes(pyodide: PyodideLike): void {
       ops.setattr = ((target, attr) =>
         setattr(
           target,
-          attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~SHARED },
+          attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~SHARED_MODE_BITS },
         )) as SetMode;
     }
   }
   const mknod = nodefs?.node_ops?.mknod as MakeNode | undefined;
   if (nodefs?.node_ops && mknod) {
     nodefs.node_ops.mknod = ((parent, name, mode, dev) =>
-      mknod(parent, name, mode & ~SHARED, dev)) as MakeNode;
+      mknod(parent, name, mode & ~SHARED_MODE_BITS, dev)) as MakeNode;
   }
 }
 

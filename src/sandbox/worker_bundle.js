@@ -234,6 +234,7 @@ function parseBootParams(value) {
   };
 }
 var PRELOAD_MOUNT = "/lib/codemode-preload";
+var SHARED_MODE_BITS = 3602;
 function parseWorkerArgs(args) {
   const [mode, moduleUrl, path, preloadSpecPath, ...extra] = args;
   if (extra.length > 0) return null;
@@ -1248,7 +1249,6 @@ function mapPermissionErrors(pyodide) {
   });
 }
 function maskSharedModes(pyodide) {
-  const SHARED = 3602;
   const nodefs = pyodide.FS.filesystems?.NODEFS;
   for (const ops of [
     nodefs?.node_ops,
@@ -1258,13 +1258,13 @@ function maskSharedModes(pyodide) {
     if (ops && setattr) {
       ops.setattr = (target, attr) => setattr(target, attr.mode === void 0 ? attr : {
         ...attr,
-        mode: attr.mode & ~SHARED
+        mode: attr.mode & ~SHARED_MODE_BITS
       });
     }
   }
   const mknod = nodefs?.node_ops?.mknod;
   if (nodefs?.node_ops && mknod) {
-    nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~SHARED, dev);
+    nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~SHARED_MODE_BITS, dev);
   }
 }
 async function installPackages(pyodide, files, into) {
