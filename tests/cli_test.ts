@@ -171,6 +171,17 @@ Deno.test("serve --http refuses bad --allow-host, --max-http-sessions and --http
       assert.equal(r.stderr.split("\n")[0], message);
     });
   }
+  await t.step("a port already taken, said before anything starts", async () => {
+    using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (taken.addr as Deno.NetAddr).port;
+    const r = await runCli(["serve", "--http", "--port", String(port)]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.doesNotMatch(r.stderr, /warming|sandbox/);
+    assert.equal(
+      r.stderr.split("\n").find((line) => line.startsWith("error:")),
+      `error: cannot listen on 127.0.0.1:${port}: the address is in use (pick another --port)`,
+    );
+  });
 });
 
 Deno.test("runCli() in process: --version and --help print to the output, bad usage exits 2", async () => {

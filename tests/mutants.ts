@@ -1376,6 +1376,30 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/clients_test.ts"],
     filter: "CODEMODE_CACHE_DIR",
   },
+  {
+    name: "serve --http boots everything before it finds its port taken",
+    file: "src/commands/commands.ts",
+    from: "  checkListenable(flags.host, flags.port);\n",
+    to: "",
+    tests: ["tests/cli_test.ts"],
+    filter: "serve --http refuses",
+  },
+  {
+    name: "a stdio write that fails is left to the SDK (an unhandled rejection ends the process)",
+    file: "src/commands/commands.ts",
+    from: "wire.send = (message, ...rest) => send(message, ...rest).catch(gone);",
+    to: "",
+    tests: ["tests/opening_answer_test.ts"],
+    filter: "not JSON",
+  },
+  {
+    name: "a line on stdin that is not JSON is dropped unsaid",
+    file: "src/rpc/message_lines.ts",
+    from: "this.onSkipped?.(line.slice(0, 80));",
+    to: "",
+    tests: ["tests/opening_answer_test.ts"],
+    filter: "not JSON",
+  },
   // Configs that list code mode itself, entries that cannot start, shutdown mid-connect
   {
     name: "a config's entry for code mode itself is started",

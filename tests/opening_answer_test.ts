@@ -269,3 +269,25 @@ Deno.test("a client that waits before its initialize is answered by the SDK, onc
   const tools = answersTo(messages, 2)[0]!.result as { tools: { name: string }[] };
   assert.ok(tools.tools.some((tool) => tool.name === "execute_code"), JSON.stringify(tools));
 });
+
+Deno.test("a line that is not JSON is warned of; a client that stops reading ends the server cleanly", async () => {
+  const child = spawnServe({ stderr: "piped" });
+  const stderr = new Response(child.stderr).text();
+  const writer = child.stdin.getWriter();
+  const send = (text: string) => writer.write(new TextEncoder().encode(text));
+  await send(`hello\n${JSON.stringify(initialize({}, 1))}\n`);
+  const reader = child.stdout.getReader();
+  await reader.read(); // the answer to initialize
+  await reader.cancel(); // the client stops reading: the next write fails
+  await send(`${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" })}\n`);
+  const deadline = killAfter(child, "SIGKILL");
+  const status = await child.status;
+  deadline.clear();
+  await writer.close().catch(() => {});
+  const log = await stderr;
+  assert.equal(deadline.fired(), false, "still running 30 s after its stdout closed");
+  assert.equal(status.code, 0, log);
+  assert.match(log, /a line that is not JSON was ignored .*"line":"hello"/);
+  assert.match(log, /shutting down \(stdout closed/);
+  assert.doesNotMatch(log, /Uncaught/);
+});

@@ -59,7 +59,7 @@ export async function serveStdio(
   });
   // The SDK reads the connection from its first byte; an opening message answered already
   // (`answered`, see stdio_opening.ts) is not answered twice.
-  const wire = readLinesLinearly(new StdioServerTransport());
+  const wire = readLinesLinearly(new StdioServerTransport(), notJsonWarning(log));
   if (answered !== null) {
     dropAnswerTo(
       wire,
@@ -79,7 +79,7 @@ export async function serveStdio(
     transport: wire,
     onerror: (error) => log.warn("stdio protocol error", { error: error.message }),
   });
-  stopWhenStdinEnds(stop);
+  stopWhenClientGoes(stop, wire);
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,
     servers: app.config.servers.map((s) => s.name),
@@ -106,17 +106,39 @@ export async function serveUnavailable(
   if (answered !== null) dropAnswerTo(wire, answered, () => {});
   const connection = serveMcpStdio(() => unavailableServer(reason), { transport: wire });
   const { stop, stopped } = stopOnce(log, () => connection.close().catch(() => {}));
-  stopWhenStdinEnds(stop);
+  stopWhenClientGoes(stop, wire);
   await stopped;
   return 1;
 }
 
-/** Calls `stop` once the client closes stdin. */
-function stopWhenStdinEnds(stop: (why: string) => Promise<void>): void {
+/**
+ * Calls `stop` once the client closes stdin, or stops reading stdout: a write to it fails. Such
+ * a failure is the connection's end, not an error of the message: the SDK sends notifications
+ * without handling their failure, which would end the process on an unhandled rejection.
+ */
+function stopWhenClientGoes(
+  stop: (why: string) => Promise<void>,
+  wire: { send(message: never, ...rest: never[]): Promise<void> },
+): void {
   process.stdin.resume(); // paused if the opening was read early
   process.stdin.on("end", () => void stop("stdin closed"));
   // Closed while the opening was read: that "end" has come and gone.
   if (process.stdin.readableEnded) void stop("stdin closed");
+  const gone = (error: Error) => void stop(`stdout closed (${error.message})`);
+  const send = wire.send.bind(wire);
+  wire.send = (message, ...rest) => send(message, ...rest).catch(gone);
+}
+
+/** Warns of lines on stdin that are not JSON (the first few): MCP takes one message a line. */
+function notJsonWarning(log: Logger, most = 5): (start: string) => void {
+  let told = 0;
+  return (start) => {
+    if (told++ >= most) return;
+    log.warn(
+      "stdin: a line that is not JSON was ignored (MCP over stdio is one JSON-RPC message per line)",
+      { line: start, ...(told === most ? { note: "further ones are not logged" } : {}) },
+    );
+  };
 }
 
 /**
@@ -280,6 +302,27 @@ export interface HttpFlags {
   sessionIdleS?: number;
 }
 
+/** Refuses an address this process cannot listen on (taken, or not this machine's), plainly. */
+function checkListenable(host: string, port: number): void {
+  let listener: Deno.Listener | undefined;
+  try {
+    listener = Deno.listen({ hostname: host, port });
+  } catch (error) {
+    const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+    if (error instanceof Deno.errors.AddrInUse) {
+      throw new UsageError(
+        `cannot listen on ${where}: the address is in use (pick another --port)`,
+      );
+    }
+    if (error instanceof Deno.errors.AddrNotAvailable) {
+      throw new UsageError(`cannot listen on ${where}: not an address of this machine (--host)`);
+    }
+    throw error;
+  } finally {
+    listener?.close();
+  }
+}
+
 export async function serveOverHttp(
   configPath: string | undefined,
   log: Logger,
@@ -288,6 +331,8 @@ export async function serveOverHttp(
   const token = readEnv("CODEMODE_HTTP_TOKEN") || undefined;
   const refusal = checkBind(flags.host, token, flags.allowedHosts);
   if (refusal) throw new UsageError(refusal);
+  // Before anything starts: a taken port is said at once, not after sandboxes have booted.
+  checkListenable(flags.host, flags.port);
   const app = await openApp({ configPath, log, upstreamWaitMs: SERVE_UPSTREAM_WAIT_MS });
   const { sessionIdleS, ...options } = flags;
   const idleS = sessionIdleS ?? app.config.settings.session_idle_s;

@@ -25,7 +25,7 @@ export function checkInputFiles(files: Record<string, FileContent>): InputFile[]
     ) {
       return `Input file name "${
         name.slice(0, 100)
-      }" must be a relative path of letters, digits, ., _ and - (not under outputs/)`;
+      }" must be a relative path of letters, digits, ., _ and -, parts joined by / (not under outputs/)`;
     }
     let data: string;
     if (typeof content === "string") {

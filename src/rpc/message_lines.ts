@@ -25,7 +25,11 @@ export class MessageLines implements ReadBufferLike {
   #lines: Uint8Array[] = [];
   readonly #decoder = new TextDecoder();
 
-  constructor(readonly maxBytes = MAX_MESSAGE_BYTES) {}
+  constructor(
+    readonly maxBytes = MAX_MESSAGE_BYTES,
+    /** Told of each line skipped because it is not JSON (its start). */
+    readonly onSkipped?: (start: string) => void,
+  ) {}
 
   append(chunk: Uint8Array): void {
     let start = 0;
@@ -57,7 +61,10 @@ export class MessageLines implements ReadBufferLike {
       try {
         return deserializeMessage(line);
       } catch (error) {
-        if (error instanceof SyntaxError) continue;
+        if (error instanceof SyntaxError) {
+          this.onSkipped?.(line.slice(0, 80));
+          continue;
+        }
         throw error;
       }
     }
@@ -77,11 +84,14 @@ export class MessageLines implements ReadBufferLike {
  * their constructors). Throws if the transport has none, so an SDK that changes this fails the
  * tests rather than going back to the slow path unseen.
  */
-export function readLinesLinearly<T extends object>(transport: T): T {
+export function readLinesLinearly<T extends object>(
+  transport: T,
+  onSkipped?: (start: string) => void,
+): T {
   const holder = transport as unknown as { _readBuffer?: ReadBufferLike };
   if (typeof holder._readBuffer?.readMessage !== "function") {
     throw new TypeError("this transport has no read buffer to replace");
   }
-  holder._readBuffer = new MessageLines();
+  holder._readBuffer = new MessageLines(MAX_MESSAGE_BYTES, onSkipped);
   return transport;
 }
