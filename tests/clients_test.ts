@@ -31,7 +31,7 @@ import {
   matchingProjectKeys,
 } from "../src/clients/claude_code_approval.ts";
 import { configMode, literalSecrets, maskEntry } from "../src/clients/secrets.ts";
-import { escapeUnsafe, hasUnsafeCharacters, shortenSpaces } from "../src/clients/safe_text.ts";
+import { escapeUnsafe, hasUnsafeCharacters, shortenSpaces } from "../src/_util/safe_text.ts";
 import { loadConfig } from "../src/config/config.ts";
 import { isThisServer } from "../src/config/this_server.ts";
 import { writeFileAtomically } from "../src/_util/atomic_write.ts";

@@ -803,6 +803,35 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/trusted_paths_test.ts"],
   },
   {
+    name: "tool results a sandbox leaves unread are not counted",
+    file: "src/sandbox/launcher.ts",
+    from: 'if (kind === "own") return writer.write(bytes);',
+    to: "return writer.write(bytes);",
+    tests: ["tests/upstream_test.ts"],
+    filter: "pile up",
+  },
+  {
+    name: "a sandbox is behind from its last read, even when nothing was waiting",
+    file: "src/sandbox/unread_answers.ts",
+    from: "if (this.#bytes === 0) this.#lastRead = this.now();",
+    to: "",
+    tests: ["tests/unread_answers_test.ts"],
+  },
+  {
+    name: "unread tool results have no hard limit",
+    file: "src/sandbox/unread_answers.ts",
+    from: "if (unreadBytes > limits.hardBytes) {",
+    to: "if (false) {",
+    tests: ["tests/unread_answers_test.ts"],
+  },
+  {
+    name: "an approval question shows a script's line separators and bidi marks raw",
+    file: "src/execution/approval.ts",
+    from: "const text = escapeUnsafe(shortenSpaces(JSON.stringify(shorten(args, 0), null, 2)), {",
+    to: "const text = ((t: string, _o: unknown) => t)(JSON.stringify(shorten(args, 0), null, 2), {",
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
     name: "the arguments of calls in flight are not bounded",
     file: "src/execution/tool_gate.ts",
     from: "if (this.#argumentBytes + bytes > MAX_ARGUMENT_BYTES_IN_FLIGHT) {",
@@ -1771,8 +1800,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "Python's chmod makes a setuid program in a read-write folder",
     file: "src/sandbox/worker.ts",
-    from: "const SHARED = 0o7022;",
-    to: "const SHARED = 0o022;",
+    from: "attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~SHARED_MODE_BITS },",
+    to: "attr.mode === undefined ? attr : { ...attr, mode: attr.mode & ~0o022 },",
     tests: ["tests/profiles_test.ts"],
     filter: "grant exactly",
   },
@@ -1892,7 +1921,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "import prints a client file's control characters as they are",
-    file: "src/clients/safe_text.ts",
+    file: "src/_util/safe_text.ts",
     from:
       '(c) => c === "\\n" && options.keepNewlines ? c : `\\\\u{${c.codePointAt(0)!.toString(16)}}`,',
     to: "(c) => c,",

@@ -178,6 +178,43 @@ Deno.test("scripts call real upstream servers as Python functions", async (t) =>
   });
 });
 
+Deno.test("attack: tool results a script leaves unread cannot pile up in the host", async (t) => {
+  await using server = await startWithServers();
+  const path = `${server.fsDir}/big.txt`;
+  await Deno.writeTextFile(path, "A".repeat(3_000_000)); // each result: over 6 MB of JSON
+  const calls = (n: number) =>
+    `[asyncio.ensure_future(filesystem.read_text_file_async(path=${JSON.stringify(path)})) ` +
+    `for _ in range(${n})]`;
+
+  await t.step("results the script awaits come back, however large together", async () => {
+    const r = await server.execute({
+      code: `from mcp_tools import filesystem
+import asyncio
+` +
+        `sum(len(r['content']) for r in await asyncio.gather(*${calls(8)}))`,
+    });
+    assert.equal(r.result, 8 * 3_000_000, r.text);
+  });
+
+  await t.step("a script that never reads them is stopped past 32 MiB", async () => {
+    const r = await server.execute({
+      code: [
+        "from mcp_tools import filesystem",
+        "import asyncio, time",
+        `calls = ${calls(12)}`,
+        "await asyncio.sleep(0.5)  # the calls go out",
+        "end = time.time() + 12",
+        "while time.time() < end: pass  # and their results are never read",
+        "'finished'",
+      ].join("\n"),
+    });
+    assert.equal(r.diagnostics?.error_type, "MEMORY_LIMIT", r.text);
+    assert.match(r.diagnostics!.message, /Tool results the script left unread exceeded 32 MiB/);
+    const next = await server.execute({ code: "1 + 1" });
+    assert.equal(next.result, 2);
+  });
+});
+
 Deno.test("an upstream server killed mid-run gives a clear error, then reconnects", async () => {
   await using server = await startWithServers();
   // The handshake does not wait for the upstream servers; tools/list does. Before they have

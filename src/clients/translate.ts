@@ -8,7 +8,7 @@ import { placeholderNames } from "../config/placeholders.ts";
 import { isThisServer } from "../config/this_server.ts";
 import { isRecord } from "./client_configs.ts";
 import { deceptiveUrl } from "./entry_url.ts";
-import { hasUnsafeCharacters } from "./safe_text.ts";
+import { hasUnsafeCharacters } from "../_util/safe_text.ts";
 import { isSecretName } from "./secrets.ts";
 
 /** An entry as our config file spells it (the fields `parseConfigFile` knows). */

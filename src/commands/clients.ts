@@ -35,7 +35,7 @@ import {
 } from "../clients/merge.ts";
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
-import { escapeUnsafe, shortenSpaces } from "../clients/safe_text.ts";
+import { escapeUnsafe, shortenSpaces } from "../_util/safe_text.ts";
 import { assertReplaceable, writeFileAtomically } from "../_util/atomic_write.ts";
 import { PROJECT_ROOT } from "../config/config.ts";
 import { readConfigVariable, readEnv } from "../config/environment.ts";

@@ -5,6 +5,7 @@
  * 2026-07-28 one; see src/host/approvals.ts). Anything but "approved" denies the call, and the
  * script gets `ToolDenied` saying which.
  */
+import { escapeUnsafe, shortenSpaces } from "../_util/safe_text.ts";
 
 /** How a question ended. */
 export type ApprovalAnswer = "approved" | "declined" | "cancelled" | "timed_out" | "unavailable";
@@ -84,7 +85,11 @@ export function shownArguments(args: Record<string, unknown>): string | null {
     // fromEntries defines own properties, so a "__proto__" key is shown as the key it is.
     return Object.fromEntries(entries.map(([key, v]) => [key, shorten(v, depth + 1)]));
   };
-  const text = JSON.stringify(shorten(args, 0), null, 2);
+  // Line separators, bidi overrides and invisible characters shown escaped, long runs of spaces
+  // counted: none can push one argument out of sight behind another.
+  const text = escapeUnsafe(shortenSpaces(JSON.stringify(shorten(args, 0), null, 2)), {
+    keepNewlines: true, // JSON's own line breaks (a string's are escaped by JSON)
+  });
   return hidden || text.length > SHOWN_LIMITS.totalChars ? null : text;
 }
 
@@ -99,7 +104,8 @@ export function unshowableReason(question: ApprovalQuestion): string | null {
 /** The question as a person reads it (for a question whose arguments can be shown). */
 export function approvalMessage(question: ApprovalQuestion): string {
   const shown = shownArguments(question.arguments) ?? "(not shown)";
-  return `A script wants to call ${question.server}.${question.tool} with these arguments:\n${shown}\nAllow this call?`;
+  const tool = escapeUnsafe(`${question.server}.${question.tool}`);
+  return `A script wants to call ${tool} with these arguments:\n${shown}\nAllow this call?`;
 }
 
 /** The form the person fills in: one yes/no field. */

@@ -58,10 +58,16 @@ export interface MessageSet {
   requests: Record<string, { params: unknown; reply: unknown }>;
 }
 
+/** What a written line is: this side's own request or notification, or an answer to the peer. */
+export type LineKind = "own" | "answer";
+
 export interface ChannelOptions {
   readable: ReadableStream<Uint8Array>;
-  /** Writes one complete line (the newline included). */
-  write: (line: string) => void | Promise<void>;
+  /**
+   * Writes one complete line (the newline included); `answer` when it answers the peer's request
+   * (what the peer asked for, which it may leave unread).
+   */
+  write: (line: string, kind: LineKind) => void | Promise<void>;
   maxLineBytes: number;
   handlers: ChannelHandlers;
 }
@@ -71,7 +77,7 @@ export interface ChannelOptions {
  * until the receiver checks it.
  */
 export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
-  readonly #write: (line: string) => void | Promise<void>;
+  readonly #write: (line: string, kind: LineKind) => void | Promise<void>;
   readonly #handlers: ChannelHandlers;
   readonly #pending = new Map<JsonRpcId, PromiseWithResolvers<unknown>>();
   #closed = false;
@@ -122,8 +128,8 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
     await this.#send({ jsonrpc: "2.0", method, params });
   }
 
-  #send(message: unknown): void | Promise<void> {
-    return this.#write(JSON.stringify(message) + "\n");
+  #send(message: unknown, kind: LineKind = "own"): void | Promise<void> {
+    return this.#write(JSON.stringify(message) + "\n", kind);
   }
 
   #violation(kind: ViolationKind, detail: string): void {
@@ -188,12 +194,12 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
 
   #answer(id: JsonRpcId, method: string, params: unknown): void {
     this.#handlers.onRequest(method, params, id).then(
-      (result) => this.#send({ jsonrpc: "2.0", id, result: result ?? null }),
+      (result) => this.#send({ jsonrpc: "2.0", id, result: result ?? null }, "answer"),
       (error) => {
         const rpcError: RpcError = error instanceof RemoteError
           ? error.error
           : { code: RPC_INTERNAL_ERROR, message: String(error?.message ?? error) };
-        return this.#send({ jsonrpc: "2.0", id, error: rpcError });
+        return this.#send({ jsonrpc: "2.0", id, error: rpcError }, "answer");
       },
     ).catch(() => {/* the peer is gone; nothing to tell it */});
   }

@@ -38,6 +38,7 @@ import {
 import type { Logger } from "../_util/log.ts";
 import type { HostOutcome, OneOf } from "../execution/outcomes.ts";
 import { OutputBuffer } from "./output_buffer.ts";
+import { UnreadAnswers } from "./unread_answers.ts";
 import type { Profile } from "./profile.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { INTERRUPT_SIGNAL } from "./interrupt_listener.ts";
@@ -160,6 +161,7 @@ export class Sandbox implements AsyncDisposable {
   /** Tool calls the script asked for in this execution, allowed or not. */
   #toolRequests = 0;
   #toolCallLimit = Infinity;
+  readonly #unread = new UnreadAnswers((message) => this.#halt("MEMORY_LIMIT", message));
   /** A session's process between its scripts (SIGSTOP). */
   #paused = false;
   readonly #modules: ModuleSource | undefined;
@@ -196,7 +198,13 @@ export class Sandbox implements AsyncDisposable {
     const booted = Promise.withResolvers<void>();
     this.#channel = new JsonRpcChannel<HostMessages>({
       readable: this.#process.stdout,
-      write: (line) => writer.write(encoder.encode(line)),
+      write: (line, kind) => {
+        const bytes = encoder.encode(line);
+        if (kind === "own") return writer.write(bytes);
+        // A tool's result: it waits here until the sandbox reads it.
+        if (!this.#unread.writing(bytes.length)) return Promise.resolve();
+        return writer.write(bytes).finally(() => this.#unread.read(bytes.length));
+      },
       maxLineBytes: MAX_LINE_BYTES,
       handlers: {
         onRequest: (method, params) => this.#onRequest(method, params),
@@ -379,6 +387,7 @@ export class Sandbox implements AsyncDisposable {
 
   /** Kills the process (idempotent). */
   kill(): void {
+    this.#unread.close();
     try {
       this.#process.kill("SIGKILL");
     } catch {

@@ -117,8 +117,8 @@ var JsonRpcChannel = class {
       params
     });
   }
-  #send(message) {
-    return this.#write(JSON.stringify(message) + "\n");
+  #send(message, kind = "own") {
+    return this.#write(JSON.stringify(message) + "\n", kind);
   }
   #violation(kind, detail) {
     this.#handlers.onViolation({
@@ -182,7 +182,7 @@ var JsonRpcChannel = class {
       jsonrpc: "2.0",
       id,
       result: result ?? null
-    }), (error) => {
+    }, "answer"), (error) => {
       const rpcError = error instanceof RemoteError ? error.error : {
         code: RPC_INTERNAL_ERROR,
         message: String(error?.message ?? error)
@@ -191,7 +191,7 @@ var JsonRpcChannel = class {
         jsonrpc: "2.0",
         id,
         error: rpcError
-      });
+      }, "answer");
     }).catch(() => {
     });
   }

@@ -1,7 +1,8 @@
 /**
- * Text from client files is printed to a terminal, so it must not be able to move the cursor,
- * recolour or hide text, start a new line, or reorder what follows (bidi marks). This module
- * finds such characters and shows them escaped (`\u{1b}`), so a printed line is what it says.
+ * Text from elsewhere (client files, a script's tool arguments) is shown to a person, so it must
+ * not be able to move the cursor, recolour or hide text, start a new line, or reorder what
+ * follows (bidi marks). This module finds such characters and shows them escaped (`\u{1b}`), so a
+ * printed line is what it says.
  */
 
 /**
@@ -21,16 +22,20 @@ export function hasUnsafeCharacters(text: string): boolean {
   return UNSAFE.test(text);
 }
 
+/** Three or more of the same escape in a row, shown once with a count (`\u{2028}×200`). */
+const REPEATED_ESCAPE = /(\\u\{[0-9a-f]+\})\1{2,}/g;
+
 /**
  * `text` with every unsafe character written as `\u{hex}` (a backslash stays as it is: the
- * escape is for the reader, not for parsing back). `keepNewlines` leaves `\n` alone, for text
- * whose line breaks are ours (pretty-printed JSON, where strings' own newlines are escaped).
+ * escape is for the reader, not for parsing back), a run of one written once with its count.
+ * `keepNewlines` leaves `\n` alone, for text whose line breaks are ours (pretty-printed JSON,
+ * where strings' own newlines are escaped).
  */
 export function escapeUnsafe(text: string, options: { keepNewlines?: boolean } = {}): string {
   return text.replace(
     UNSAFE,
     (c) => c === "\n" && options.keepNewlines ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`,
-  );
+  ).replace(REPEATED_ESCAPE, (run, one: string) => `${one}×${run.length / one.length}`);
 }
 
 /** Runs of whitespace longer than this are shortened in printed text. */
