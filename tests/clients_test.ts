@@ -165,11 +165,19 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
     outcome?: "skip" | "self";
     reason?: RegExp;
     notes?: RegExp[];
+    absentNotes?: RegExp[];
   }[] = [
     {
       name: "a plain stdio entry keeps command, args and env",
       raw: { command: "npx", args: ["-y", "pkg"], env: { LEVEL: "debug" } },
       entry: { command: "npx", args: ["-y", "pkg"], env: { LEVEL: "debug" } },
+      notes: [/npx -y fetches the package each time it starts/],
+    },
+    {
+      name: "npx without -y is not said to fetch at every start",
+      raw: { command: "/usr/local/bin/npx", args: ["pkg"] },
+      entry: { command: "/usr/local/bin/npx", args: ["pkg"] },
+      absentNotes: [/npx -y/],
     },
     {
       name: "type stdio and client-only fields are dropped, with a note naming them",
@@ -384,6 +392,9 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
           ? { ...row.entry, cwd: CTX.home }
           : row.entry;
         if (result.outcome === "import") assert.deepEqual(result.entry, expected);
+      }
+      for (const note of row.absentNotes ?? []) {
+        assert.ok(!result.notes.some((n) => note.test(n)), `${note} in ${result.notes}`);
       }
       for (const note of row.notes ?? []) {
         assert.ok(result.notes.some((n) => note.test(n)), `${note} in ${result.notes}`);

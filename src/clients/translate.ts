@@ -220,6 +220,13 @@ export function translateEntry(
       );
     }
   }
+  if (kind === "stdio" && downloadsAtStart(entry)) {
+    notes.push(
+      "npx -y fetches the package each time it starts: offline, or with a registry that does " +
+        "not answer, the server waits until code mode gives up on it; install the package " +
+        "and name its command where the machine may be offline",
+    );
+  }
   // Read with the server's own parser from the rewritten entry: what the server will expand.
   const unset = entryVariables(entry).filter((v) => !ctx.isSet(v)).sort();
   if (unset.length > 0) {
@@ -233,6 +240,12 @@ export function translateEntry(
   const invalid = refusal(name, entry);
   if (invalid) return skip(invalid);
   return { outcome: "import", name, entry, notes };
+}
+
+/** Whether an entry runs `npx -y` (or `--yes`): a package fetched at every start. */
+function downloadsAtStart(entry: ServerEntry): boolean {
+  const program = (entry.command ?? "").split(/[\\/]/).pop()!.replace(/\.(cmd|exe)$/i, "");
+  return program === "npx" && (entry.args ?? []).some((a) => a === "-y" || a === "--yes");
 }
 
 /**
