@@ -1416,8 +1416,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a stdio write that fails is left to the SDK (an unhandled rejection ends the process)",
     file: "src/commands/commands.ts",
-    from: "wire.send = (message, ...rest) => send(message, ...rest).catch(gone);",
-    to: "",
+    from: "} else void stop(`stdout closed (${error.message})`);",
+    to: "} else throw error;",
     tests: ["tests/opening_answer_test.ts"],
     filter: "not JSON",
   },
@@ -1428,6 +1428,13 @@ const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/opening_answer_test.ts"],
     filter: "not JSON",
+  },
+  {
+    name: "import says nothing of npx -y",
+    file: "src/clients/translate.ts",
+    from: 'return program === "npx" && (entry.args ?? []).some((a) => a === "-y" || a === "--yes");',
+    to: "return false;",
+    tests: ["tests/clients_test.ts"],
   },
   // Configs that list code mode itself, entries that cannot start, shutdown mid-connect
   {
