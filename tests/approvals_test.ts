@@ -26,7 +26,7 @@ async function approvalConfig() {
   await Deno.writeTextFile(`${dir}/permissions/default.json`, JSON.stringify(profile));
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}tests/fixtures/servers.json`));
   const path = await writeConfig(dir, {
-    servers: { memory: config.servers.memory },
+    servers: { memory: config.servers.memory, filesystem: config.servers.filesystem },
     settings: {
       pool_size: 1,
       permissions_dir: `${dir}/permissions`,
@@ -202,6 +202,29 @@ for (const generation of GENERATIONS) {
         assert.equal(r.success, true, JSON.stringify(r.diagnostics));
         assert.ok((r.result as number) >= 2, `the script woke after ${r.result} s`);
       });
+      await t.step(
+        "results that arrive while the person decides do not stop the script",
+        async () => {
+          // Over 32 MiB of results come in while the host holds the sandbox still: it is not
+          // behind on them for as long as the person takes.
+          const big = `${dir}/big.txt`;
+          await Deno.writeTextFile(big, "A".repeat(3_000_000));
+          answer = async () => {
+            await delay(2600);
+            return { action: "accept", content: { approve: true } };
+          };
+          const r = await session.run([
+            "import asyncio",
+            "from mcp_tools import filesystem, memory",
+            `reads = [filesystem.read_text_file_async(path=${
+              JSON.stringify(big)
+            }) for _ in range(8)]`,
+            "*texts, made = await asyncio.gather(*reads, memory.create_entities_async(entities=[]))",
+            "sum(len(t['content']) for t in texts)",
+          ].join("\n"));
+          assert.equal(r.result, 24_000_000, JSON.stringify(r.diagnostics));
+        },
+      );
       await t.step("arguments that cannot be shown whole are not put to a person", async () => {
         const before = asked.length;
         const r = await session.run([

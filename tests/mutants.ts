@@ -818,6 +818,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/unread_answers_test.ts"],
   },
   {
+    name: "a sandbox held still for an approval is behind on the results that come meanwhile",
+    file: "src/sandbox/launcher.ts",
+    from: "      this.#unread.hold();\n",
+    to: "",
+    tests: ["tests/approvals_test.ts"],
+    filter: "approvals with a 2025-11-25",
+  },
+  {
     name: "unread tool results have no hard limit",
     file: "src/sandbox/unread_answers.ts",
     from: "if (unreadBytes > limits.hardBytes) {",
@@ -1422,6 +1430,22 @@ const MUTATIONS: Mutation[] = [
     filter: "not JSON",
   },
   {
+    name: "stdio writes block the host when the client stops reading",
+    file: "src/commands/commands.ts",
+    from:
+      "return readLinesLinearly(new StdioServerTransport(process.stdin, stdout), notJsonWarning(log));",
+    to: "return readLinesLinearly(new StdioServerTransport(), notJsonWarning(log));",
+    tests: ["tests/opening_answer_test.ts"],
+    filter: "stops reading cannot",
+  },
+  {
+    name: "messages a client leaves unread pile up without end",
+    file: "src/host/async_stdout.ts",
+    from: "if (!stalled && stream.writableLength > most) {",
+    to: "if (false) {",
+    tests: ["tests/async_stdout_test.ts"],
+  },
+  {
     name: "a line on stdin that is not JSON is dropped unsaid",
     file: "src/rpc/message_lines.ts",
     from: "this.onSkipped?.(line.slice(0, 80));",
@@ -1432,7 +1456,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "import says nothing of npx -y",
     file: "src/clients/translate.ts",
-    from: 'return program === "npx" && (entry.args ?? []).some((a) => a === "-y" || a === "--yes");',
+    from:
+      'return program === "npx" && (entry.args ?? []).some((a) => a === "-y" || a === "--yes");',
     to: "return false;",
     tests: ["tests/clients_test.ts"],
   },

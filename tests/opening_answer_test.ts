@@ -291,3 +291,62 @@ Deno.test("a line that is not JSON is warned of; a client that stops reading end
   assert.match(log, /shutting down \(stdout closed/);
   assert.doesNotMatch(log, /Uncaught/);
 });
+
+Deno.test("attack: a client that stops reading cannot hold the host still, nor a sandbox's limits", async () => {
+  const child = spawnServe();
+  const writer = child.stdin.getWriter();
+  const line = (message: unknown) => JSON.stringify(message) + "\n";
+  const requests = [
+    initialize({}, 1),
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 2, method: "logging/setLevel", params: { level: "debug" } },
+    {
+      jsonrpc: "2.0",
+      id: 99,
+      method: "tools/call",
+      params: {
+        name: "execute_code",
+        arguments: {
+          code: "for i in range(60): print('o' * 1000)\nwhile True: pass",
+          timeout_s: 2,
+        },
+      },
+    },
+  ];
+  await writer.write(new TextEncoder().encode(requests.map(line).join("")));
+  await delay(1500); // the script runs, its time limit counting
+  // More answers than a pipe holds, none of them read: the host's writes cannot finish.
+  const lists = Array.from({ length: 60 }, (_, i) => ({
+    jsonrpc: "2.0",
+    id: 10 + i,
+    method: "tools/list",
+  }));
+  await writer.write(new TextEncoder().encode(lists.map(line).join("")));
+  const deadline = killAfter(child, "SIGKILL");
+  try {
+    await delay(10_000); // nothing read meanwhile
+    let buffered = "";
+    const decoder = new TextDecoder();
+    let result:
+      | { structuredContent?: { duration_ms: number; diagnostics: { error_type: string } } }
+      | undefined;
+    for await (const chunk of child.stdout) {
+      buffered += decoder.decode(chunk, { stream: true });
+      const found = buffered.split("\n").filter((l) => l.includes('"id":99'));
+      if (found.length > 0) {
+        result = JSON.parse(found[0]!).result;
+        break;
+      }
+    }
+    assert.equal(result?.structuredContent?.diagnostics.error_type, "TIMEOUT");
+    // Stopped at its limit (2 s, and the 2 s an interrupt may take), not when the client read.
+    assert.ok(
+      result!.structuredContent!.duration_ms < 8000,
+      `${result!.structuredContent!.duration_ms} ms`,
+    );
+  } finally {
+    deadline.clear();
+    await writer.close().catch(() => {});
+    await child.status;
+  }
+});

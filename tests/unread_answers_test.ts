@@ -8,7 +8,10 @@ Deno.test("unreadVerdict(): a reader that keeps reading is never stopped below t
   assert.equal(unreadVerdict(101, 49, LIMITS), null);
   assert.match(unreadVerdict(101, 50, LIMITS)!, /left unread exceeded/);
   assert.equal(unreadVerdict(100, 10_000, LIMITS), null);
-  assert.match(unreadVerdict(1001, 0, LIMITS)!, /waiting for the script exceeded/);
+  assert.match(
+    unreadVerdict(1001, 0, LIMITS)!,
+    /waiting for the script exceeded .*its memory limit/,
+  );
 });
 
 Deno.test("UnreadAnswers: stops a sandbox that stops reading, once; not one that reads", async () => {
@@ -34,9 +37,21 @@ Deno.test("UnreadAnswers: stops a sandbox that stops reading, once; not one that
   assert.match(stopped[0]!, /left unread/);
   assert.equal(stalled.writing(1), false, "nothing more is written to a sandbox being stopped");
 
+  // Held still by the host (a person deciding): not behind however long; behind again after.
+  const held = new UnreadAnswers((m) => stopped.push(m), LIMITS);
+  held.hold();
+  assert.equal(held.writing(120), true);
+  await new Promise((resolve) => setTimeout(resolve, 130));
+  assert.equal(stopped.length, 1);
+  held.release();
+  await new Promise((resolve) => setTimeout(resolve, 130));
+  assert.equal(stopped.length, 2);
+  assert.match(stopped[1]!, /left unread/);
+  stopped.pop();
+
   const flood = new UnreadAnswers((m) => stopped.push(m), LIMITS);
   assert.equal(flood.writing(600), true);
   assert.equal(flood.writing(600), false);
   assert.equal(stopped.length, 2);
-  assert.match(stopped[1]!, /waiting for the script exceeded/);
+  assert.match(stopped[1]!, /waiting for the script exceeded .*its memory limit/);
 });

@@ -12,6 +12,7 @@ import {
   StdioServerTransport,
 } from "@modelcontextprotocol/server/stdio";
 import { dropAnswerTo } from "../host/stdio_opening.ts";
+import { asyncStdout } from "../host/async_stdout.ts";
 import type { RequestId } from "../host/opening_answer.ts";
 import { type App, openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
 import { unavailableServer } from "../host/unavailable_server.ts";
@@ -59,7 +60,7 @@ export async function serveStdio(
   });
   // The SDK reads the connection from its first byte; an opening message answered already
   // (`answered`, see stdio_opening.ts) is not answered twice.
-  const wire = readLinesLinearly(new StdioServerTransport(), notJsonWarning(log));
+  const wire = stdioWire(log, stop);
   if (answered !== null) {
     dropAnswerTo(
       wire,
@@ -102,13 +103,26 @@ export async function serveUnavailable(
   if (Deno.stdin.isTerminal()) throw error;
   const reason = (error as Error).message;
   log.error(reason);
-  const wire = readLinesLinearly(new StdioServerTransport());
+  const { stop, stopped } = stopOnce(log, () => connection.close().catch(() => {}));
+  const wire = stdioWire(log, stop);
   if (answered !== null) dropAnswerTo(wire, answered, () => {});
   const connection = serveMcpStdio(() => unavailableServer(reason), { transport: wire });
-  const { stop, stopped } = stopOnce(log, () => connection.close().catch(() => {}));
   stopWhenClientGoes(stop, wire, log);
   await stopped;
   return 1;
+}
+
+/**
+ * The MCP stdio connection: lines read in linear time (one that is not JSON warned of), messages
+ * written without blocking the host (see async_stdout.ts); a client that leaves too much unread
+ * is taken to be gone.
+ */
+function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServerTransport {
+  const stdout = asyncStdout({
+    onStalled: (bytes) =>
+      void stop(`stdout: the client left ${Math.round(bytes / (1024 * 1024))} MiB unread`),
+  });
+  return readLinesLinearly(new StdioServerTransport(process.stdin, stdout), notJsonWarning(log));
 }
 
 /**

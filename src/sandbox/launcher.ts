@@ -38,7 +38,7 @@ import {
 import type { Logger } from "../_util/log.ts";
 import type { HostOutcome, OneOf } from "../execution/outcomes.ts";
 import { OutputBuffer } from "./output_buffer.ts";
-import { UnreadAnswers } from "./unread_answers.ts";
+import { UnreadAnswers, unreadLimits } from "./unread_answers.ts";
 import type { Profile } from "./profile.ts";
 import { sandboxCommand } from "./sandbox_command.ts";
 import { INTERRUPT_SIGNAL } from "./interrupt_listener.ts";
@@ -161,7 +161,7 @@ export class Sandbox implements AsyncDisposable {
   /** Tool calls the script asked for in this execution, allowed or not. */
   #toolRequests = 0;
   #toolCallLimit = Infinity;
-  readonly #unread = new UnreadAnswers((message) => this.#halt("MEMORY_LIMIT", message));
+  readonly #unread: UnreadAnswers;
   /** A session's process between its scripts (SIGSTOP). */
   #paused = false;
   readonly #modules: ModuleSource | undefined;
@@ -176,6 +176,10 @@ export class Sandbox implements AsyncDisposable {
     this.#log = options.log;
     this.#memory = options.memory;
     this.#modules = options.modules;
+    this.#unread = new UnreadAnswers(
+      (message) => this.#halt("MEMORY_LIMIT", message),
+      unreadLimits(options.profile.limits.memory_mb * 1024 * 1024),
+    );
     const { command, args, env, cwd, boot } = sandboxCommand(
       options.runtime,
       options.snapshotPath,
@@ -411,6 +415,7 @@ export class Sandbox implements AsyncDisposable {
     try {
       this.#process.kill("SIGSTOP");
       this.#paused = true;
+      this.#unread.hold();
     } catch {
       // already exited
     }
@@ -424,6 +429,7 @@ export class Sandbox implements AsyncDisposable {
       // already exited: the execution reports it
     }
     this.#paused = false;
+    this.#unread.release();
   }
 
   /**

@@ -1,27 +1,27 @@
 /**
  * Tool results written to a sandbox that it has not read yet. They wait in the host's memory,
  * outside the sandbox's memory limit: a script that starts many calls and then never yields to
- * read their results (a busy loop, a paused session) held 1.8 GB in the host with 199 results of
- * 8 MB. A script that reads them is never stopped for how many arrive at once (results it
- * gathers come faster than it decodes them), only one that stops reading while too much waits,
- * or lets more wait than any script could take in.
+ * read their results (a busy loop) held 1.8 GB in the host with 199 results of 8 MB. A script
+ * that reads them is never stopped for how many arrive at once (results it gathers come faster
+ * than it decodes them), only one that stops reading while too much waits, or lets more wait
+ * than its own memory limit could take in. While the host itself holds the sandbox still (a
+ * person deciding on an approval, a session between scripts), it is not behind.
  */
 
 export interface UnreadLimits {
   /** Past this, a sandbox that has read nothing for `stalledMs` (while results wait) is stopped. */
   stalledBytes: number;
   stalledMs: number;
-  /** Past this, it is stopped at once. */
+  /** Past this, it is stopped at once (the sandbox's memory limit). */
   hardBytes: number;
 }
 
 const MIB = 1024 * 1024;
 
-export const UNREAD_LIMITS: UnreadLimits = {
-  stalledBytes: 32 * MIB,
-  stalledMs: 2000,
-  hardBytes: 128 * MIB,
-};
+/** The limits for a sandbox whose memory limit is `memoryBytes`. */
+export function unreadLimits(memoryBytes: number): UnreadLimits {
+  return { stalledBytes: 32 * MIB, stalledMs: 2000, hardBytes: memoryBytes };
+}
 
 /** Whether unread results are too many (pure): the reason to stop the sandbox, or null. */
 export function unreadVerdict(
@@ -31,7 +31,9 @@ export function unreadVerdict(
 ): string | null {
   const mib = (n: number) => `${n / MIB} MiB`;
   if (unreadBytes > limits.hardBytes) {
-    return `Tool results waiting for the script exceeded ${mib(limits.hardBytes)}`;
+    return `Tool results waiting for the script exceeded ${
+      mib(limits.hardBytes)
+    }, its memory limit`;
   }
   if (unreadBytes > limits.stalledBytes && sinceLastReadMs >= limits.stalledMs) {
     return `Tool results the script left unread exceeded ${mib(limits.stalledBytes)} for ` +
@@ -47,13 +49,26 @@ export class UnreadAnswers {
   #lastRead: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #over = false;
+  /** Held still by the host: not behind however long it reads nothing. */
+  #held = false;
 
   constructor(
     private readonly exceeded: (message: string) => void,
-    private readonly limits: UnreadLimits = UNREAD_LIMITS,
+    private readonly limits: UnreadLimits,
     private readonly now: () => number = () => performance.now(),
   ) {
     this.#lastRead = now();
+  }
+
+  /** The host holds the sandbox still (SIGSTOP): its time without reading stops counting. */
+  hold(): void {
+    this.#held = true;
+  }
+
+  /** The host lets the sandbox go on: it is not behind for the time it was held. */
+  release(): void {
+    this.#held = false;
+    this.#lastRead = this.now();
   }
 
   /** Before `bytes` are written: false when they must not be (the sandbox is being stopped). */
@@ -79,7 +94,8 @@ export class UnreadAnswers {
   }
 
   #check(): void {
-    const verdict = unreadVerdict(this.#bytes, this.now() - this.#lastRead, this.limits);
+    const sinceLastRead = this.#held ? 0 : this.now() - this.#lastRead;
+    const verdict = unreadVerdict(this.#bytes, sinceLastRead, this.limits);
     if (verdict !== null && !this.#over) {
       this.close();
       this.exceeded(verdict);

@@ -1,0 +1,44 @@
+/**
+ * stdout as the MCP stdio transport writes to it, without ever blocking the host. Deno's
+ * `process.stdout` writes to a pipe synchronously: a client that stopped reading (but kept the
+ * pipe open) held the host's one thread inside a write, and with it every timer, so no sandbox
+ * was stopped at its time or memory limit (one ran on at 1.7 GB, 25 s past a 5 s limit). Here a
+ * write is Deno's asynchronous one; what the client has not taken waits in memory, up to
+ * `maxQueuedBytes`, past which the client is taken to be gone.
+ */
+import { Writable } from "node:stream";
+
+/** Messages the client may leave unread before it is taken to be gone. */
+export const MAX_QUEUED_STDOUT_BYTES = 64 * 1024 * 1024;
+
+export function asyncStdout(options: {
+  /** Called once when more than `maxQueuedBytes` wait for the client. */
+  onStalled: (queuedBytes: number) => void;
+  maxQueuedBytes?: number;
+  /** Where the bytes go (tests give a pipe of their own). */
+  target?: { write(bytes: Uint8Array): Promise<number> };
+}): Writable {
+  const target = options.target ?? Deno.stdout;
+  const most = options.maxQueuedBytes ?? MAX_QUEUED_STDOUT_BYTES;
+  let stalled = false;
+  const stream: Writable = new Writable({
+    async write(chunk: Uint8Array, _encoding, done) {
+      try {
+        for (let rest = chunk; rest.length > 0;) rest = rest.subarray(await target.write(rest));
+        done();
+      } catch (error) {
+        done(error as Error);
+      }
+    },
+  });
+  const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  stream.write = ((chunk: unknown, ...rest: unknown[]) => {
+    const fits = write(chunk, ...rest);
+    if (!stalled && stream.writableLength > most) {
+      stalled = true;
+      options.onStalled(stream.writableLength);
+    }
+    return fits;
+  }) as typeof stream.write;
+  return stream;
+}
