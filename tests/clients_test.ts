@@ -419,6 +419,18 @@ Deno.test("escapeUnsafe() shows controls, separators and bidi marks escaped; has
     ["Hangul filler and invisible times", "a\u3164b\u2062", "a\\u{3164}b\\u{2062}"],
     ["tag characters (invisible ASCII)", "ok\u{e0049}\u{e007f}", "ok\\u{e0049}\\u{e007f}"],
     ["plain text, accents and emoji stay", "café ✓ 🙂 \\n", "café ✓ 🙂 \\n"],
+    ["an emoji's one presentation selector stays", "\u26a0\ufe0f careful", "\u26a0\ufe0f careful"],
+    [
+      "selectors in a row spell bytes",
+      "ok\ufe0f\ufe0e\ufe0f\u{e0101}",
+      "ok\\u{fe0f}\\u{fe0e}\\u{fe0f}\\u{e0101}",
+    ],
+    [
+      "soft hyphen, Arabic letter mark, braille blank",
+      "pa\u00adth\u061c\u2800",
+      "pa\\u{ad}th\\u{61c}\\u{2800}",
+    ],
+    ["a run of one, counted", "a" + "\u2028".repeat(200), "a\\u{2028}×200"],
   ];
   for (const [name, input, shown] of rows) {
     await t.step(name, () => {

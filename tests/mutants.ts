@@ -835,8 +835,37 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an approval question shows a script's line separators and bidi marks raw",
     file: "src/execution/approval.ts",
-    from: "const text = escapeUnsafe(shortenSpaces(JSON.stringify(shorten(args, 0), null, 2)), {",
-    to: "const text = ((t: string, _o: unknown) => t)(JSON.stringify(shorten(args, 0), null, 2), {",
+    from: 'const text = escapeUnsafe(shortenSpaces(render(shorten(args, 0), "")), {',
+    to: 'const text = ((t: string, _o: unknown) => t)(render(shorten(args, 0), ""), {',
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
+    name: "characters drawn as nothing are shown raw",
+    file: "src/_util/safe_text.ts",
+    from: '"[\\\\p{Cc}\\\\p{Cf}\\\\p{Zl}\\\\p{Zp}\\\\p{Default_Ignorable_Code_Point}\\\\u2800]',
+    to: '"[\\\\p{Cc}\\\\p{Zl}\\\\p{Zp}]',
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
+    name: "every emoji presentation selector is text, however many in a row",
+    file: "src/_util/safe_text.ts",
+    from:
+      '"|[\\\\uFE0E\\\\uFE0F](?=[\\\\uFE0E\\\\uFE0F])|(?<=[\\\\uFE0E\\\\uFE0F])[\\\\uFE0E\\\\uFE0F]",',
+    to: '"|$^",',
+    tests: ["tests/clients_test.ts", "tests/approval_message_test.ts"],
+  },
+  {
+    name: "an approval question puts each plain item of a list on its own line",
+    file: "src/execution/approval.ts",
+    from: "if (value.every(plain)) return",
+    to: "if (false) return",
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
+    name: "an approval question may be any number of lines",
+    file: "src/execution/approval.ts",
+    from: 'text.split("\\n").length > SHOWN_LIMITS.lines;',
+    to: "false;",
     tests: ["tests/approval_message_test.ts"],
   },
   {

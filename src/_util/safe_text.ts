@@ -7,14 +7,19 @@
 
 /**
  * C0 and C1 controls (newline, carriage return and escape among them), the line and paragraph
- * separators, the bidi marks, embeddings, overrides and isolates, and invisible characters that
- * can carry text a reader does not see (zero-width ones, the word joiner and invisible operators,
- * the Hangul fillers, the Mongolian vowel separator, the byte-order mark, and the tag characters
- * U+E0000-E007F, which spell ASCII that models read and terminals hide).
+ * separators, format characters (the bidi marks, embeddings, overrides and isolates, the Arabic
+ * letter mark, annotation anchors), every character Unicode says to draw as nothing when
+ * unsupported (Default_Ignorable_Code_Point: zero-width ones, the soft hyphen, joiners, invisible
+ * operators, the Hangul fillers, variation selectors, which can spell ASCII as tag characters do,
+ * and the tag characters U+E0000-E007F), and the blank braille pattern, drawn as a space. A lone
+ * emoji presentation selector is kept.
  */
-const UNSAFE =
-  // deno-lint-ignore no-control-regex -- finding control characters is the point
-  /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\u115f\u1160\u180e\u3164\uffa0\ufeff\u{e0000}-\u{e007f}]/gu;
+const UNSAFE = new RegExp(
+  "[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Default_Ignorable_Code_Point}\\u2800](?<![\\uFE0E\\uFE0F])" +
+    // An emoji's one presentation selector (the one in ⚠️) is text; two or more in a row spell.
+    "|[\\uFE0E\\uFE0F](?=[\\uFE0E\\uFE0F])|(?<=[\\uFE0E\\uFE0F])[\\uFE0E\\uFE0F]",
+  "gu",
+);
 
 /** Whether `text` holds a character that a terminal or text view would act on. */
 export function hasUnsafeCharacters(text: string): boolean {

@@ -58,6 +58,8 @@ export const SHOWN_LIMITS = {
   depth: 8,
   /** Characters of the whole rendering. */
   totalChars: 8000,
+  /** Lines of the whole rendering (a list of plain values takes one). */
+  lines: 400,
 };
 
 /**
@@ -87,10 +89,33 @@ export function shownArguments(args: Record<string, unknown>): string | null {
   };
   // Line separators, bidi overrides and invisible characters shown escaped, long runs of spaces
   // counted: none can push one argument out of sight behind another.
-  const text = escapeUnsafe(shortenSpaces(JSON.stringify(shorten(args, 0), null, 2)), {
-    keepNewlines: true, // JSON's own line breaks (a string's are escaped by JSON)
+  const text = escapeUnsafe(shortenSpaces(render(shorten(args, 0), "")), {
+    keepNewlines: true, // the rendering's own line breaks (a string's are escaped by JSON)
   });
-  return hidden || text.length > SHOWN_LIMITS.totalChars ? null : text;
+  const tooLong = text.length > SHOWN_LIMITS.totalChars ||
+    text.split("\n").length > SHOWN_LIMITS.lines;
+  return hidden || tooLong ? null : text;
+}
+
+/**
+ * JSON as a person reads it: one key or item a line, except a list of plain values (numbers,
+ * strings, empty lists or objects), which takes one line, so padding cannot push the rest of
+ * the arguments hundreds of lines down.
+ */
+function render(value: unknown, indent: string): string {
+  const plain = (v: unknown) => typeof v !== "object" || v === null || Object.keys(v).length === 0;
+  if (typeof value !== "object" || value === null || Object.keys(value).length === 0) {
+    return JSON.stringify(value);
+  }
+  const inner = indent + "  ";
+  if (Array.isArray(value)) {
+    if (value.every(plain)) return `[${value.map((v) => JSON.stringify(v)).join(", ")}]`;
+    return `[\n${value.map((v) => inner + render(v, inner)).join(",\n")}\n${indent}]`;
+  }
+  const entries = Object.entries(value).map(([key, v]) =>
+    `${inner}${JSON.stringify(key)}: ${render(v, inner)}`
+  );
+  return `{\n${entries.join(",\n")}\n${indent}}`;
 }
 
 /** Why a call cannot be put to a person, or null when its arguments can be shown. */
@@ -98,7 +123,8 @@ export function unshowableReason(question: ApprovalQuestion): string | null {
   if (shownArguments(question.arguments) !== null) return null;
   const l = SHOWN_LIMITS;
   return `its arguments cannot be shown to a person whole (at most ${l.items} items or keys per ` +
-    `list or object, ${l.depth} levels, ${l.totalChars} characters shown); split the call`;
+    `list or object, ${l.depth} levels, ${l.totalChars} characters or ${l.lines} lines shown); ` +
+    "split the call";
 }
 
 /** The question as a person reads it (for a question whose arguments can be shown). */
