@@ -232,6 +232,12 @@ Deno.test("execute_code enforces the code-size and profile policy before running
     assert.equal(reply.isError, true);
     const text = (reply.content as { text: string }[])[0]!.text;
     assert.match(text, /Unknown argument "timeout" \(did you mean "timeout_s"\?\)/);
+    const nested = await server.client.callTool({
+      name: "execute_code",
+      arguments: { code: "1", files: { "a.txt": { base64: "aGk=", mode: "0777" } } },
+    });
+    assert.equal(nested.isError, true, "a file's unknown field is refused too");
+    assert.match((nested.content as { text: string }[])[0]!.text, /mode/);
   });
 });
 

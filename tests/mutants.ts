@@ -840,6 +840,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/approval_message_test.ts"],
   },
   {
+    name: "a session that died between scripts is just not found",
+    file: "src/sandbox/sessions.ts",
+    from: "if (!current.busy) {",
+    to: "if (false) {",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
+  },
+  {
     name: "characters drawn as nothing are shown raw",
     file: "src/_util/safe_text.ts",
     from: '"[\\\\p{Cc}\\\\p{Cf}\\\\p{Zl}\\\\p{Zp}\\\\p{Default_Ignorable_Code_Point}\\\\u2800]',

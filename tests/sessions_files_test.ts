@@ -8,8 +8,10 @@ import {
   childEnv,
   delay,
   dynamicServer,
+  isAlive,
   MAIN,
   ROOT,
+  sandboxPids,
   SERVE_FLAGS,
   startServer,
   type TestServer,
@@ -225,6 +227,29 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
       assert.match(gone.diagnostics!.message, /^No open session/);
     },
   );
+
+  await t.step("a session that dies between scripts says so to its next call", async () => {
+    const stopped = () =>
+      sandboxPids(server.pid).filter((pid) =>
+        / T /.test(Deno.readTextFileSync(`/proc/${pid}/stat`).replace(/^.*\) /, " "))
+      );
+    const before = stopped();
+    const opened = await server.execute({ code: "x = 1", session_id: "new" });
+    const mine = stopped().filter((pid) => !before.includes(pid));
+    assert.equal(mine.length, 1, `the session's paused process: ${mine}`);
+    Deno.kill(mine[0]!, "SIGKILL");
+    for (let i = 0; i < 100 && isAlive(mine[0]!); i++) await delay(50);
+    await delay(200);
+    const next = await server.execute({ code: "x", session_id: opened.session_id });
+    assert.match(
+      next.diagnostics!.message,
+      new RegExp(
+        `^Session "${opened.session_id}" ended between scripts: its process died; its state is lost`,
+      ),
+    );
+    const after = await server.execute({ code: "x", session_id: opened.session_id });
+    assert.match(after.diagnostics!.message, /^No open session/, "told once");
+  });
 
   await t.step(
     "close_session under a running script ends it CANCELLED, not as a crash",

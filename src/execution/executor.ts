@@ -53,7 +53,7 @@ export const EXECUTE_REQUEST_SHAPE = {
   packages: z.array(z.string().max(100)).max(20).optional().describe(
     "Python packages to install first, with their dependencies: from the server's wheel folder, Pyodide's package set (numpy, pandas, ...) or a configured index, as the profile allows (a PEP 723 '# /// script' block in the code works too).",
   ),
-  files: z.record(z.string(), z.union([z.string(), z.object({ base64: z.string() })]))
+  files: z.record(z.string(), z.union([z.string(), z.strictObject({ base64: z.string() })]))
     .optional()
     .describe(
       "Input files placed in the working folder before the run: name -> text, or {base64}. Files the script writes to outputs/ come back with the result.",

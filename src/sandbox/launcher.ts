@@ -410,6 +410,11 @@ export class Sandbox implements AsyncDisposable {
     return this.#exited;
   }
 
+  /** Why the host stopped this sandbox (a limit), if it did. */
+  get stopMessage(): string | null {
+    return this.#stop?.message ?? null;
+  }
+
   /** Freezes the process (SIGSTOP): it can neither run nor allocate until resumed. */
   #pause(): void {
     try {

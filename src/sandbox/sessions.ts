@@ -19,6 +19,9 @@ export interface SessionInfo {
   busy: boolean;
 }
 
+/** Ended sessions remembered for their next call (the oldest forgotten first). */
+const MAX_ENDED_REMEMBERED = 256;
+
 interface Session {
   owner: string;
   id: string;
@@ -84,6 +87,8 @@ export interface SessionOptions {
 
 export class SessionManager implements AsyncDisposable {
   readonly #sessions = new Map<string, Session>();
+  /** Sessions whose process ended while idle (a limit, a crash), and why: told once, then forgotten. */
+  readonly #ended = new Map<string, string>();
   readonly #options: SessionOptions;
   readonly #maxPerOwner: number;
   readonly #sweeper: ReturnType<typeof setInterval>;
@@ -127,9 +132,18 @@ export class SessionManager implements AsyncDisposable {
       busy: true,
     };
     this.#sessions.set(key, session);
-    // A session whose process dies is gone.
+    // A session whose process dies is gone; its next call is told why (when no script was
+    // running, no result said it).
     void sandbox.exited.then(() => {
-      if (this.#sessions.get(key)?.sandbox === sandbox) this.#sessions.delete(key);
+      const current = this.#sessions.get(key);
+      if (current?.sandbox !== sandbox) return;
+      this.#sessions.delete(key);
+      if (!current.busy) {
+        this.#ended.set(key, sandbox.stopMessage ?? "its process died");
+        while (this.#ended.size > MAX_ENDED_REMEMBERED) {
+          this.#ended.delete(this.#ended.keys().next().value!);
+        }
+      }
     });
     try {
       await sandbox.ready;
@@ -156,6 +170,13 @@ export class SessionManager implements AsyncDisposable {
       );
     }
     const session = this.#sessions.get(`${owner}\0${id}`);
+    const ended = this.#ended.get(`${owner}\0${id}`);
+    if (!session && ended !== undefined) {
+      this.#ended.delete(`${owner}\0${id}`);
+      throw new SessionError(
+        `Session "${id}" ended between scripts: ${ended}; its state is lost. Open a new one with session_id "${NEW_SESSION}"`,
+      );
+    }
     if (!session) {
       throw new SessionError(
         `No open session "${id}": it expired, was closed, or was never opened here. Open one with session_id "${NEW_SESSION}" and pass the session_id its result returns`,
