@@ -1476,9 +1476,16 @@ const MUTATIONS: Mutation[] = [
     filter: "stops reading cannot",
   },
   {
+    name: "a stdout write that fails leaves the server serving nobody",
+    file: "src/host/async_stdout.ts",
+    from: "goneBecause(`stdout closed (${(error as Error).message})`);",
+    to: "",
+    tests: ["tests/async_stdout_test.ts"],
+  },
+  {
     name: "messages a client leaves unread pile up without end",
     file: "src/host/async_stdout.ts",
-    from: "if (!stalled && stream.writableLength > most) {",
+    from: "if (stream.writableLength > most) {",
     to: "if (false) {",
     tests: ["tests/async_stdout_test.ts"],
   },

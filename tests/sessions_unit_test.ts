@@ -242,13 +242,17 @@ Deno.test("SessionManager.closeOwner() closes only that connection's sessions", 
   assert.deepEqual(launched.map((s) => s.disposed), [1, 1, 1], "closeAll() closes the rest");
 });
 
-Deno.test("SessionManager forgets a session whose process exited", async () => {
+Deno.test("SessionManager forgets a session whose process exited, after telling its next call", async () => {
   const { manager, launched } = managerWith();
   const { id } = await manager.open("o", work);
   manager.release("o", id, false);
   launched[0]!.exit();
   await launched[0]!.exited; // the manager's handler, attached first, has run
   assert.deepEqual(manager.list("o"), []);
+  assert.throws(
+    () => manager.resume("o", id, work),
+    (error: Error) => /^Session "s_.*" ended between scripts: its process died/.test(error.message),
+  );
   assertNoSession(manager, "o", id);
   await manager.closeAll();
 });

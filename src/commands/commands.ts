@@ -118,10 +118,7 @@ export async function serveUnavailable(
  * is taken to be gone.
  */
 function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServerTransport {
-  const stdout = asyncStdout({
-    onStalled: (bytes) =>
-      void stop(`stdout: the client left ${Math.round(bytes / (1024 * 1024))} MiB unread`),
-  });
+  const stdout = asyncStdout({ onGone: (why) => void stop(why) });
   return readLinesLinearly(new StdioServerTransport(process.stdin, stdout), notJsonWarning(log));
 }
 
