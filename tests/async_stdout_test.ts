@@ -24,8 +24,13 @@ Deno.test("asyncStdout(): writes in order without blocking; a client that takes 
   release();
   assert.equal(written.join(""), "hello\nworld\n");
   assert.equal(stalled.length, 0);
+  // A sender waiting for the queue to drain (as the SDK's stdio transport does) hears that it
+  // never will, rather than waiting for ever.
+  const failed = Promise.withResolvers<Error>();
+  out.once("error", failed.resolve);
   for (let i = 0; i < 5; i++) out.write("x".repeat(40)); // never taken: the target waits
   assert.equal(stalled.length, 1, "told once");
+  assert.match((await failed.promise).message, /the client left 0 MiB unread/);
   assert.match(stalled[0]!, /the client left 0 MiB unread/);
 });
 

@@ -1483,6 +1483,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/async_stdout_test.ts"],
   },
   {
+    name: "writes queued for a client that is gone wait forever",
+    file: "src/host/async_stdout.ts",
+    from: "queueMicrotask(() => stream.destroy(new Error(why)));",
+    to: "",
+    tests: ["tests/async_stdout_test.ts"],
+  },
+  {
+    name: "shutdown waits for the connection to close however long",
+    file: "src/commands/commands.ts",
+    from: "await waitAtMost(connection.close(), CONNECTION_CLOSE_MS);",
+    to: "await connection.close().catch(() => {});",
+    tests: ["tests/opening_answer_test.ts"],
+    filter: "stops reading, is stopped by a signal",
+  },
+  {
     name: "messages a client leaves unread pile up without end",
     file: "src/host/async_stdout.ts",
     from: "if (stream.writableLength > most) {",

@@ -5,13 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { openingAnswer } from "../src/host/opening_answer.ts";
 import { LEGACY_VERSIONS } from "../src/host/server_identity.ts";
 import { createHost } from "../src/host/server.ts";
 import { testHostDeps } from "./_host.ts";
-import { delay, spawnServe } from "./_helpers.ts";
+import { childPids, delay, spawnServe } from "./_helpers.ts";
 import { OPENING_WAIT_MS } from "../src/host/stdio_opening.ts";
 
 const MODERN_META = {
@@ -147,11 +148,23 @@ Deno.test("the revisions initialize accepts are the SDK's", () => {
   assert.deepEqual([...LEGACY_VERSIONS], SUPPORTED_PROTOCOL_VERSIONS);
 });
 
-/** Kills `child` if it still runs after 30 s: a server that hangs fails its test, not the run. */
+/**
+ * Kills `child` if it still runs after 30 s: a server that hangs fails its test, not the run.
+ * Its descendants first (the server the launcher started holds the test's pipes), so none is
+ * left running and no pipe stays open.
+ */
 function killAfter(child: Deno.ChildProcess, signal: Deno.Signal) {
   let fired = false;
   const timer = setTimeout(() => {
     fired = true;
+    const tree = (pid: number): number[] => childPids(pid).flatMap((c) => [...tree(c), c]);
+    for (const pid of tree(child.pid)) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
     child.kill(signal);
   }, 30_000);
   return { clear: () => clearTimeout(timer), fired: () => fired };
@@ -349,4 +362,86 @@ Deno.test("attack: a client that stops reading cannot hold the host still, nor a
     await writer.close().catch(() => {});
     await child.status;
   }
+});
+
+/** A stdio transport over a spawned server whose reading the test can stop (pipe kept open). */
+class PausableStdio {
+  onmessage?: (message: unknown) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  reading = true;
+  readonly child = spawnServe({ stderr: "piped" });
+  readonly #writer = this.child.stdin.getWriter();
+  start(): Promise<void> {
+    void (async () => {
+      const reader = this.child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let buffered = "";
+      while (this.reading) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += value;
+        const lines = buffered.split("\n");
+        buffered = lines.pop()!;
+        for (const line of lines) if (line.trim()) this.onmessage?.(JSON.parse(line));
+      }
+    })();
+    return Promise.resolve();
+  }
+  send(message: unknown): Promise<void> {
+    return this.#writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
+  }
+  close(): Promise<void> {
+    return this.#writer.close().catch(() => {});
+  }
+}
+
+Deno.test("attack: a 2026-07-28 client that listens, then stops reading, does not keep the server", async () => {
+  const transport = new PausableStdio();
+  const stderr = new Response(transport.child.stderr).text();
+  const client = new ClientV2({ name: "stalled", version: "1" }, {
+    versionNegotiation: { mode: { pin: "2026-07-28" } },
+  });
+  await client.connect(transport as never);
+  await client.listen({ toolsListChanged: true });
+  transport.reading = false; // the pipe stays open; nothing more is read
+  // Answers past the 64 MiB the server keeps for a client (whole modules' stubs, many times).
+  for (let i = 0; i < 5000; i++) {
+    void client.callTool({ name: "get_tool_docs", arguments: { names: ["filesystem", "memory"] } })
+      .catch(() => {});
+  }
+  const deadline = killAfter(transport.child, "SIGKILL");
+  const status = await transport.child.status;
+  deadline.clear();
+  await transport.close();
+  const log = await stderr;
+  assert.equal(deadline.fired(), false, "still running 30 s after its client stopped reading");
+  assert.equal(status.code, 0, log.slice(-2000));
+  assert.match(log, /shutting down \(stdout: the client left \d+ MiB unread\)/);
+});
+
+Deno.test("attack: a server whose listening client stops reading, is stopped by a signal all the same", async () => {
+  const transport = new PausableStdio();
+  const stderr = new Response(transport.child.stderr).text();
+  const client = new ClientV2({ name: "stalled", version: "1" }, {
+    versionNegotiation: { mode: { pin: "2026-07-28" } },
+  });
+  await client.connect(transport as never);
+  await client.listen({ toolsListChanged: true });
+  transport.reading = false;
+  // Enough to fill the pipe, far below what makes the server give the client up.
+  for (let i = 0; i < 100; i++) {
+    void client.callTool({ name: "get_tool_docs", arguments: { names: ["filesystem", "memory"] } })
+      .catch(() => {});
+  }
+  await delay(2000);
+  // SIGTERM reaches the launcher, which passes it on to the server it started.
+  transport.child.kill("SIGTERM");
+  const deadline = killAfter(transport.child, "SIGKILL");
+  const status = await transport.child.status;
+  deadline.clear();
+  await transport.close();
+  const log = await stderr;
+  assert.equal(deadline.fired(), false, "still running 30 s after SIGTERM");
+  assert.match(log, /shutting down \(SIGTERM\)/);
+  assert.ok(status.code === 0 || status.signal === "SIGTERM", JSON.stringify(status));
 });

@@ -13,6 +13,7 @@ import {
 } from "@modelcontextprotocol/server/stdio";
 import { dropAnswerTo } from "../host/stdio_opening.ts";
 import { asyncStdout } from "../host/async_stdout.ts";
+import { waitAtMost } from "../_util/wait_at_most.ts";
 import type { RequestId } from "../host/opening_answer.ts";
 import { type App, openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
 import { unavailableServer } from "../host/unavailable_server.ts";
@@ -52,7 +53,8 @@ export async function serveStdio(
   const owner = crypto.randomUUID();
   const hosts = new Set<Host>();
   const { stop, stopped } = stopOnce(log, async () => {
-    await connection.close().catch(() => {});
+    // Bounded: closing sends to the client, which may have stopped reading.
+    await waitAtMost(connection.close(), CONNECTION_CLOSE_MS);
     await Promise.all([...hosts].map((host) => host.close().catch(() => {})));
     app.tasks.closeOwner(owner);
     await app.sessions.closeOwner(owner);
@@ -89,6 +91,9 @@ export async function serveStdio(
   return 0;
 }
 
+/** How long shutdown waits for the MCP connection to close (it may send to the client). */
+const CONNECTION_CLOSE_MS = 2000;
+
 /**
  * MCP over stdio when code mode cannot start (its config is refused, `error`) and a client, not
  * a person, is on the other end: the reason is logged, and the client is served
@@ -103,7 +108,10 @@ export async function serveUnavailable(
   if (Deno.stdin.isTerminal()) throw error;
   const reason = (error as Error).message;
   log.error(reason);
-  const { stop, stopped } = stopOnce(log, () => connection.close().catch(() => {}));
+  const { stop, stopped } = stopOnce(
+    log,
+    () => waitAtMost(connection.close(), CONNECTION_CLOSE_MS).then(() => {}),
+  );
   const wire = stdioWire(log, stop);
   if (answered !== null) dropAnswerTo(wire, answered, () => {});
   const connection = serveMcpStdio(() => unavailableServer(reason), { transport: wire });

@@ -22,9 +22,12 @@ export function asyncStdout(options: {
   const target = options.target ?? Deno.stdout;
   const most = options.maxQueuedBytes ?? MAX_QUEUED_STDOUT_BYTES;
   let gone = false;
+  // Once the client is gone, every write waiting in the queue fails at once (a sender waiting for
+  // the queue to drain, such as the SDK closing a listen stream, would otherwise wait forever).
   const goneBecause = (why: string) => {
     if (gone) return;
     gone = true;
+    queueMicrotask(() => stream.destroy(new Error(why)));
     options.onGone(why);
   };
   const stream: Writable = new Writable({
@@ -38,6 +41,8 @@ export function asyncStdout(options: {
       }
     },
   });
+  // Its failures are told through onGone; senders hear of them through their own listeners.
+  stream.on("error", () => {});
   const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
   stream.write = ((chunk: unknown, ...rest: unknown[]) => {
     const fits = write(chunk, ...rest);
