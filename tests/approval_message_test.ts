@@ -69,6 +69,33 @@ Deno.test("attack: characters drawn as nothing and padding lines cannot disguise
   assert.ok(real !== -1 && real < 40, `the real path is on line ${real + 1}`);
 });
 
+Deno.test("attack: look-alike keys and right-to-left items cannot pass for others", () => {
+  // Cyrillic "і" in the first key; the tool reads only the second.
+  const message = approvalMessage({
+    server: "memory",
+    tool: "delete_entities",
+    arguments: { "ent\u0456tyNames": ["scratch"], entityNames: ["payroll-db"] },
+    undeclared: ["ent\u0456tyNames"],
+  });
+  assert.match(message, /"ent\\u\{456\}tyNames" \(not in the tool's schema\): \["scratch"\]/);
+  assert.match(message, /\n {2}"entityNames": \["payroll-db"\]/);
+  // Strong right-to-left letters on one line would reverse the order of the items between them.
+  const rtl = approvalMessage({
+    server: "memory",
+    tool: "delete_entities",
+    arguments: { entityNames: ["\u05d0", "1", "2", "3", "\u05d1"] },
+  });
+  assert.deepEqual(
+    rtl.split("\n").filter((l) => /^ {4}"/.test(l)).map((l) => l.trim()),
+    ['"\u05d0",', '"1",', '"2",', '"3",', '"\u05d1"'],
+  );
+  // Combining marks stacked past any script's use are written out, not drawn over other lines.
+  assert.match(
+    approvalMessage({ server: "s", tool: "t", arguments: { a: "x" + "\u0301".repeat(60) } }),
+    /x\\u\{301\}×60/,
+  );
+});
+
 Deno.test("arguments that cannot be shown whole are refused, not cut", () => {
   const items = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `e${i}` }));
   assert.ok(shownArguments({ entities: items(SHOWN_LIMITS.items) }));

@@ -225,6 +225,19 @@ for (const generation of GENERATIONS) {
           assert.equal(r.result, 24_000_000, JSON.stringify(r.diagnostics));
         },
       );
+      await t.step("a key the tool's schema does not name is marked, in ASCII", async () => {
+        answer = () => Promise.resolve({ action: "decline" });
+        await session.run([
+          "import _codemode",
+          "try:",
+          // The upstream would read "entities" and ignore the look-alike (Cyrillic і) key.
+          "    _codemode.call_tool('memory', 'create_entities', {'ent\\u0456ties': [], 'entities': []})",
+          "except Exception as e:",
+          "    print(e)",
+        ].join("\n"));
+        assert.match(asked.at(-1)!, /"ent\\u\{456\}ties" \(not in the tool's schema\): \[\]/);
+        assert.match(asked.at(-1)!, /\n {2}"entities": \[\]/);
+      });
       await t.step("arguments that cannot be shown whole are not put to a person", async () => {
         const before = asked.length;
         const r = await session.run([

@@ -835,8 +835,9 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an approval question shows a script's line separators and bidi marks raw",
     file: "src/execution/approval.ts",
-    from: 'const text = escapeUnsafe(shortenSpaces(render(shorten(args, 0), "")), {',
-    to: 'const text = ((t: string, _o: unknown) => t)(render(shorten(args, 0), ""), {',
+    from:
+      'const text = escapeUnsafe(shortenSpaces(render(shorten(args, 0), "", new Set(undeclared))), {',
+    to: 'const text = ((t: string, _o: unknown) => t)(render(shorten(args, 0), "", new Set()), {',
     tests: ["tests/approval_message_test.ts"],
   },
   {
@@ -861,6 +862,35 @@ const MUTATIONS: Mutation[] = [
       '"|[\\\\uFE0E\\\\uFE0F](?=[\\\\uFE0E\\\\uFE0F])|(?<=[\\\\uFE0E\\\\uFE0F])[\\\\uFE0E\\\\uFE0F]",',
     to: '"|$^",',
     tests: ["tests/clients_test.ts", "tests/approval_message_test.ts"],
+  },
+  {
+    name: "an approval question shows look-alike keys as they are",
+    file: "src/execution/approval.ts",
+    from: "return `${inner}${asciiKey(key)}${mark}: ${render(v, inner, none)}`;",
+    to: "return `${inner}${JSON.stringify(key)}${mark}: ${render(v, inner, none)}`;",
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
+    name: "right-to-left items share one line of an approval question",
+    file: "src/execution/approval.ts",
+    from: "/^[\\x20-\\x7e]*$/.test(JSON.stringify(v));",
+    to: "true;",
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
+    name: "combining marks stacked without end are drawn as they are",
+    file: "src/_util/safe_text.ts",
+    from: '.replace(STACKED_MARKS, (run) => [...run].map(escaped).join(""))',
+    to: "",
+    tests: ["tests/approval_message_test.ts"],
+  },
+  {
+    name: "the gate marks no key as outside the tool's schema",
+    file: "src/execution/tool_gate.ts",
+    from: ": Object.keys(params.arguments).filter((key) => !declared.includes(key)),",
+    to: ": [],",
+    tests: ["tests/approvals_test.ts"],
+    filter: "approvals with a 2025-11-25",
   },
   {
     name: "an approval question puts each plain item of a list on its own line",
@@ -2013,9 +2043,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "import prints a client file's control characters as they are",
     file: "src/_util/safe_text.ts",
-    from:
-      '(c) => c === "\\n" && options.keepNewlines ? c : `\\\\u{${c.codePointAt(0)!.toString(16)}}`,',
-    to: "(c) => c,",
+    from: '.replace(UNSAFE, (c) => c === "\\n" && options.keepNewlines ? c : escaped(c))',
+    to: ".replace(UNSAFE, (c) => c)",
     tests: ["tests/clients_test.ts"],
   },
   {

@@ -37,11 +37,18 @@ const REPEATED_ESCAPE = /(\\u\{[0-9a-f]+\})\1{2,}/g;
  * where strings' own newlines are escaped).
  */
 export function escapeUnsafe(text: string, options: { keepNewlines?: boolean } = {}): string {
-  return text.replace(
-    UNSAFE,
-    (c) => c === "\n" && options.keepNewlines ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`,
-  ).replace(REPEATED_ESCAPE, (run, one: string) => `${one}×${run.length / one.length}`);
+  const escaped = (c: string) => `\\u{${c.codePointAt(0)!.toString(16)}}`;
+  return text
+    .replace(UNSAFE, (c) => c === "\n" && options.keepNewlines ? c : escaped(c))
+    .replace(STACKED_MARKS, (run) => [...run].map(escaped).join(""))
+    .replace(REPEATED_ESCAPE, (run, one: string) => `${one}×${run.length / one.length}`);
 }
+
+/**
+ * Combining marks stacked on one character beyond what any script writes: drawn over the lines
+ * around them, they can cover text.
+ */
+const STACKED_MARKS = /\p{M}{5,}/gu;
 
 /** Runs of whitespace longer than this are shortened in printed text. */
 const LONG_SPACE = /(?<=\S)[^\S\n]{9,}/gu;

@@ -96,6 +96,12 @@ export class Catalog {
     return { mcp_tools: modules };
   }
 
+  /** The argument names a tool's input schema declares; null when it takes any (or is unknown). */
+  parameterNames(server: string, tool: string): string[] | null {
+    const spec = this.#byServer.get(server)?.specs.find((s) => s.tool === tool);
+    return spec && !spec.freeForm ? spec.params.map((p) => p.jsonName) : null;
+  }
+
   hasTool(server: string, tool: string): boolean {
     return this.#byServer.get(server)?.specs.some((s) => s.tool === tool) ?? false;
   }

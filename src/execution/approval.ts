@@ -15,6 +15,8 @@ export interface ApprovalQuestion {
   server: string;
   tool: string;
   arguments: Record<string, unknown>;
+  /** Keys of `arguments` the tool's input schema does not name (marked in the question). */
+  undeclared?: readonly string[];
 }
 
 /**
@@ -66,7 +68,10 @@ export const SHOWN_LIMITS = {
  * The arguments as a person reads them: every key and item, each long string shortened with a
  * marker; or null when they cannot be shown so (too many items or keys, too deep, too long).
  */
-export function shownArguments(args: Record<string, unknown>): string | null {
+export function shownArguments(
+  args: Record<string, unknown>,
+  undeclared: readonly string[] = [],
+): string | null {
   let hidden = false;
   const shorten = (value: unknown, depth: number): unknown => {
     if (typeof value === "string") {
@@ -89,7 +94,7 @@ export function shownArguments(args: Record<string, unknown>): string | null {
   };
   // Line separators, bidi overrides and invisible characters shown escaped, long runs of spaces
   // counted: none can push one argument out of sight behind another.
-  const text = escapeUnsafe(shortenSpaces(render(shorten(args, 0), "")), {
+  const text = escapeUnsafe(shortenSpaces(render(shorten(args, 0), "", new Set(undeclared))), {
     keepNewlines: true, // the rendering's own line breaks (a string's are escaped by JSON)
   });
   const tooLong = text.length > SHOWN_LIMITS.totalChars ||
@@ -98,29 +103,43 @@ export function shownArguments(args: Record<string, unknown>): string | null {
 }
 
 /**
- * JSON as a person reads it: one key or item a line, except a list of plain values (numbers,
- * strings, empty lists or objects), which takes one line, so padding cannot push the rest of
- * the arguments hundreds of lines down.
+ * JSON as a person reads it: one key or item a line, except a list of plain ASCII values
+ * (numbers, strings, empty lists or objects), which takes one line, so padding cannot push the
+ * rest of the arguments hundreds of lines down (right-to-left text keeps one item a line: on one
+ * line it would reorder the items around it). Keys are shown in ASCII, so two keys that look the
+ * same cannot pass for one, and a key the tool's schema does not name is marked.
  */
-function render(value: unknown, indent: string): string {
-  const plain = (v: unknown) => typeof v !== "object" || v === null || Object.keys(v).length === 0;
+function render(value: unknown, indent: string, undeclared: ReadonlySet<string>): string {
+  const plain = (v: unknown) =>
+    (typeof v !== "object" || v === null || Object.keys(v).length === 0) &&
+    /^[\x20-\x7e]*$/.test(JSON.stringify(v));
   if (typeof value !== "object" || value === null || Object.keys(value).length === 0) {
     return JSON.stringify(value);
   }
+  const none = new Set<string>();
   const inner = indent + "  ";
   if (Array.isArray(value)) {
     if (value.every(plain)) return `[${value.map((v) => JSON.stringify(v)).join(", ")}]`;
-    return `[\n${value.map((v) => inner + render(v, inner)).join(",\n")}\n${indent}]`;
+    return `[\n${value.map((v) => inner + render(v, inner, none)).join(",\n")}\n${indent}]`;
   }
-  const entries = Object.entries(value).map(([key, v]) =>
-    `${inner}${JSON.stringify(key)}: ${render(v, inner)}`
-  );
+  const entries = Object.entries(value).map(([key, v]) => {
+    const mark = undeclared.has(key) ? " (not in the tool's schema)" : "";
+    return `${inner}${asciiKey(key)}${mark}: ${render(v, inner, none)}`;
+  });
   return `{\n${entries.join(",\n")}\n${indent}}`;
+}
+
+/** A key as a JSON string with every character beyond printable ASCII as `\u{hex}`. */
+function asciiKey(key: string): string {
+  return JSON.stringify(key).replace(
+    /[^\x20-\x7e]/gu,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
 }
 
 /** Why a call cannot be put to a person, or null when its arguments can be shown. */
 export function unshowableReason(question: ApprovalQuestion): string | null {
-  if (shownArguments(question.arguments) !== null) return null;
+  if (shownArguments(question.arguments, question.undeclared) !== null) return null;
   const l = SHOWN_LIMITS;
   return `its arguments cannot be shown to a person whole (at most ${l.items} items or keys per ` +
     `list or object, ${l.depth} levels, ${l.totalChars} characters or ${l.lines} lines shown); ` +
@@ -129,7 +148,7 @@ export function unshowableReason(question: ApprovalQuestion): string | null {
 
 /** The question as a person reads it (for a question whose arguments can be shown). */
 export function approvalMessage(question: ApprovalQuestion): string {
-  const shown = shownArguments(question.arguments) ?? "(not shown)";
+  const shown = shownArguments(question.arguments, question.undeclared) ?? "(not shown)";
   const tool = escapeUnsafe(`${question.server}.${question.tool}`);
   return `A script wants to call ${tool} with these arguments:\n${shown}\nAllow this call?`;
 }

@@ -150,10 +150,14 @@ export class ToolGate {
     clock?: RunClock,
   ): Promise<ToolReply> {
     if (needsApproval) {
+      const declared = this.#deps.catalog().parameterNames(record.server, record.tool);
       const question = {
         server: record.server,
         tool: record.tool,
         arguments: this.#deps.redact.json(params.arguments),
+        undeclared: declared === null
+          ? []
+          : Object.keys(params.arguments).filter((key) => !declared.includes(key)),
       };
       const unshowable = unshowableReason(question);
       if (unshowable) {
