@@ -832,6 +832,36 @@ Deno.test("ToolGate.close() withdraws a question still open, and its call is den
   await upstream.close();
 });
 
+Deno.test("attack: keys that scrubbing would merge are not put to a person", async () => {
+  // Two keys that both hold the secret would be shown as one "[REDACTED]" key, one of them
+  // unseen, while both are sent.
+  const upstream = await startUpstream();
+  const asked: unknown[] = [];
+  const gate = new ToolGate({
+    profile: makeProfile("p", {}, { approve: ["mem.echo"] }),
+    catalog: () => upstream.catalog,
+    session: () => Promise.resolve({ client: upstream.client }),
+    redact: createRedactor([SECRET]),
+    callTimeoutMs: 5000,
+    approve: (question) => {
+      asked.push(question);
+      return Promise.resolve("approved");
+    },
+  });
+  const reply = await gate.call({
+    server: "mem",
+    tool: "echo",
+    arguments: { text: "hi", [SECRET]: "/etc/shadow", "[REDACTED]": "harmless" },
+  });
+  assert.equal(asked.length, 0, "not asked");
+  assert.match(JSON.stringify(reply), /argument names hold secrets that would be shown as one/);
+  assert.equal(gate.calls[0]!.approval, "unavailable");
+  // One key that holds it, alone, is asked about (shown scrubbed).
+  await gate.call({ server: "mem", tool: "echo", arguments: { text: "hi", [SECRET]: "x" } });
+  assert.equal(asked.length, 1);
+  await upstream.close();
+});
+
 Deno.test("ToolGate bounds the arguments of the calls a script keeps in flight", async () => {
   // An attacker's corpus: 108 calls of 1.5 MB left unanswered took the host from 160 to 948 MB.
   const upstream = await startUpstream();

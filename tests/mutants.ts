@@ -885,6 +885,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/approval_message_test.ts"],
   },
   {
+    name: "a question whose keys scrubbing merged is put to a person",
+    file: "src/execution/tool_gate.ts",
+    from: "const unshowable = keyCount(question.arguments) !== keyCount(params.arguments)",
+    to: "const unshowable = false",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "scrubbing would merge",
+  },
+  {
     name: "the gate marks no key as outside the tool's schema",
     file: "src/execution/tool_gate.ts",
     from: ": Object.keys(params.arguments).filter((key) => !declared.includes(key)),",

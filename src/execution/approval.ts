@@ -137,6 +137,13 @@ function asciiKey(key: string): string {
   );
 }
 
+/** How many keys `value` holds, at every level (pure). */
+export function keyCount(value: unknown): number {
+  if (typeof value !== "object" || value === null) return 0;
+  const children = Object.values(value).reduce((n: number, v) => n + keyCount(v), 0);
+  return children + (Array.isArray(value) ? 0 : Object.keys(value).length);
+}
+
 /** Why a call cannot be put to a person, or null when its arguments can be shown. */
 export function unshowableReason(question: ApprovalQuestion): string | null {
   if (shownArguments(question.arguments, question.undeclared) !== null) return null;

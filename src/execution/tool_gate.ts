@@ -17,7 +17,13 @@ import type { Profile } from "../sandbox/profile.ts";
 import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
 import { NO_TRACING, type TraceSpan, type Tracing } from "../_util/tracing.ts";
-import { type Approver, denialReason, nobodyToAsk, unshowableReason } from "./approval.ts";
+import {
+  type Approver,
+  denialReason,
+  keyCount,
+  nobodyToAsk,
+  unshowableReason,
+} from "./approval.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
 
 export interface ToolGateDeps {
@@ -159,7 +165,11 @@ export class ToolGate {
           ? []
           : Object.keys(params.arguments).filter((key) => !declared.includes(key)),
       };
-      const unshowable = unshowableReason(question);
+      // Scrubbing writes a secret in a key as a marker: two keys can become one, and the
+      // question would not show what is sent.
+      const unshowable = keyCount(question.arguments) !== keyCount(params.arguments)
+        ? "its argument names hold secrets that would be shown as one"
+        : unshowableReason(question);
       if (unshowable) {
         record.approval = "unavailable";
         return denied(record, `the call needs a person's approval, and ${unshowable}`);
