@@ -15,7 +15,7 @@ import { childEnv, delay, MAIN, ROOT, SERVE_FLAGS, writeConfig } from "./_helper
 import { rawStdio } from "./_modern.ts";
 import { elicitingApprover, InteractiveRun } from "../src/host/approvals.ts";
 
-const APPROVAL_TIMEOUT_S = 3;
+const APPROVAL_TIMEOUT_S = 5;
 
 /** A config whose default profile needs approval for memory.create_*, and nothing else. */
 async function approvalConfig() {
@@ -163,7 +163,7 @@ for (const generation of GENERATIONS) {
         };
         const r = await session.run(SCRIPT);
         assert.equal(r.success, true, JSON.stringify(r.diagnostics));
-        assert.match(r.stdout, /denied: .*no answer .* within 3 s/);
+        assert.match(r.stdout, /denied: .*no answer .* within 5 s/);
         assert.equal(r.tool_calls.calls[0]!.approval, "timed_out");
         assert.doesNotMatch(r.stdout, /created/);
       });
@@ -210,7 +210,7 @@ for (const generation of GENERATIONS) {
           const big = `${dir}/big.txt`;
           await Deno.writeTextFile(big, "A".repeat(3_000_000));
           answer = async () => {
-            await delay(2600);
+            await delay(3200);
             return { action: "accept", content: { approve: true } };
           };
           const r = await session.run([
