@@ -1497,14 +1497,6 @@ const MUTATIONS: Mutation[] = [
     filter: "serve --http refuses",
   },
   {
-    name: "a stdio write that fails is left to the SDK (an unhandled rejection ends the process)",
-    file: "src/commands/commands.ts",
-    from: "} else void stop(`stdout closed (${error.message})`);",
-    to: "} else throw error;",
-    tests: ["tests/opening_answer_test.ts"],
-    filter: "not JSON",
-  },
-  {
     name: "stdio writes block the host when the client stops reading",
     file: "src/commands/commands.ts",
     from:

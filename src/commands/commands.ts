@@ -82,7 +82,7 @@ export async function serveStdio(
     transport: wire,
     onerror: (error) => log.warn("stdio protocol error", { error: error.message }),
   });
-  stopWhenClientGoes(stop, wire, log);
+  stopWhenStdinEnds(stop);
   log.info("serving MCP over stdio", {
     profiles: app.config.settings.allowed_profiles,
     servers: app.config.servers.map((s) => s.name),
@@ -115,7 +115,7 @@ export async function serveUnavailable(
   const wire = stdioWire(log, stop);
   if (answered !== null) dropAnswerTo(wire, answered, () => {});
   const connection = serveMcpStdio(() => unavailableServer(reason), { transport: wire });
-  stopWhenClientGoes(stop, wire, log);
+  stopWhenStdinEnds(stop);
   await stopped;
   return 1;
 }
@@ -130,28 +130,12 @@ function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServ
   return readLinesLinearly(new StdioServerTransport(process.stdin, stdout), notJsonWarning(log));
 }
 
-/**
- * Calls `stop` once the client closes stdin, or stops reading stdout: a write to it fails. Such
- * a failure is the connection's end, not an error of the message (the SDK sends notifications
- * without handling their failure, which would end the process on an unhandled rejection); a
- * message that cannot be serialized (a TypeError) is logged and dropped.
- */
-function stopWhenClientGoes(
-  stop: (why: string) => Promise<void>,
-  wire: { send(message: never, ...rest: never[]): Promise<void> },
-  log: Logger,
-): void {
+/** Calls `stop` once the client closes stdin (one that stops reading: see async_stdout.ts). */
+function stopWhenStdinEnds(stop: (why: string) => Promise<void>): void {
   process.stdin.resume(); // paused if the opening was read early
   process.stdin.on("end", () => void stop("stdin closed"));
   // Closed while the opening was read: that "end" has come and gone.
   if (process.stdin.readableEnded) void stop("stdin closed");
-  const send = wire.send.bind(wire);
-  wire.send = (message, ...rest) =>
-    send(message, ...rest).catch((error: Error) => {
-      if (error instanceof TypeError) {
-        log.error("stdio: a message could not be sent", { error: error.message });
-      } else void stop(`stdout closed (${error.message})`);
-    });
 }
 
 /** Warns of lines on stdin that are not JSON (the first few): MCP takes one message a line. */
