@@ -6,6 +6,7 @@
  * cover those.
  */
 import assert from "node:assert/strict";
+import type { Approver } from "../src/execution/approval.ts";
 import { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
@@ -803,20 +804,25 @@ Deno.test("ToolGate.close() cancels the calls still running at once when the exe
   await upstream.close();
 });
 
-Deno.test("ToolGate.close() withdraws a question still open, and its call is denied", async () => {
-  const upstream = await startUpstream();
-  let withdrawn: AbortSignal | undefined;
-  const gate = new ToolGate({
+/** A gate whose profile needs a person's approval for mem.echo, asked of `approve`. */
+function approvingGate(upstream: Upstream, approve: Approver): ToolGate {
+  return new ToolGate({
     profile: makeProfile("p", {}, { approve: ["mem.echo"] }),
     catalog: () => upstream.catalog,
     session: () => Promise.resolve({ client: upstream.client }),
     redact: createRedactor([SECRET]),
     callTimeoutMs: 5000,
-    // A person who never answers; the question goes when it is withdrawn.
-    approve: (_, signal) => {
-      withdrawn = signal;
-      return new Promise((resolve) => signal.addEventListener("abort", () => resolve("cancelled")));
-    },
+    approve,
+  });
+}
+
+Deno.test("ToolGate.close() withdraws a question still open, and its call is denied", async () => {
+  const upstream = await startUpstream();
+  let withdrawn: AbortSignal | undefined;
+  // A person who never answers; the question goes when it is withdrawn.
+  const gate = approvingGate(upstream, (_, signal) => {
+    withdrawn = signal;
+    return new Promise((resolve) => signal.addEventListener("abort", () => resolve("cancelled")));
   });
   const call = gate.call({ server: "mem", tool: "echo", arguments: { text: "hi" } });
   await new Promise((resolve) => setTimeout(resolve, 10));
@@ -837,16 +843,9 @@ Deno.test("attack: keys that scrubbing would merge are not put to a person", asy
   // unseen, while both are sent.
   const upstream = await startUpstream();
   const asked: unknown[] = [];
-  const gate = new ToolGate({
-    profile: makeProfile("p", {}, { approve: ["mem.echo"] }),
-    catalog: () => upstream.catalog,
-    session: () => Promise.resolve({ client: upstream.client }),
-    redact: createRedactor([SECRET]),
-    callTimeoutMs: 5000,
-    approve: (question) => {
-      asked.push(question);
-      return Promise.resolve("approved");
-    },
+  const gate = approvingGate(upstream, (question) => {
+    asked.push(question);
+    return Promise.resolve("approved");
   });
   const reply = await gate.call({
     server: "mem",

@@ -395,7 +395,11 @@ class PausableStdio {
   }
 }
 
-Deno.test("attack: a 2026-07-28 client that listens, then stops reading, does not keep the server", async () => {
+/**
+ * A 2026-07-28 client that opens a listen stream, stops reading (the pipe kept open), then asks
+ * for `calls` answers it will never read.
+ */
+async function listenThenStopReading(calls: number) {
   const transport = new PausableStdio();
   const stderr = new Response(transport.child.stderr).text();
   const client = new ClientV2({ name: "stalled", version: "1" }, {
@@ -403,12 +407,17 @@ Deno.test("attack: a 2026-07-28 client that listens, then stops reading, does no
   });
   await client.connect(transport as never);
   await client.listen({ toolsListChanged: true });
-  transport.reading = false; // the pipe stays open; nothing more is read
-  // Answers past the 64 MiB the server keeps for a client (whole modules' stubs, many times).
-  for (let i = 0; i < 5000; i++) {
+  transport.reading = false;
+  for (let i = 0; i < calls; i++) {
     void client.callTool({ name: "get_tool_docs", arguments: { names: ["filesystem", "memory"] } })
       .catch(() => {});
   }
+  return { transport, stderr };
+}
+
+Deno.test("attack: a 2026-07-28 client that listens, then stops reading, does not keep the server", async () => {
+  // Answers past the 64 MiB the server keeps for a client (whole modules' stubs, many times).
+  const { transport, stderr } = await listenThenStopReading(5000);
   const deadline = killAfter(transport.child, "SIGKILL");
   const status = await transport.child.status;
   deadline.clear();
@@ -420,19 +429,8 @@ Deno.test("attack: a 2026-07-28 client that listens, then stops reading, does no
 });
 
 Deno.test("attack: a server whose listening client stops reading, is stopped by a signal all the same", async () => {
-  const transport = new PausableStdio();
-  const stderr = new Response(transport.child.stderr).text();
-  const client = new ClientV2({ name: "stalled", version: "1" }, {
-    versionNegotiation: { mode: { pin: "2026-07-28" } },
-  });
-  await client.connect(transport as never);
-  await client.listen({ toolsListChanged: true });
-  transport.reading = false;
   // Enough to fill the pipe, far below what makes the server give the client up.
-  for (let i = 0; i < 100; i++) {
-    void client.callTool({ name: "get_tool_docs", arguments: { names: ["filesystem", "memory"] } })
-      .catch(() => {});
-  }
+  const { transport, stderr } = await listenThenStopReading(100);
   await delay(2000);
   // SIGTERM reaches the launcher, which passes it on to the server it started.
   transport.child.kill("SIGTERM");
