@@ -247,6 +247,21 @@ Deno.test("pending requests reject when the peer's stream ends, and later reques
   );
 });
 
+Deno.test("a channel that closes while a request is still being written leaves no rejection unheard", async () => {
+  // The write of a large request is still pending when the peer goes away (a sandbox killed
+  // while its modules are sent): the caller hears the send fail, nothing else is left over.
+  const incoming = pipe();
+  const written = Promise.withResolvers<void>();
+  const { channel } = recordingChannel(incoming.readable, () => written.promise);
+  const asked = channel.request("prepare", {});
+  await incoming.end(); // the peer's stream ends: the channel closes
+  await channel.done;
+  written.reject(new Error("Broken pipe"));
+  await assert.rejects(asked, /Cannot send "prepare": the peer is gone/);
+  // An unheard rejection would fail this test as an uncaught error.
+  await new Promise((resolve) => setTimeout(resolve, 10));
+});
+
 // --- The validators through which the host reads a sandbox's messages -------------------------
 
 Deno.test("parseOutput() accepts only a stdout/stderr stream with text", async (t) => {

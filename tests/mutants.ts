@@ -1506,6 +1506,13 @@ const MUTATIONS: Mutation[] = [
     filter: "stops reading cannot",
   },
   {
+    name: "a request whose channel closes mid-write leaves its rejection unheard",
+    file: "src/rpc/channel.ts",
+    from: "    waiter.promise.catch(() => {});\n",
+    to: "",
+    tests: ["tests/channel_test.ts"],
+  },
+  {
     name: "a stdout write that fails leaves the server serving nobody",
     file: "src/host/async_stdout.ts",
     from: "goneBecause(`stdout closed (${(error as Error).message})`);",

@@ -110,6 +110,9 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
     // write raw lines to the channel, and would otherwise answer the host's own "execute").
     const id = crypto.randomUUID();
     const waiter = Promise.withResolvers<unknown>();
+    // The channel may close while the request is still being written: its rejection then has
+    // nobody awaiting it yet (the send's own failure is what the caller hears).
+    waiter.promise.catch(() => {});
     this.#pending.set(id, waiter);
     try {
       await this.#send({ jsonrpc: "2.0", id, method, params });

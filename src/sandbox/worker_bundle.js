@@ -93,6 +93,8 @@ var JsonRpcChannel = class {
     if (this.#closed) throw new Error(`Cannot send "${method}": the channel is closed`);
     const id = crypto.randomUUID();
     const waiter = Promise.withResolvers();
+    waiter.promise.catch(() => {
+    });
     this.#pending.set(id, waiter);
     try {
       await this.#send({
