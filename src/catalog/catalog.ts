@@ -98,12 +98,17 @@ export class Catalog {
 
   /** The argument names a tool's input schema declares; null when it takes any (or is unknown). */
   parameterNames(server: string, tool: string): string[] | null {
-    const spec = this.#byServer.get(server)?.specs.find((s) => s.tool === tool);
+    const spec = this.#spec(server, tool);
     return spec && !spec.freeForm ? spec.params.map((p) => p.jsonName) : null;
   }
 
   hasTool(server: string, tool: string): boolean {
-    return this.#byServer.get(server)?.specs.some((s) => s.tool === tool) ?? false;
+    return this.#spec(server, tool) !== undefined;
+  }
+
+  /** The spec of `server`'s tool named `tool` (its MCP name), if the catalog has it. */
+  #spec(server: string, tool: string): FunctionSpec | undefined {
+    return this.#byServer.get(server)?.specs.find((s) => s.tool === tool);
   }
 
   server(name: string): ServerEntry | undefined {
