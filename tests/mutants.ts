@@ -781,6 +781,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/schema_types_test.ts"],
   },
   {
+    name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
+    file: "src/catalog/schema_types.ts",
+    from: "!UNAVAILABLE_LEAF.test(hint.leaf)",
+    to: "true",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
     name: "a progress number holding a secret in its digits is sent",
     file: "src/execution/executor.ts",
     from: "const shown = deps.redact.json(report);",

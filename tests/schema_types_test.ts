@@ -6,7 +6,10 @@ import { ObservedResults } from "../src/catalog/observed_results.ts";
 import { createLogger } from "../src/_util/log.ts";
 
 /** The annotation of `schema` and the source of the TypedDicts it names. */
-function typed(schema: Record<string, unknown>, hint = "Shape"): [string, string] {
+function typed(
+  schema: Record<string, unknown>,
+  hint: string | { full: string; leaf: string } = "Shape",
+): [string, string] {
   const types = new PythonTypes(["Any"]);
   const type = types.type(schema, schema, hint);
   return [type.annotation, renderTypedDicts(types.closure(type.uses))];
@@ -52,12 +55,12 @@ Deno.test("nested objects become TypedDicts with required and NotRequired keys a
       },
       required: ["oldText", "newText"],
     },
-  }, "EditFileEdits");
-  assert.equal(annotation, "list[EditFileEditItem]");
+  }, { full: "EditFileEdits", leaf: "Edits" });
+  assert.equal(annotation, "list[Edit]");
   assert.equal(
     source,
     [
-      "class EditFileEditItem(TypedDict):",
+      "class Edit(TypedDict):",
       "    oldText: str",
       '    """Text to search for"""',
       "    newText: str",
@@ -153,17 +156,58 @@ Deno.test("renderStub() shows the TypedDicts a tool names, and the module define
     },
   }]);
   const stub = renderStub(spec!);
-  assert.match(stub, /class CreateEntitiesEntityItem\(TypedDict\):/);
+  assert.match(stub, /class Entity\(TypedDict\):/);
   assert.match(stub, /class CreateEntitiesResult\(TypedDict\):\n {4}created: int/);
   assert.match(
     stub,
-    /def create_entities\(entities: list\[CreateEntitiesEntityItem\]\) -> CreateEntitiesResult:/,
+    /def create_entities\(entities: list\[Entity\]\) -> CreateEntitiesResult:/,
   );
   assert.match(stub, /Returns: CreateEntitiesResult \(the tool's declared outputSchema\)/);
   const module = renderModule("memory", "Memory", [spec!]);
   for (const line of stub.split("\n").filter((l) => /^(class|def) /.test(l))) {
     assert.ok(module.includes(line), `the module defines ${line}`);
   }
+});
+
+Deno.test("a nested type takes its own key's name where that is free, else the full one", () => {
+  const object = (properties: Record<string, unknown>) => ({ type: "object", properties });
+  const entity = object({ name: { type: "string" } });
+  const specs = functionSpecs([
+    {
+      server: "s",
+      name: "add",
+      inputSchema: object({ entities: { type: "array", items: entity }, options: object({}) }),
+    },
+    {
+      server: "s",
+      name: "read",
+      inputSchema: object({}),
+      outputSchema: object({ entities: { type: "array", items: entity } }),
+    },
+    {
+      server: "s",
+      name: "tag",
+      // Another shape under a name already taken; keys that would name Python's builtins.
+      inputSchema: object({
+        entities: { type: "array", items: object({ id: { type: "integer" } }) },
+        errors: { type: "array", items: object({ code: { type: "integer" } }) },
+        none: object({ x: { type: "integer" } }),
+        resource: object({ uri: { type: "string" } }),
+      }),
+    },
+  ]);
+  const [add, read, tag] = specs.map((spec) => renderStub(spec));
+  assert.match(add!, /def add\(\*, entities: list\[Entity\] \| None = None, options: dict/);
+  // The same shape met again keeps its name (a result that lists what an input took).
+  assert.match(
+    read!,
+    /class ReadResult\(TypedDict\):\n {4}entities: NotRequired\[list\[Entity\]\]/,
+  );
+  assert.match(tag!, /entities: list\[TagEntity\]/);
+  assert.match(tag!, /errors: list\[TagError\]/);
+  assert.match(tag!, /none: TagNone/);
+  assert.match(tag!, /resource: TagResource/);
+  assert.doesNotMatch(renderModule("s", "S", specs), /^class (Error|None|Resource)\b/m);
 });
 
 Deno.test("an observed result shape becomes the return type, marked with its call count", () => {

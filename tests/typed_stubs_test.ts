@@ -59,11 +59,11 @@ Deno.test("a script written against a stub's types runs, and results teach the s
         const stub = await docs(server, "memory.create_entities");
         assert.match(
           stub,
-          /class CreateEntitiesEntityItem\(TypedDict\):\n {4}name: str\n {4}"""The name of the entity"""/,
+          /class Entity\(TypedDict\):\n {4}name: str\n {4}"""The name of the entity"""/,
         );
         assert.match(
           stub,
-          /def create_entities\(entities: list\[CreateEntitiesEntityItem\]\) -> CreateEntitiesResult:/,
+          /def create_entities\(entities: list\[Entity\]\) -> CreateEntitiesResult:/,
         );
         const plan = await docs(server, "typed.plan_tree");
         assert.match(
@@ -78,14 +78,14 @@ Deno.test("a script written against a stub's types runs, and results teach the s
           code: [
             "import typing",
             "from mcp_tools import memory, typed",
-            "from mcp_tools.memory import CreateEntitiesEntityItem",
+            "from mcp_tools.memory import Entity",
             "from mcp_tools.typed import Step",
-            'ada: CreateEntitiesEntityItem = {"name": "Ada", "entityType": "person", "observations": ["wrote code"]}',
+            'ada: Entity = {"name": "Ada", "entityType": "person", "observations": ["wrote code"]}',
             "made = memory.create_entities(entities=[ada])",
             'plan: Step = {"title": "ship", "substeps": [{"title": "test", "kind": "task"}]}',
             "typed.plan_tree(plan=plan)",
             "hints = typing.get_type_hints(memory.create_entities)",
-            "[made['entities'][0]['name'], hints['return'].__name__, sorted(CreateEntitiesEntityItem.__required_keys__), sorted(typing.get_type_hints(Step))]",
+            "[made['entities'][0]['name'], hints['return'].__name__, sorted(Entity.__required_keys__), sorted(typing.get_type_hints(Step))]",
           ].join("\n"),
         });
         assert.equal(r.success, true, r.text);

@@ -101,7 +101,12 @@ function functionSpec(
   const jsonNames = Object.keys(properties);
   const ids = assignIdentifiers(jsonNames, { reserved: ["arguments", ...MODULE_RESERVED] });
   const used = new Set<string>();
-  const typeOf = (schema: unknown, document: JsonSchema, hint: string, ownName = false) => {
+  const typeOf = (
+    schema: unknown,
+    document: JsonSchema,
+    hint: { full: string; leaf?: string },
+    ownName = false,
+  ) => {
     const type = types.type(schema, document, hint, { ownName });
     for (const name of type.uses) used.add(name);
     return type.annotation;
@@ -112,7 +117,10 @@ function functionSpec(
     return {
       jsonName,
       pyName: ids.get(jsonName)!,
-      annotation: typeOf(schema, input, toolName + toPascal(jsonName)),
+      annotation: typeOf(schema, input, {
+        full: toolName + toPascal(jsonName),
+        leaf: toPascal(jsonName),
+      }),
       required: required.has(jsonName),
       defaultLiteral: "default" in schema ? pythonLiteral(schema.default) : null,
       description: oneLine(String(schema.description ?? "")),
@@ -121,12 +129,12 @@ function functionSpec(
   params.sort((a, b) => Number(b.required) - Number(a.required));
   const returns: ReturnSpec = tool.outputSchema
     ? {
-      annotation: typeOf(tool.outputSchema, tool.outputSchema, `${toolName}Result`, true),
+      annotation: typeOf(tool.outputSchema, tool.outputSchema, { full: `${toolName}Result` }, true),
       source: "declared",
     }
     : observed
     ? {
-      annotation: typeOf(observed.schema, observed.schema, `${toolName}Result`, true),
+      annotation: typeOf(observed.schema, observed.schema, { full: `${toolName}Result` }, true),
       source: "observed",
       observedCalls: observed.calls,
     }

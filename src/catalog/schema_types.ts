@@ -66,18 +66,21 @@ export class PythonTypes {
 
   /**
    * The Python type of `schema`, whose `$ref`s resolve against `document`. `nameHint` names the
-   * TypedDict a nested object gets (PascalCase, made unique in the module).
+   * TypedDicts its objects get: `full` (e.g. the tool's name and the parameter's) made unique in
+   * the module, or the shorter `leaf` (the parameter's) where no other shape took it first.
    */
   type(
     schema: unknown,
     document: JsonSchema,
-    nameHint: string,
+    nameHint: string | { full: string; leaf?: string },
     options: { ownName?: boolean } = {},
   ): PythonType {
     const uses = new Set<string>();
     this.#ownName = options.ownName ?? false;
     this.#budget = MAX_RENDERED;
-    const annotation = this.#type(asSchema(schema), document, toPascal(nameHint), 0, uses);
+    const named = typeof nameHint === "string" ? { full: nameHint } : nameHint;
+    const hint = { leaf: toPascal(named.leaf ?? named.full), full: toPascal(named.full) };
+    const annotation = this.#type(asSchema(schema), document, hint, 0, uses);
     return { annotation, uses: [...uses] };
   }
 
@@ -110,7 +113,7 @@ export class PythonTypes {
   #type(
     schema: JsonSchema,
     document: JsonSchema,
-    hint: string,
+    hint: Hint,
     depth: number,
     uses: Set<string>,
   ): string {
@@ -139,7 +142,7 @@ export class PythonTypes {
           this.#type(
             mergeSchemas(shared, asSchema(alt)),
             document,
-            `${hint}${i + 1}`,
+            numbered(hint, i + 1),
             depth + 1,
             uses,
           )
@@ -192,26 +195,26 @@ export class PythonTypes {
   #array(
     schema: JsonSchema,
     document: JsonSchema,
-    hint: string,
+    hint: Hint,
     depth: number,
     uses: Set<string>,
   ): string {
     const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : null;
     if (tuple) {
       const types = tuple.map((s, i) =>
-        this.#type(asSchema(s), document, `${hint}${i + 1}`, depth + 1, uses)
+        this.#type(asSchema(s), document, numbered(hint, i + 1), depth + 1, uses)
       );
       return `list[${this.#union(types)}]`;
     }
     const items = asRecord(schema.items);
     if (!items) return "list[Any]";
-    return `list[${this.#type(items, document, `${singular(hint)}Item`, depth + 1, uses)}]`;
+    return `list[${this.#type(items, document, itemHint(hint), depth + 1, uses)}]`;
   }
 
   #object(
     schema: JsonSchema,
     document: JsonSchema,
-    hint: string,
+    hint: Hint,
     depth: number,
     uses: Set<string>,
   ): string {
@@ -219,17 +222,17 @@ export class PythonTypes {
     if (!properties || Object.keys(properties).length === 0) {
       const extra = asRecord(schema.additionalProperties);
       return extra
-        ? `dict[str, ${this.#type(extra, document, `${hint}Value`, depth + 1, uses)}]`
+        ? `dict[str, ${this.#type(extra, document, suffixed(hint, "Value"), depth + 1, uses)}]`
         : "dict[str, Any]";
     }
     // Rendered under a provisional name; the same shape met again reuses the first name, except
     // for a shape that asked for its own name (a tool's result: `read_file -> ReadFileResult`).
     const own = this.#ownName && depth === 0;
-    const draft = this.#typedDict(hint, schema, document, depth);
+    const draft = this.#typedDict(hint.full, schema, document, depth);
     const shape = JSON.stringify([draft.description, draft.fields]);
     let name = own ? undefined : this.#byShape.get(shape);
     if (name === undefined) {
-      name = this.#claim(hint);
+      name = own ? this.#claim(hint.full) : this.#claimShortest(hint);
       if (!own) this.#byShape.set(shape, name);
       this.#defs.set(name, { ...draft, name });
     }
@@ -248,7 +251,8 @@ export class PythonTypes {
       if (asRecord(target.properties) === null) {
         refs.set(ref, { annotation: "Any", uses: [] }); // a cycle through a non-object is Any
         const own = new Set<string>();
-        const annotation = this.#type(target, document, toPascal(refHint(ref)), depth + 1, own);
+        const name = toPascal(refHint(ref));
+        const annotation = this.#type(target, document, { leaf: name, full: name }, depth + 1, own);
         refs.set(ref, { annotation, uses: [...own] });
       } else {
         // The name is claimed first, so a reference to itself inside resolves to it.
@@ -269,7 +273,7 @@ export class PythonTypes {
       const field = asSchema(value);
       return {
         key,
-        annotation: this.#type(field, document, name + toPascal(key), depth + 1, uses),
+        annotation: this.#type(field, document, fieldHint(name, key), depth + 1, uses),
         required: required.has(key),
         description: oneLine(String(field.description ?? field.title ?? "")),
       };
@@ -287,6 +291,17 @@ export class PythonTypes {
     if (parts.includes("Any") || parts.length > MAX_UNION) return "Any";
     // None last reads best: `str | None`.
     return [...parts.filter((p) => p !== "None"), ...parts.filter((p) => p === "None")].join(" | ");
+  }
+
+  /**
+   * A nested object's name: the short one (`Entity` for an item of `entities`) where it is free
+   * and not one of `UNAVAILABLE_LEAF`, else the full one (`CreateEntitiesEntity`).
+   */
+  #claimShortest(hint: Hint): string {
+    if (hint.leaf && !this.#taken.has(hint.leaf) && !UNAVAILABLE_LEAF.test(hint.leaf)) {
+      return this.#claim(hint.leaf);
+    }
+    return this.#claim(hint.full);
   }
 
   #claim(base: string): string {
@@ -420,6 +435,47 @@ function singular(name: string): string {
   if (/[^s]s$/.test(name)) return name.slice(0, -1);
   return name;
 }
+
+/** The name of an item's type: the singular of its list's (`Edits` -> `Edit`), else `…Item`. */
+function itemName(name: string): string {
+  const one = singular(name);
+  return one !== name ? one : `${name}Item`;
+}
+
+/**
+ * The names a nested type may take: `full` says where it is (the tool, the parameter, the keys
+ * down to it) and is made unique; `leaf` only its own key, used where no other shape has it.
+ */
+interface Hint {
+  leaf: string;
+  full: string;
+}
+
+function fieldHint(parent: string, key: string): Hint {
+  const leaf = toPascal(key);
+  return { leaf, full: parent + leaf };
+}
+
+function itemHint(hint: Hint): Hint {
+  return { leaf: hint.leaf && itemName(hint.leaf), full: itemName(hint.full) };
+}
+
+function numbered(hint: Hint, n: number): Hint {
+  return { leaf: hint.leaf && `${hint.leaf}${n}`, full: `${hint.full}${n}` };
+}
+
+function suffixed(hint: Hint, suffix: string): Hint {
+  return { leaf: hint.leaf && hint.leaf + suffix, full: hint.full + suffix };
+}
+
+/**
+ * Short names a nested type does not take: Python's builtin classes and constants (`None`,
+ * `KeyError`, `StopIteration`), which a script that star-imports the module would lose; the names
+ * `mcp_tools` exports (`Image`, `Resource`, its error classes); and `Result`, the end of every
+ * tool's result type.
+ */
+const UNAVAILABLE_LEAF =
+  /^(None|True|False|Ellipsis|NotImplemented|Image|Resource|Result|ToolDenied|ToolTimeout|.*(Error|Warning|Exception|ExceptionGroup|Exit|Interrupt|Iteration|Unavailable))$/;
 
 function isLiteralValue(value: unknown): boolean {
   return value === null || typeof value === "string" || typeof value === "boolean" ||
