@@ -781,6 +781,20 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/schema_types_test.ts"],
   },
   {
+    name: "a sandbox that may reach hosts does not trust the host's CA",
+    file: "src/sandbox/sandbox_command.ts",
+    from: "const trust = profile.net.length > 0 ? runtime.tlsTrust : {};",
+    to: "const trust = {};",
+    tests: ["tests/sandbox_tls_test.ts"],
+  },
+  {
+    name: "a failed fetch in a sandbox hides its reason",
+    file: "src/sandbox/worker.ts",
+    from: "  fetchFailuresSayWhy();\n",
+    to: "",
+    tests: ["tests/sandbox_tls_test.ts"],
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_LEAF.test(hint.leaf)",

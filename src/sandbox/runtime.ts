@@ -31,6 +31,29 @@ export interface SandboxRuntime {
   pyodideAssets: string[];
   /** Folder for the snapshot (created on demand). */
   cacheDir: string;
+  /**
+   * The host's settings of which TLS certificates Deno trusts (`TLS_TRUST_VARIABLES`), given to
+   * sandboxes that may reach hosts: behind a TLS-inspecting gateway, its CA. Deno's runtime reads
+   * them and the file they name itself; a script can read neither (no env or read permission).
+   */
+  tlsTrust: Record<string, string>;
+}
+
+/** The variables Deno reads for the certificates it trusts: a CA file, or the system's store. */
+export const TLS_TRUST_VARIABLES = [
+  "DENO_CERT",
+  "DENO_TLS_CA_STORE",
+  "NODE_EXTRA_CA_CERTS",
+] as const;
+
+/** The host's TLS trust settings that are set (pure: `read` is the environment). */
+export function tlsTrust(read: (name: (typeof TLS_TRUST_VARIABLES)[number]) => string | undefined) {
+  const trust: Record<string, string> = {};
+  for (const name of TLS_TRUST_VARIABLES) {
+    const value = read(name);
+    if (value) trust[name] = value;
+  }
+  return trust;
 }
 
 /**
@@ -74,6 +97,7 @@ export function locateRuntime(
     pyodideDir,
     pyodideAssets: PYODIDE_ASSETS.map((name) => join(pyodideDir, name)),
     cacheDir: cacheDir ?? defaultCacheDir(),
+    tlsTrust: tlsTrust(readEnv),
   };
 }
 

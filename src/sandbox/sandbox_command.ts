@@ -59,6 +59,8 @@ export function sandboxCommand(
   } = {},
 ): SandboxCommand {
   const preload = options.preloadDir ? [{ host: options.preloadDir, mount: PRELOAD_MOUNT }] : [];
+  // Only a sandbox that may reach hosts makes TLS connections.
+  const trust = profile.net.length > 0 ? runtime.tlsTrust : {};
   const boot: BootParams = {
     pyodide_module_url: runtime.pyodideModuleUrl,
     snapshot_path: snapshotPath,
@@ -82,7 +84,7 @@ export function sandboxCommand(
         runtime.workerPath,
         ...workerArgs({ mode: "serve" }),
       ],
-      env: { ...SANDBOX_ENV },
+      env: { ...SANDBOX_ENV, ...trust },
       cwd: "/",
       boot,
     };

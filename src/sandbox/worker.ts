@@ -270,6 +270,24 @@ function consoleIntoOutput(
   }
 }
 
+/**
+ * A failed fetch says why. Deno rejects with a bare `TypeError: fetch failed` and puts the reason
+ * (connection refused, a certificate no trusted CA signed) in its `cause`, which Python shows
+ * neither in pyfetch's `AbortError` nor in a `JsException`.
+ */
+function fetchFailuresSayWhy(): void {
+  const fetch = globalThis.fetch;
+  globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
+    try {
+      return await fetch(...args);
+    } catch (error) {
+      if (!(error instanceof TypeError && error.cause instanceof Error)) throw error;
+      const why = `${error.message}: ${error.cause.message}`.slice(0, 2000);
+      throw new TypeError(why, { cause: error.cause });
+    }
+  };
+}
+
 /** Every permission this process could have; revoked in "drop" mode (see sandbox_command.ts). */
 const ALL_PERMISSIONS = ["read", "write", "net", "env", "sys", "run", "ffi", "import"] as const;
 
@@ -405,6 +423,7 @@ async function serve(): Promise<void> {
   pyodide.setStdout(stdout);
   pyodide.setStderr(stderr);
   consoleIntoOutput(stdout, stderr);
+  fetchFailuresSayWhy();
   // Warm the execution path before the host can hand us a script.
   codemode.forget_host_paths!();
   await codemode.warm_up!.callPromising();

@@ -1318,6 +1318,20 @@ function consoleIntoOutput(stdout, stderr) {
     };
   }
 }
+function fetchFailuresSayWhy() {
+  const fetch = globalThis.fetch;
+  globalThis.fetch = async (...args) => {
+    try {
+      return await fetch(...args);
+    } catch (error) {
+      if (!(error instanceof TypeError && error.cause instanceof Error)) throw error;
+      const why = `${error.message}: ${error.cause.message}`.slice(0, 2e3);
+      throw new TypeError(why, {
+        cause: error.cause
+      });
+    }
+  };
+}
 var ALL_PERMISSIONS = [
   "read",
   "write",
@@ -1450,6 +1464,7 @@ async function serve() {
   pyodide.setStdout(stdout);
   pyodide.setStderr(stderr);
   consoleIntoOutput(stdout, stderr);
+  fetchFailuresSayWhy();
   codemode.forget_host_paths();
   await codemode.warm_up.callPromising();
   await compilationSettled();
