@@ -82,6 +82,15 @@ Deno.test("scripts install pure-Python wheels from the local folder", async (t) 
     assert.equal(r.result, 42);
   });
 
+  await t.step("a name with a version constraint or extras is taken as its name", async () => {
+    for (const name of ["tinymath>=0.5", "TinyMath[fast] ==1.0"]) {
+      const r = await server.execute(
+        { code: "import tinymath\ntinymath.double(2)", packages: [name] } as never,
+      );
+      assert.equal(r.result, 4, `${name}: ${r.text}`);
+    }
+  });
+
   await t.step("so does a PEP 723 block", async () => {
     const r = await server.execute({
       code:

@@ -51,7 +51,7 @@ export const EXECUTE_REQUEST_SHAPE = {
     'Keep variables and imports across calls: "new" opens a persistent session, and the result\'s session_id names it; pass that id in later calls to continue it. Omit for a fresh sandbox.',
   ),
   packages: z.array(z.string().max(100)).max(20).optional().describe(
-    "Python packages to install first, with their dependencies: from the server's wheel folder, Pyodide's package set (numpy, pandas, ...) or a configured index, as the profile allows (a PEP 723 '# /// script' block in the code works too).",
+    "Python packages to install first, with their dependencies: from the server's wheel folder, Pyodide's package set (numpy, pandas, ...) or a configured index, as the profile allows (a PEP 723 '# /// script' block in the code works too). A version constraint ('pandas>=2') is accepted but not evaluated: a source has one version of each package.",
   ),
   files: z.record(z.string(), z.union([z.string(), z.strictObject({ base64: z.string() })]))
     .optional()

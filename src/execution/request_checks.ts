@@ -8,7 +8,7 @@ import { checkCodeSize } from "../policy/code_size.ts";
 import { checkInputFiles } from "../policy/input_files.ts";
 import type { PackageSources } from "../packages/package_sources.ts";
 import type { ResolvedPackage } from "../packages/package_sources.ts";
-import { scriptDependencies } from "../packages/wheels.ts";
+import { requirementName, scriptDependencies } from "../packages/wheels.ts";
 import type { InputFile } from "../rpc/sandbox_protocol.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import type { ExecuteRequest } from "./executor.ts";
@@ -78,7 +78,9 @@ export async function checkRequest(
   const files = checkInputFiles(request.files ?? {});
   if (typeof files === "string") return refuse("POLICY_VIOLATION", files);
 
-  const wanted = [...(request.packages ?? []), ...scriptDependencies(request.code)];
+  // Named as a PEP 723 block names them ("pandas>=2"): the version is not evaluated.
+  const named = (request.packages ?? []).map(requirementName);
+  const wanted = [...named, ...scriptDependencies(request.code)];
   let pythonPackages: ResolvedPackage[] = [];
   if (wanted.length > 0) {
     const found = deps.packages

@@ -119,7 +119,7 @@ export function scriptDependencies(code: string): string[] {
  * The package a PEP 508 requirement names ("pandas>=2", "httpx[http2]; python_version>'3'"),
  * or the whole text when it is not a requirement, so that the name check refuses it.
  */
-function requirementName(requirement: string): string {
+export function requirementName(requirement: string): string {
   const m = /^([^\s<>=!~;\[(@]+)\s*(.*)$/.exec(requirement);
   if (!m) return requirement;
   return m[2] === "" || /^[<>=!~;\[(@]/.test(m[2]!) ? m[1]! : requirement;
