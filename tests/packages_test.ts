@@ -182,7 +182,7 @@ Deno.test("packages come from a package index only for profiles that allow its h
     assert.equal(r.diagnostics?.error_type, "PACKAGE_UNAVAILABLE");
     assert.match(
       r.diagnostics!.message,
-      /the profile does not allow the package index host 127\.0\.0\.1:\d+/,
+      /the profile does not allow the package index host 127\.0\.0\.1:\d+.*"net" list, in permissions\/default\.json/,
     );
     assert.equal(downloads, 0);
   });

@@ -87,9 +87,13 @@ export async function checkRequest(
       ? await deps.packages.resolve(wanted, profile.net)
       : { packages: [], problems: [`${wanted.join(", ")}: no package sources`] };
     if (found.problems.length > 0) {
+      const hosts = found.problems.some((p) => /does not allow the (package index )?host/.test(p))
+        ? ` (the hosts a profile allows are its "net" list, in permissions/${profile.name}.json ` +
+          "or the settings' permissions_dir; the profile's scripts may then reach them too)"
+        : "";
       return refuse(
         "PACKAGE_UNAVAILABLE",
-        `Cannot install packages: ${found.problems.join("; ")}`,
+        `Cannot install packages: ${found.problems.join("; ")}${hosts}`,
       );
     }
     pythonPackages = found.packages;
