@@ -102,9 +102,13 @@ export class WatchedResidentMemory implements ResidentMemory {
       overlong: () => {},
     }).catch(() => {}).finally(() => this.#lost(watcher));
     process.status.then((status) => {
-      if (!this.#closed && !status.success) {
-        this.#log.warn(`the memory watcher exited with code ${status.code}`);
-      }
+      if (this.#closed || status.success) return;
+      // Ctrl-C (or a TERM to the process group) reaches the watcher as it reaches the host,
+      // which is then shutting down: not worth a warning.
+      const stopped = status.code === 130 || status.code === 143 ||
+        status.signal === "SIGINT" || status.signal === "SIGTERM";
+      const say = stopped ? this.#log.debug : this.#log.warn;
+      say(`the memory watcher exited with code ${status.code}`);
     });
     return watcher;
   }
