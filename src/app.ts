@@ -222,7 +222,12 @@ export async function openApp(
     return ready;
   });
   const started = Promise.all([sandboxesReady, toolsReady]).then(() => {
-    log.info("started: sandboxes warming, upstream servers connected or failed");
+    const servers = upstream.snapshot();
+    const down = servers.filter((s) => s.error !== undefined).map((s) => s.server);
+    log.info(
+      `started: ${servers.length - down.length} of ${servers.length} upstream servers connected` +
+        (down.length > 0 ? ` (not: ${down.join(", ")})` : "") + "; sandboxes warming",
+    );
   });
   started.catch((error) => {
     // A start-up cut short by close() (a client that left early) is not a failure to report;
