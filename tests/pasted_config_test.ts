@@ -5,6 +5,7 @@
  * older HTTP+SSE transport, with their headers.
  */
 import assert from "node:assert/strict";
+import { remoteRefusal } from "../src/upstream/pool.ts";
 import { ROOT, startHttpFixture, startServer } from "./_helpers.ts";
 
 const DYNAMIC = `${ROOT}tests/fixtures/dynamic_server.ts`;
@@ -79,5 +80,29 @@ Deno.test("an HTTP upstream whose header is wrong is reported, not silently drop
     t.name === "execute_code"
   )!.description!;
   assert.match(description, /legacy: unavailable: .*401/);
+  // A token is given, so the advice is to check it; OAuth is not offered.
+  assert.match(description, /wants authorization: check the token in the entry's "headers"/);
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("remoteRefusal() tells what to do when a remote server wants authorization", () => {
+  const config = (headers: Record<string, string>) => ({
+    kind: "http" as const,
+    name: "notion",
+    protocol: "auto" as const,
+    transport: "streamable-http" as const,
+    url: "https://mcp.example/mcp",
+    headers,
+    description: "",
+  });
+  const refused = "Version negotiation failed: the server requires authorization (HTTP 401)";
+  assert.match(
+    remoteRefusal(refused, config({})),
+    /give the entry "headers": \{"Authorization": "Bearer \$\{YOUR_TOKEN\}"\}.*does not sign in with OAuth/,
+  );
+  assert.match(remoteRefusal(refused, config({ authorization: "x" })), /check the token/);
+  assert.equal(
+    remoteRefusal("fetch failed: connection refused", config({})),
+    "fetch failed: connection refused",
+  );
 });

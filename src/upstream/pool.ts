@@ -8,7 +8,12 @@
  */
 import { Client, type ClientOptions } from "@modelcontextprotocol/client";
 import { outputValidator } from "./output_validator.ts";
-import type { ServerConfig, UnavailableServer, UpstreamProtocol } from "../config/config.ts";
+import type {
+  HttpServerConfig,
+  ServerConfig,
+  UnavailableServer,
+  UpstreamProtocol,
+} from "../config/config.ts";
 import type { ServerTools } from "../catalog/catalog.ts";
 import type { ToolInfo } from "../catalog/python_stubs.ts";
 import type { Logger } from "../_util/log.ts";
@@ -148,7 +153,7 @@ class UpstreamConnection {
       const stderr = this.#stderrLines(3, 500);
       const previous = this.lastError;
       const why = this.config.kind !== "stdio"
-        ? errorText(error)
+        ? remoteRefusal(errorText(error), this.config)
         : /\bENOENT\b/.test(errorText(error))
         ? `command "${this.config.command}" not found (not on the PATH code mode was started ` +
           "with, or not installed)"
@@ -327,6 +332,19 @@ function versionNegotiation(protocol: UpstreamProtocol): ClientOptions["versionN
 }
 
 /** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
+/**
+ * Why a remote server did not connect, and, when it wants authorization (HTTP 401 or 403),
+ * what to do: code mode sends the entry's `headers` and does not sign in with OAuth.
+ */
+export function remoteRefusal(text: string, config: HttpServerConfig): string {
+  if (!/\b(HTTP )?40[13]\b|Unauthorized|Forbidden/i.test(text)) return text;
+  const advice = Object.keys(config.headers).some((h) => /^authorization$/i.test(h))
+    ? 'check the token in the entry\'s "headers"'
+    : 'give the entry "headers": {"Authorization": "Bearer ${YOUR_TOKEN}"} (set YOUR_TOKEN ' +
+      "where code mode starts)";
+  return `${text}. The server wants authorization: ${advice}; code mode does not sign in with OAuth`;
+}
+
 export function errorText(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 4; depth++) {
