@@ -22,6 +22,7 @@ import {
   translateEntry,
 } from "../src/clients/translate.ts";
 import { installServer, mergeServers } from "../src/clients/merge.ts";
+import { leftBehindNote, variablesLeftBehind } from "../src/clients/variables_left_behind.ts";
 import { chooseLaunch, clientEntry } from "../src/clients/our_entry.ts";
 import { describeEntry } from "../src/clients/describe_entry.ts";
 import { envRisk } from "../src/clients/risky_env.ts";
@@ -807,6 +808,26 @@ Deno.test("mergeServers() keeps what is there, adds what is new, and reports the
   });
 });
 
+Deno.test("variablesLeftBehind() names what the config reads and the network settings here, unless the entry gives them", () => {
+  const env = (name: string) => ({ NODE_EXTRA_CA_CERTS: "/ca.pem", HTTPS_PROXY: "" })[name];
+  const text = '{"a": "${TOKEN}", "b": "${env:OTHER}", "c": "${OPT:-x}", "d": "${CONFIG_DIR}"}';
+  assert.deepEqual(variablesLeftBehind(text, env, {}), {
+    config: ["TOKEN", "OTHER"],
+    network: ["NODE_EXTRA_CA_CERTS"],
+  });
+  const given = variablesLeftBehind(text, env, {
+    TOKEN: "t",
+    OTHER: "o",
+    NODE_EXTRA_CA_CERTS: "/c",
+  });
+  assert.deepEqual(given, { config: [], network: [] });
+  assert.equal(leftBehindNote(given), null);
+  assert.match(
+    leftBehindNote(variablesLeftBehind(text, env, {}))!,
+    /^ {2}note: the config reads TOKEN, OTHER and this shell sets NODE_EXTRA_CA_CERTS; /,
+  );
+});
+
 Deno.test("installServer() adds our entry, keeps every other key, and is idempotent", () => {
   const claudeJson = {
     numStartups: 12,
@@ -1451,6 +1472,18 @@ for (const client of CLIENTS) {
     assert.equal(mine.code, 0, mine.stdout);
     const withConfig = (await readJson(path))[key]["code-mode"];
     assert.deepEqual(withConfig.args, ["serve", "--config", resolve(s.out)]);
+    // A config that reads a variable: install names it (a client would not pass it on), and
+    // one with a default is not needed.
+    const needy = join(s.home, "needy.json");
+    await writeJson(needy, {
+      servers: {
+        api: { url: "https://example.com/mcp", headers: { Authorization: "Bearer ${MY_TOKEN}" } },
+        local: { command: "x", env: { LEVEL: "${LOG_LEVEL:-info}" } },
+      },
+    });
+    const named = await s.run(["install", "--client", client, "--config", needy, "--dry-run"]);
+    assert.match(named.stdout, /note: the config reads MY_TOKEN; .*add these to the entry's "env"/);
+    assert.doesNotMatch(named.stdout, /LOG_LEVEL/);
     const missing = await s.run(["install", "--client", client, "--config", "/nope/x.json"]);
     assert.equal(missing.code, 2);
     assert.match(missing.stdout, /--config: no config file at \/nope\/x\.json/);

@@ -34,6 +34,7 @@ import {
   mergeServers,
 } from "../clients/merge.ts";
 import { chooseLaunch, clientEntry, OUR_SERVER_NAME } from "../clients/our_entry.ts";
+import { leftBehindNote, variablesLeftBehind } from "../clients/variables_left_behind.ts";
 import { type ServerEntry, translateEntry, type Translation } from "../clients/translate.ts";
 import { escapeUnsafe, shortenSpaces } from "../_util/safe_text.ts";
 import { assertReplaceable, writeFileAtomically } from "../_util/atomic_write.ts";
@@ -511,6 +512,14 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}`);
   out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}`);
   out(`  because ${launch.why}`);
+  const configText = await Deno.readTextFile(
+    configPath ?? join(deps.projectRoot, "mcp_servers.json"),
+  )
+    .catch(() => "");
+  // The entry as written, with what an earlier one kept (its own env, say).
+  const written = plan.after[OUR_SERVER_NAME] as { env?: Record<string, string> } | undefined;
+  const note = leftBehindNote(variablesLeftBehind(configText, deps.env, written?.env ?? {}));
+  if (note) out(note);
   if (plan.change === "none") {
     out(`Already installed: ${target.path} is unchanged.`);
     return 0;

@@ -53,8 +53,13 @@ export function expandPlaceholders(
   );
 }
 
-/** The environment variables a config's text reads through placeholders (not CONFIG_DIR). */
-export function placeholderNames(text: string): string[] {
-  const names = [...text.matchAll(PLACEHOLDER)].flatMap((m) => (m[2] ? [m[2]] : []));
+/**
+ * The environment variables a config's text reads through placeholders (not CONFIG_DIR); with
+ * `required`, only those without a default (`${NAME}`, not `${NAME:-default}`).
+ */
+export function placeholderNames(text: string, options: { required?: boolean } = {}): string[] {
+  const names = [...text.matchAll(PLACEHOLDER)].flatMap((m) =>
+    m[2] && !(options.required && m[3] !== undefined) ? [m[2]] : []
+  );
   return [...new Set(names.filter((name) => name !== "CONFIG_DIR"))];
 }
