@@ -335,7 +335,7 @@ export function parseConfigFile(
     };
     const env = (variable: string) => {
       const value = ctx.env(variable);
-      if (value !== undefined) addSecret(value, `env "${variable}"`);
+      if (value !== undefined) addSecret(value, `\${${variable}}`);
       return value;
     };
     let server: ServerConfig | null;
@@ -365,7 +365,13 @@ export function parseConfigFile(
     // A secret too short to scrub would leak quietly through every scrubbed surface.
     const problems = [...own].flatMap(([value, origin]) => {
       const problem = secretProblem(value);
-      return problem ? [`${origin}: ${problem}`] : [];
+      if (!problem) return [];
+      // Every value a placeholder reads is taken as a secret, `${LOG_LEVEL}` as much as a token.
+      const hint = origin.startsWith("${")
+        ? " (every value read through a ${NAME} placeholder is taken as a secret; one that is " +
+          "not can be written into the config as it is)"
+        : "";
+      return [`${origin}: ${problem}${hint}`];
     });
     if (problems.length > 0) {
       unavailable.push({ name, description: server.description, reason: problems[0]! });
