@@ -7,6 +7,8 @@
  * call's connection still established 30 s after the abort); reproduced with
  * `(await fetch(url, { signal })).body.getReader()`, one read, `gc()`, then the abort.
  */
+import { responseWithBody } from "./response_with_body.ts";
+
 export const fetchThatAborts: typeof fetch = async (input, init) => {
   const response = await fetch(input, init);
   const signal = init?.signal;
@@ -32,14 +34,5 @@ export const fetchThatAborts: typeof fetch = async (input, init) => {
     },
   });
   signal.addEventListener("abort", onAbort, { once: true });
-  const wrapped = new Response(body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
-  // What a constructed Response cannot be given, but a reader of redirects looks at.
-  for (const key of ["url", "redirected", "type"] as const) {
-    Object.defineProperty(wrapped, key, { value: response[key] });
-  }
-  return wrapped;
+  return responseWithBody(response, body);
 };

@@ -11,6 +11,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config/config.ts";
 import { fetchThatAborts } from "../_util/fetch_that_aborts.ts";
+import { cappedFetch } from "./capped_fetch.ts";
 import { denoCommand } from "./deno_command.ts";
 import { serverEnvironment } from "./network_env.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
@@ -35,8 +36,11 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     const requestInit = { headers: server.headers };
     return {
       transport: server.transport === "sse"
-        ? new SSEClientTransport(url, { requestInit })
-        : new StreamableHTTPClientTransport(url, { requestInit, fetch: fetchThatAborts }),
+        ? new SSEClientTransport(url, { requestInit, fetch: cappedFetch(fetch) })
+        : new StreamableHTTPClientTransport(url, {
+          requestInit,
+          fetch: cappedFetch(fetchThatAborts),
+        }),
     };
   }
   const base: Record<string, string> = { ...getDefaultEnvironment() };
