@@ -12,6 +12,7 @@ import { runRestrictedHost } from "./relaunch/restricted_relaunch.ts";
 import { UsageError } from "./commands/usage_error.ts";
 import { parseAllowedHost } from "./host/http_guard.ts";
 import { writeAllSync } from "./_util/write_all.ts";
+import { consoleToStderr } from "./_util/console_to_stderr.ts";
 import { readEnv } from "./config/environment.ts";
 import { NESTING_VARIABLE, nestingRefusal } from "./config/this_server.ts";
 import { answerOpening } from "./host/stdio_opening.ts";
@@ -92,6 +93,7 @@ function optionError(error: Error, options: readonly string[]): string {
 }
 
 export async function runCli(args: string[], out = writeStdout): Promise<number> {
+  consoleToStderr();
   let parsed;
   const options = {
     help: { type: "boolean", short: "h" },

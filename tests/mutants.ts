@@ -818,6 +818,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/upstream_reply_cap_test.ts"],
   },
   {
+    name: "what a library prints with console goes to stdout, the protocol's",
+    file: "src/cli.ts",
+    from: "  consoleToStderr();\n",
+    to: "",
+    tests: ["tests/stdout_protocol_only_test.ts"],
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_LEAF.test(hint.leaf)",
