@@ -825,6 +825,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/stdout_protocol_only_test.ts"],
   },
   {
+    name: "every list_changed an upstream sends reads its tool list again",
+    file: "src/upstream/pool.ts",
+    from: "onChanged: () => refresh.request(),",
+    to: "onChanged: () => void this.#refreshTools(client).catch(() => {}),",
+    tests: ["tests/upstream_dynamic_test.ts"],
+    filter: "upstream servers: list_changed",
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_LEAF.test(hint.leaf)",

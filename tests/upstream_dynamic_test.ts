@@ -56,6 +56,27 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
     );
   });
 
+  await t.step("a flood of list_changed costs one tools/list per gap, not one each", async () => {
+    const r = await server.execute({
+      code: [
+        "import time",
+        "from mcp_tools import dynamic",
+        "before = int(dynamic.lists_served())",
+        "dynamic.flood(count=200)",
+        "time.sleep(1)",
+        "int(dynamic.lists_served()) - before",
+      ].join("\n"),
+    });
+    assert.equal(r.success, true, r.text);
+    // The first list at once, the merged rest after the gap (2 s): at most one so far.
+    assert.ok((r.result as number) <= 1, `${r.result} lists for 200 notifications`);
+    await delay(2500);
+    const later = await server.execute({
+      code: "from mcp_tools import dynamic\nint(dynamic.lists_served())",
+    });
+    assert.ok((later.result as number) >= 1, later.text);
+  });
+
   await t.step(
     "a session's leftover task calls tools during its next execution, recorded there",
     async () => {

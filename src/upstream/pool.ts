@@ -20,6 +20,14 @@ import type { Logger } from "../_util/log.ts";
 import { VERSION } from "../_util/version.ts";
 import type { TransportFactory } from "./transport.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
+import { coalesced } from "../_util/coalesced.ts";
+
+/**
+ * The least time between two readings of one server's tool list when it keeps announcing
+ * changes: a server that sent 100 `list_changed` a second, each for 4,000 tools, held the host's
+ * thread (every call took seconds); now it costs one list every gap.
+ */
+export const LIST_REFRESH_GAP_MS = 2000;
 
 export type UpstreamState = "connecting" | "connected" | "reconnecting" | "closed";
 
@@ -102,6 +110,14 @@ class UpstreamConnection {
       this.#stderrCut ||= tail.length > STDERR_KEPT_CHARS;
       this.#stderrTail = tail.slice(-STDERR_KEPT_CHARS);
     });
+    // A server may send list_changed as often as it likes: one list at a time, one per gap.
+    const refresh = coalesced(
+      () =>
+        this.#refreshTools(client).catch((error) =>
+          log.warn("cannot refresh tools", { server: this.config.name, error: String(error) })
+        ),
+      LIST_REFRESH_GAP_MS,
+    );
     const client: Client = new Client({ name: "mcp-code-mode", version: VERSION }, {
       capabilities: {},
       jsonSchemaValidator: outputValidator(),
@@ -112,16 +128,14 @@ class UpstreamConnection {
         tools: {
           autoRefresh: false,
           debounceMs: 0,
-          onChanged: () =>
-            void this.#refreshTools(client).catch((error) =>
-              log.warn("cannot refresh tools", { server: this.config.name, error: String(error) })
-            ),
+          onChanged: () => refresh.request(),
         },
       },
     });
     let connected = false;
     const exited = Promise.withResolvers<void>();
     client.onclose = () => {
+      refresh.close();
       exited.resolve();
       if (!connected || this.#client !== client) return;
       this.#client = null;

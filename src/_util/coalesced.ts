@@ -1,0 +1,50 @@
+/**
+ * A task run on request, never two at once and at most once per `gapMs`: requests made while a
+ * run waits or runs are merged into one more run after it. For work that a remote party can ask
+ * for as often as it likes (an upstream server's `list_changed` notifications).
+ */
+export interface Coalesced {
+  request(): void;
+  /** No more runs; a waiting one is dropped (one running finishes). */
+  close(): void;
+}
+
+export function coalesced(
+  task: () => Promise<void>,
+  gapMs: number,
+  now: () => number = () => performance.now(),
+): Coalesced {
+  let last = -Infinity;
+  let running = false;
+  let again = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let closed = false;
+  const schedule = () => {
+    if (closed) return;
+    timer = setTimeout(run, Math.max(0, last + gapMs - now()));
+  };
+  const run = async () => {
+    timer = undefined;
+    running = true;
+    again = false;
+    last = now();
+    try {
+      await task();
+    } finally {
+      running = false;
+      if (again) schedule();
+    }
+  };
+  return {
+    request() {
+      if (closed) return;
+      if (running) again = true;
+      else if (timer === undefined) schedule();
+    },
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
