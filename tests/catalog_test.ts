@@ -99,3 +99,35 @@ Deno.test("Catalog keeps module names unique and reports unavailable servers", (
     ["__init__", ...names].sort(),
   );
 });
+
+Deno.test("Catalog withholds the tools of a server whose module is too large for every sandbox", () => {
+  const MIB = 1024 * 1024;
+  const server = (name: string, descriptionChars: number) => ({
+    server: name,
+    description: "",
+    tools: [{
+      server: name,
+      name: "tool",
+      description: "d".repeat(descriptionChars),
+      inputSchema: { type: "object", properties: {} },
+    }],
+  });
+  const catalog = new Catalog([
+    server("huge", 2.5 * MIB),
+    ...["a", "b", "c", "d", "e"].map((name) => server(name, 1.9 * MIB)),
+  ]);
+  const withheld = (name: string) => catalog.server(name)!.error ?? "";
+  assert.match(
+    withheld("huge"),
+    /withheld: their Python module would be 2\.5 MiB, over the 2\.0 MiB/,
+  );
+  assert.equal(catalog.server("huge")!.specs.length, 0);
+  for (const name of ["a", "b", "c", "d"]) assert.equal(catalog.server(name)!.error, undefined);
+  assert.match(
+    withheld("e"),
+    /the modules of the servers listed before it take 7\.6 MiB of the 8\.0 MiB/,
+  );
+  const sent = Object.values(catalog.packages().mcp_tools!).join("").length;
+  assert.ok(sent <= 8 * MIB, `${sent} characters sent`);
+  assert.match(catalog.index().text, /huge: unavailable: its tools are withheld/);
+});

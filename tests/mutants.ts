@@ -833,6 +833,29 @@ const MUTATIONS: Mutation[] = [
     filter: "upstream servers: list_changed",
   },
   {
+    name: "every server's tool module is sent to every sandbox, however large",
+    file: "src/catalog/catalog.ts",
+    from: "const withheld = withheldBecause(source.length, sent);",
+    to: "const withheld = null;",
+    tests: ["tests/catalog_test.ts"],
+  },
+  {
+    name: "an upstream's tool list is read however large",
+    file: "src/upstream/pool.ts",
+    from: "if (size > MAX_TOOL_LIST_CHARS) {",
+    to: "if (false) {",
+    tests: ["tests/upstream_catalog_bounds_test.ts"],
+  },
+  {
+    name: "a call to a server whose tools are withheld is told only that the tool does not exist",
+    file: "src/execution/tool_gate.ts",
+    from:
+      'return withheld\n        ? unavailable(`server "${server}": ${withheld}`)\n        : invalid(',
+    to:
+      'return false\n        ? unavailable(`server "${server}": ${withheld}`)\n        : invalid(',
+    tests: ["tests/upstream_catalog_bounds_test.ts"],
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_LEAF.test(hint.leaf)",

@@ -39,6 +39,17 @@ export interface ServerEntry {
   error?: string;
 }
 
+/**
+ * How much of the tools' Python modules a sandbox is sent: every module goes to every sandbox
+ * (a script may import any), and a sandbox holds about seven bytes for each (an upstream's 60 MB
+ * of tool descriptions put every sandbox past its 512 MB limit at boot). A server whose module
+ * would pass `MAX_SERVER_MODULE_CHARS`, or bring all of them past `MAX_MODULES_CHARS`, has its
+ * tools withheld, with the reason. Of 31 real servers measured, the largest module is 87 KB
+ * and all 476 tools take 1 MB.
+ */
+export const MAX_SERVER_MODULE_CHARS = 2 * 1024 * 1024;
+export const MAX_MODULES_CHARS = 8 * 1024 * 1024;
+
 /** Package-level names of `mcp_tools`: the exception classes and result types. */
 const PACKAGE_RESERVED = [...PYTHON_EXCEPTIONS, "Image", "Resource", "report_progress"];
 const PACKAGE_INIT = `from _codemode import ${PACKAGE_RESERVED.join(", ")}\n`;
@@ -48,6 +59,22 @@ export interface CatalogOptions {
   observed?: (server: string, tool: string) => ObservedShape | undefined;
   /** Counts tokens (the index's budget, the costs search and docs state); default: estimated. */
   countTokens?: (text: string) => number;
+}
+
+/** Why a module of `size` characters is not sent after `sent` of others, or null. */
+function withheldBecause(size: number, sent: number): string | null {
+  const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+  if (size > MAX_SERVER_MODULE_CHARS) {
+    return `their Python module would be ${mib(size)}, over the ${
+      mib(MAX_SERVER_MODULE_CHARS)
+    } one server's may take`;
+  }
+  if (sent + size > MAX_MODULES_CHARS) {
+    return `the modules of the servers listed before it take ${mib(sent)} of the ${
+      mib(MAX_MODULES_CHARS)
+    } every sandbox is sent`;
+  }
+  return null;
 }
 
 /** A search candidate beyond the catalog's tools (a skill). */
@@ -73,17 +100,27 @@ export class Catalog {
     const observed = options.observed ?? (() => undefined);
     this.#countTokens = options.countTokens ?? estimateTokens;
     const modules = assignIdentifiers(servers.map((s) => s.server), { reserved: PACKAGE_RESERVED });
+    let sent = 0;
     this.servers = servers.map((s) => {
       const moduleName = modules.get(s.server)!;
-      const specs = functionSpecs(s.tools, (tool) => observed(s.server, tool));
+      let specs = functionSpecs(s.tools, (tool) => observed(s.server, tool));
+      let source = renderModule(s.server, s.description, specs);
+      let error = s.error;
+      const withheld = withheldBecause(source.length, sent);
+      if (withheld) {
+        specs = [];
+        source = renderModule(s.server, s.description, specs);
+        error = `its tools are withheld: ${withheld}`;
+      }
+      sent += source.length;
       return {
         server: s.server,
         moduleName,
         description: s.description,
         specs,
-        source: renderModule(s.server, s.description, specs),
+        source,
         stub: renderModuleStub(moduleName, s.description, specs),
-        error: s.error,
+        error,
       };
     });
     this.#byServer = new Map(this.servers.map((e) => [e.server, e]));

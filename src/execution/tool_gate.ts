@@ -246,7 +246,11 @@ export class ToolGate {
     // A server that is down keeps its last known tools in the catalog; its outage is the news.
     if ("unavailable" in session) return unavailable(session.unavailable);
     if (!this.#deps.catalog().hasTool(server, tool)) {
-      return invalid(`server "${server}" has no tool "${tool}"`);
+      // A connected server whose tools the catalog withholds (too large): its reason.
+      const withheld = this.#deps.catalog().server(server)?.error;
+      return withheld
+        ? unavailable(`server "${server}": ${withheld}`)
+        : invalid(`server "${server}" has no tool "${tool}"`);
     }
     return this.#callUpstream(session.client, server, tool, args);
   }

@@ -29,6 +29,13 @@ import { coalesced } from "../_util/coalesced.ts";
  */
 export const LIST_REFRESH_GAP_MS = 2000;
 
+/**
+ * The most of one server's tool list (as JSON, over all its pages) the host reads: its tools
+ * become a module every sandbox is sent (see MAX_MODULES_CHARS in catalog.ts). Of 31 real
+ * servers measured the largest list is about 100 KB.
+ */
+export const MAX_TOOL_LIST_CHARS = 8 * 1024 * 1024;
+
 export type UpstreamState = "connecting" | "connected" | "reconnecting" | "closed";
 
 /** Where a call to one server goes: its live MCP client session, or why there is none. */
@@ -212,8 +219,17 @@ class UpstreamConnection {
   async #refreshTools(client: Client): Promise<void> {
     const tools: ToolInfo[] = [];
     let cursor: string | undefined;
+    let size = 0;
     for (let page = 0; page < 100; page++) {
       const result = await client.listTools(cursor ? { cursor } : {});
+      size += JSON.stringify(result.tools).length;
+      if (size > MAX_TOOL_LIST_CHARS) {
+        throw new RangeError(
+          `Cannot list the server's tools: they take more than ${
+            MAX_TOOL_LIST_CHARS / (1024 * 1024)
+          } MiB of JSON`,
+        );
+      }
       for (const tool of result.tools) {
         tools.push({
           server: this.config.name,
