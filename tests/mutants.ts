@@ -856,6 +856,27 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/upstream_catalog_bounds_test.ts"],
   },
   {
+    name: "a JSON text is parsed in the sandbox however deep it nests",
+    file: "src/sandbox/prelude.py",
+    from: 'if stripped[:1] in ("{", "[") and _nests_at_most(stripped, _MAX_JSON_DEPTH):',
+    to: 'if stripped[:1] in ("{", "["):',
+    tests: ["tests/deep_tool_results_test.ts"],
+  },
+  {
+    name: "brackets inside JSON strings count as nesting",
+    file: "src/sandbox/prelude.py",
+    from: '_NOT_BRACKET.sub("", _JSON_STRING.sub("", text))',
+    to: '_NOT_BRACKET.sub("", text)',
+    tests: ["tests/deep_tool_results_test.ts"],
+  },
+  {
+    name: "a structured tool result reaches Python however deep it nests",
+    file: "src/execution/tool_gate.ts",
+    from: "if (depthOver(result, MAX_TOOL_RESULT_DEPTH)) {",
+    to: "if (false) {",
+    tests: ["tests/deep_tool_results_test.ts"],
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_LEAF.test(hint.leaf)",

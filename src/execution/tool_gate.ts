@@ -16,6 +16,7 @@ import {
 import type { Profile } from "../sandbox/profile.ts";
 import { errorText, type UpstreamSession } from "../upstream/pool.ts";
 import type { ToolCallRecord } from "./execution_result.ts";
+import { depthOver } from "./result_mapping.ts";
 import { NO_TRACING, type TraceSpan, type Tracing } from "../_util/tracing.ts";
 import {
   type Approver,
@@ -69,6 +70,12 @@ export interface RunClock {
 export const PENDING_CALLS_GRACE_MS = 5000;
 
 const DEFAULT_MAX_RESULT_CHARS = 8 * 1024 * 1024;
+
+/**
+ * How deep a tool result sent to Python may nest (prelude.py's `_MAX_JSON_DEPTH` keeps a JSON text
+ * to the same). Python's JSON reader recursed through 3,000 levels and overflowed at 6,000.
+ */
+export const MAX_TOOL_RESULT_DEPTH = 500;
 
 export class ToolGate {
   /** Every call the script asked for, in order: allowed or not, finished or not. */
@@ -288,6 +295,16 @@ export class ToolGate {
     if (result.isError) {
       const message = contentText(result, redact.text);
       return { error: { kind: "tool_error", message: message || "the tool reported an error" } };
+    }
+    // Python's JSON reader recurses once per level, and past a few thousand the interpreter's
+    // stack overflows, which ends the sandbox (and a session's state) past any `except`.
+    if (depthOver(result, MAX_TOOL_RESULT_DEPTH)) {
+      return {
+        error: {
+          kind: "tool_error",
+          message: `result nested deeper than ${MAX_TOOL_RESULT_DEPTH} levels`,
+        },
+      };
     }
     const max = this.#deps.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
     const size = JSON.stringify(result).length;

@@ -56,15 +56,45 @@ class Resource:
 Image.__module__ = Resource.__module__ = "mcp_tools"
 
 
+# Deeper JSON text stays a str: Python's JSON reader recurses once per level, and past a few
+# thousand the interpreter's stack overflows, which ends the sandbox past any `except`. As
+# MAX_TOOL_RESULT_DEPTH in tool_gate.ts, which holds structured results to the same.
+_MAX_JSON_DEPTH = 500
+
+
 def _text_value(text):
-    """Text content that is a JSON object or array comes back parsed; any other text as str."""
+    """Text content that is a JSON object or array comes back parsed (when it nests no deeper
+    than _MAX_JSON_DEPTH); any other text as str."""
     stripped = text.strip()
-    if stripped[:1] in ("{", "["):
+    if stripped[:1] in ("{", "[") and _nests_at_most(stripped, _MAX_JSON_DEPTH):
         try:
             return _loads(stripped)
         except ValueError:
             pass
     return text
+
+
+_JSON_STRING = _NOT_BRACKET = None
+
+
+def _nests_at_most(text, limit):
+    """Whether JSON text nests arrays and objects no deeper than `limit` (brackets in strings
+    not counted). Counting all brackets settles most texts; the rest are measured with C-level
+    passes (regular expressions, then a running sum), never one Python step a character."""
+    global _JSON_STRING, _NOT_BRACKET
+    if text.count("[") + text.count("{") <= limit:
+        return True
+    import itertools, operator, re
+    if _JSON_STRING is None:
+        _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # possessive: no backtracking
+        _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode()
+    steps = brackets.translate(_BRACKET_STEPS)  # an opening one 2, a closing one 0
+    levels = itertools.accumulate(map(operator.sub, steps, itertools.repeat(1)))
+    return max(levels, default=0) <= limit
+
+
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 
 
 def _content_value(item):
