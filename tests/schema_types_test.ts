@@ -190,7 +190,7 @@ Deno.test("a nested type takes its own key's name where that is free, else the f
       // Another shape under a name already taken; keys that would name Python's builtins.
       inputSchema: object({
         entities: { type: "array", items: object({ id: { type: "integer" } }) },
-        errors: { type: "array", items: object({ code: { type: "integer" } }) },
+        exceptions: { type: "array", items: object({ code: { type: "integer" } }) },
         none: object({ x: { type: "integer" } }),
         resource: object({ uri: { type: "string" } }),
       }),
@@ -204,10 +204,10 @@ Deno.test("a nested type takes its own key's name where that is free, else the f
     /class ReadResult\(TypedDict\):\n {4}entities: NotRequired\[list\[Entity\]\]/,
   );
   assert.match(tag!, /entities: list\[TagEntity\]/);
-  assert.match(tag!, /errors: list\[TagError\]/);
+  assert.match(tag!, /exceptions: list\[TagException\]/);
   assert.match(tag!, /none: TagNone/);
   assert.match(tag!, /resource: TagResource/);
-  assert.doesNotMatch(renderModule("s", "S", specs), /^class (Error|None|Resource)\b/m);
+  assert.doesNotMatch(renderModule("s", "S", specs), /^class (Exception|None|Resource)\b/m);
 });
 
 Deno.test("an observed result shape becomes the return type, marked with its call count", () => {
@@ -433,4 +433,38 @@ Deno.test("a schema that names one subschema many times is rendered within the b
   types.type(schema, schema, "Arg");
   const fields = [...types.definitions().values()].flatMap((def) => def.fields);
   assert.ok(fields.some((field) => field.annotation === "Any"), "cut short");
+});
+
+Deno.test("a module stays valid Python whatever an upstream's names and descriptions hold", () => {
+  const nul = "before\u0000after";
+  const specs = functionSpecs([{
+    server: "s",
+    name: "odd",
+    description: nul,
+    inputSchema: {
+      type: "object",
+      description: nul,
+      properties: {
+        x: { $ref: "#/$defs/none" },
+        y: { $ref: "#/$defs/True" },
+        z: {
+          type: "object",
+          description: nul,
+          properties: { "a-b": { type: "string", description: nul } },
+        },
+      },
+      $defs: {
+        none: { type: "object", description: nul, properties: { v: { type: "string" } } },
+        True: { type: "object", properties: { w: { type: "string", description: nul } } },
+      },
+    },
+  }]);
+  const module = renderModule("s", nul, specs);
+  const stub = renderStub(specs[0]!);
+  for (const text of [module, stub]) {
+    assert.ok(!text.includes("\u0000"), "a NUL in the source");
+    assert.match(text, /before\\x00after/);
+    assert.doesNotMatch(text, /^class (None|True|False)\b|^(None|True|False) = TypedDict/m);
+  }
+  assert.match(stub, /x: None2 \| None = None, y: True2 \| None = None/);
 });

@@ -7,6 +7,7 @@
 import { assignIdentifiers } from "./identifiers.ts";
 import {
   type JsonSchema,
+  noNul,
   orNone,
   pythonLiteral,
   PythonTypes,
@@ -191,7 +192,7 @@ function indent(text: string, by: string): string {
 }
 
 function pyDocstring(text: string): string {
-  const escaped = text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"');
+  const escaped = noNul(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"'));
   return `"""${escaped}\n"""`;
 }
 
@@ -314,7 +315,7 @@ export function firstSentence(text: string | undefined, max = 80): string {
 }
 
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
+  return noNul(text.replace(/\s+/g, " ").trim());
 }
 
 function asRecord(value: unknown): Record<string, unknown> | null {

@@ -295,10 +295,10 @@ export class PythonTypes {
 
   /**
    * A nested object's name: the short one (`Entity` for an item of `entities`) where it is free
-   * and not one of `UNAVAILABLE_LEAF`, else the full one (`CreateEntitiesEntity`).
+   * and not one of `UNAVAILABLE_NAMES`, else the full one (`CreateEntitiesEntity`).
    */
   #claimShortest(hint: Hint): string {
-    if (hint.leaf && !this.#taken.has(hint.leaf) && !UNAVAILABLE_LEAF.test(hint.leaf)) {
+    if (hint.leaf && !this.#taken.has(hint.leaf) && !UNAVAILABLE_NAMES.has(hint.leaf)) {
       return this.#claim(hint.leaf);
     }
     return this.#claim(hint.full);
@@ -307,7 +307,9 @@ export class PythonTypes {
   #claim(base: string): string {
     const root = base || "Shape";
     let name = root;
-    for (let n = 2; this.#taken.has(name); n++) name = `${root}${n}`;
+    for (let n = 2; this.#taken.has(name) || UNAVAILABLE_NAMES.has(name); n++) {
+      name = `${root}${n}`;
+    }
     this.#taken.add(name);
     return name;
   }
@@ -355,7 +357,18 @@ function isFieldName(key: string): boolean {
 }
 
 function docstring(text: string): string {
-  return `"""${text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"').replace(/"$/, '\\"')}"""`;
+  return `"""${
+    noNul(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"').replace(/"$/, '\\"'))
+  }"""`;
+}
+
+/**
+ * `text` with its NUL characters written `\x00`: Python refuses a source that holds one (an
+ * upstream's description with a NUL broke its whole module). In a string literal the escape means
+ * the same character; in a comment it is shown.
+ */
+export function noNul(text: string): string {
+  return text.replace(/\0/g, "\\x00");
 }
 
 /** `annotation | None`, unless it already admits None. */
@@ -469,13 +482,27 @@ function suffixed(hint: Hint, suffix: string): Hint {
 }
 
 /**
- * Short names a nested type does not take: Python's builtin classes and constants (`None`,
- * `KeyError`, `StopIteration`), which a script that star-imports the module would lose; the names
- * `mcp_tools` exports (`Image`, `Resource`, its error classes); and `Result`, the end of every
- * tool's result type.
+ * Names no type takes: Python's builtin classes and constants (`None`, `KeyError`,
+ * `StopIteration`), which a script that star-imports the module would lose, and `None`, `True`
+ * and `False` are keywords besides; the names `mcp_tools` exports (`Image`, `Resource`, its error
+ * classes). A nested type does not take `Result` either, the end of every tool's result type.
  */
-const UNAVAILABLE_LEAF =
-  /^(None|True|False|Ellipsis|NotImplemented|Image|Resource|Result|ToolDenied|ToolTimeout|.*(Error|Warning|Exception|ExceptionGroup|Exit|Interrupt|Iteration|Unavailable))$/;
+const UNAVAILABLE_NAMES = new Set((
+  "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup " +
+  "BlockingIOError BrokenPipeError BufferError BytesWarning ChildProcessError " +
+  "ConnectionAbortedError ConnectionError ConnectionRefusedError ConnectionResetError " +
+  "DeprecationWarning EOFError Ellipsis EncodingWarning EnvironmentError Exception " +
+  "ExceptionGroup False FileExistsError FileNotFoundError FloatingPointError FutureWarning " +
+  "GeneratorExit IOError ImportError ImportWarning IndentationError IndexError InterruptedError " +
+  "IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError ModuleNotFoundError " +
+  "NameError None NotADirectoryError NotImplemented NotImplementedError OSError OverflowError " +
+  "PendingDeprecationWarning PermissionError ProcessLookupError RecursionError ReferenceError " +
+  "ResourceWarning RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError " +
+  "SyntaxWarning SystemError SystemExit TabError TimeoutError True TypeError UnboundLocalError " +
+  "UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning " +
+  "UserWarning ValueError Warning ZeroDivisionError Image Resource Result ToolDenied ToolError " +
+  "ToolTimeout UpstreamUnavailable ScriptError"
+).split(" "));
 
 function isLiteralValue(value: unknown): boolean {
   return value === null || typeof value === "string" || typeof value === "boolean" ||
@@ -500,7 +527,7 @@ export function pythonLiteral(value: unknown): string {
 }
 
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
+  return noNul(text.replace(/\s+/g, " ").trim());
 }
 
 function asSchema(value: unknown): JsonSchema {
