@@ -20,6 +20,14 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
     assert.equal(r.stdout, "before\n");
     assert.match(r.stderr, /ValueError: broken/);
   });
+  await t.step("what run says about a failure cannot drive the terminal", async () => {
+    const hostile = `${dir}/hostile.py`;
+    await Deno.writeTextFile(hostile, "raise ValueError('\\x1b[2J\\x1b[31mcleared')\n");
+    const r = await runCli(["run", hostile]);
+    assert.equal(r.code, 1);
+    assert.ok(!r.stderr.includes("\x1b"), r.stderr);
+    assert.match(r.stderr, /ValueError: \\u\{1b\}\[2J\\u\{1b\}\[31mcleared/);
+  });
   await t.step("--json prints the whole result", async () => {
     const r = await runCli(["run", bad, "--json"]);
     assert.equal(r.code, 1);

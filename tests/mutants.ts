@@ -891,6 +891,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/schema_types_test.ts"],
   },
   {
+    name: "run prints a failure's message with the control characters a script put in it",
+    file: "src/commands/commands.ts",
+    from: "escapeUnsafe(text, { keepNewlines: true })",
+    to: "text",
+    tests: ["tests/cli_test.ts"],
+    filter: "CI smoke",
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_NAMES.has(hint.leaf)",

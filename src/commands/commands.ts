@@ -19,6 +19,7 @@ import { type App, openApp, SERVE_UPSTREAM_WAIT_MS, startApp } from "../app.ts";
 import { unavailableServer } from "../host/unavailable_server.ts";
 import type { Host } from "../host/server.ts";
 import { formatResultText } from "../execution/execution_result.ts";
+import { escapeUnsafe } from "../_util/safe_text.ts";
 import { runAgent } from "../agent/agent.ts";
 import { selectModel } from "../agent/select_model.ts";
 import { formatAgentResult } from "../host/tools/generate_and_execute.ts";
@@ -207,8 +208,11 @@ export async function runScript(file: string, options: RunOptions): Promise<numb
     if (result.stdout) options.out(result.stdout);
     if (result.stderr) writeAllSync(Deno.stderr, result.stderr);
     if (!result.success) {
+      // The script's own output is passed as it is, as an interpreter would; what this command
+      // says about the failure (the error's message, a crash's last words) has its control
+      // characters escaped: a script could otherwise clear or rewrite the operator's terminal.
       const text = formatResultText({ ...result, stdout: "", stderr: "" });
-      writeAllSync(Deno.stderr, text + "\n");
+      writeAllSync(Deno.stderr, escapeUnsafe(text, { keepNewlines: true }) + "\n");
     } else if (result.result !== null && result.result !== undefined) {
       const shown = typeof result.result === "string"
         ? result.result
