@@ -30,6 +30,9 @@ export function coalesced(
     last = now();
     try {
       await task();
+    } catch {
+      // The task reports its own failures; a run that throws is over all the same (and must not
+      // end the host as an unhandled rejection from a timer).
     } finally {
       running = false;
       if (again) schedule();
