@@ -899,6 +899,13 @@ const MUTATIONS: Mutation[] = [
     filter: "CI smoke",
   },
   {
+    name: "an annotation grows without bound",
+    file: "src/catalog/schema_types.ts",
+    from: 'return annotation.length > MAX_ANNOTATION ? "Any" : annotation;',
+    to: "return annotation;",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_NAMES.has(hint.leaf)",

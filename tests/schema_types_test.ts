@@ -468,3 +468,35 @@ Deno.test("a module stays valid Python whatever an upstream's names and descript
   }
   assert.match(stub, /x: None2 \| None = None, y: True2 \| None = None/);
 });
+
+Deno.test("a chain of definitions, each a union of wrappers of the last, stays small", () => {
+  // Each $ref's annotation is reused as it is: without a bound, six-fold a link (an attacker's
+  // 5 KB schema ended the host with a string longer than V8 allows).
+  const defs: Record<string, unknown> = {
+    D0: { type: "object", properties: { x: { type: "string" } } },
+  };
+  for (let k = 1; k <= 30; k++) {
+    const r = { $ref: `#/$defs/D${k - 1}` };
+    defs[`D${k}`] = {
+      anyOf: [
+        { type: "array", items: r },
+        { type: "array", items: { type: "array", items: r } },
+        { type: "object", additionalProperties: r },
+        { type: "object", additionalProperties: { type: "array", items: r } },
+        { type: "array", items: { type: "object", additionalProperties: r } },
+        { type: "object", additionalProperties: { type: "object", additionalProperties: r } },
+      ],
+    };
+  }
+  const properties = Object.fromEntries(
+    Array.from({ length: 30 }, (_, i) => [`p${i + 1}`, { $ref: `#/$defs/D${i + 1}` }]),
+  );
+  const specs = functionSpecs([{
+    server: "s",
+    name: "t",
+    inputSchema: { type: "object", properties, $defs: defs },
+  }]);
+  const module = renderModule("s", "", specs);
+  assert.ok(module.length < 20_000, `${module.length} characters`);
+  assert.match(module, /p30: Any/);
+});

@@ -42,6 +42,27 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
       assert.equal(text, body.join(""));
     }
   });
+  await t.step("lines may end in CR, LF or CRLF, and chunks may split anything", async () => {
+    const stream = "event: endpoint\rdata: /messages\r\r: ping\r\n\r\ndata: a\n\ndata: b\r\n\n";
+    // The parser the SDK uses must see the same bytes, whatever the chunks.
+    for (let cut = 0; cut <= stream.length; cut++) {
+      const body = [stream.slice(0, cut), stream.slice(cut)];
+      assert.equal(await read(cappedFetch(replying(body, "text/event-stream"), 64)), stream);
+    }
+  });
+  await t.step("a CR-only event is passed once it ends, with the stream still open", async () => {
+    const open = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("event: endpoint\rdata: /messages\r\r"));
+      },
+    });
+    const inner: typeof fetch = () =>
+      Promise.resolve(new Response(open, { headers: { "content-type": "text/event-stream" } }));
+    const reader = (await cappedFetch(inner, 64)("http://x/")).body!.getReader();
+    const { value } = await reader.read();
+    assert.equal(new TextDecoder().decode(value), "event: endpoint\rdata: /messages\r\r");
+    await reader.cancel();
+  });
   await t.step(
     "an event past the bound is replaced by an error answer to its request",
     async () => {

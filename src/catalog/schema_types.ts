@@ -40,6 +40,13 @@ const MAX_RENDERED = 20_000;
 const MAX_LITERALS = 30;
 /** Unions wider than this are `Any`. */
 const MAX_UNION = 6;
+/**
+ * Annotations longer than this are `Any`. A `$ref`'s annotation is rendered once and then used
+ * as it is, so without it a chain of definitions, each a union of wrappers of the one before,
+ * grew six-fold a link: an attacker's 5 KB schema made a module of 532 million characters, and
+ * one of 5.2 KB ended the host (a string longer than V8 allows).
+ */
+const MAX_ANNOTATION = 400;
 
 /** A type expression and the definitions it names. */
 export interface PythonType {
@@ -204,11 +211,11 @@ export class PythonTypes {
       const types = tuple.map((s, i) =>
         this.#type(asSchema(s), document, numbered(hint, i + 1), depth + 1, uses)
       );
-      return `list[${this.#union(types)}]`;
+      return bounded(`list[${this.#union(types)}]`);
     }
     const items = asRecord(schema.items);
     if (!items) return "list[Any]";
-    return `list[${this.#type(items, document, itemHint(hint), depth + 1, uses)}]`;
+    return bounded(`list[${this.#type(items, document, itemHint(hint), depth + 1, uses)}]`);
   }
 
   #object(
@@ -222,7 +229,9 @@ export class PythonTypes {
     if (!properties || Object.keys(properties).length === 0) {
       const extra = asRecord(schema.additionalProperties);
       return extra
-        ? `dict[str, ${this.#type(extra, document, suffixed(hint, "Value"), depth + 1, uses)}]`
+        ? bounded(
+          `dict[str, ${this.#type(extra, document, suffixed(hint, "Value"), depth + 1, uses)}]`,
+        )
         : "dict[str, Any]";
     }
     // Rendered under a provisional name; the same shape met again reuses the first name, except
@@ -290,7 +299,8 @@ export class PythonTypes {
     const parts = [...new Set(types.flatMap((t) => splitUnion(t)))];
     if (parts.includes("Any") || parts.length > MAX_UNION) return "Any";
     // None last reads best: `str | None`.
-    return [...parts.filter((p) => p !== "None"), ...parts.filter((p) => p === "None")].join(" | ");
+    const nones = parts.filter((p) => p === "None");
+    return bounded([...parts.filter((p) => p !== "None"), ...nones].join(" | "));
   }
 
   /**
@@ -369,6 +379,11 @@ function docstring(text: string): string {
  */
 export function noNul(text: string): string {
   return text.replace(/\0/g, "\\x00");
+}
+
+/** `annotation`, or `Any` when it is past `MAX_ANNOTATION`. */
+function bounded(annotation: string): string {
+  return annotation.length > MAX_ANNOTATION ? "Any" : annotation;
 }
 
 /** `annotation | None`, unless it already admits None. */
