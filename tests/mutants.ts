@@ -879,8 +879,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a NUL in an upstream's text is written into a module's source",
     file: "src/catalog/schema_types.ts",
-    from: 'return text.replace(/\\0/g, "\\\\x00");',
-    to: "return text;",
+    from: 'return text.replace(/\\0/g, "\\\\x00").toWellFormed();',
+    to: "return text.toWellFormed();",
     tests: ["tests/typed_stubs_test.ts"],
   },
   {
@@ -904,6 +904,13 @@ const MUTATIONS: Mutation[] = [
     from: 'return annotation.length > MAX_ANNOTATION ? "Any" : annotation;',
     to: "return annotation;",
     tests: ["tests/schema_types_test.ts"],
+  },
+  {
+    name: "a lone surrogate in an upstream's text is written into a module's source",
+    file: "src/catalog/schema_types.ts",
+    from: 'return text.replace(/\\0/g, "\\\\x00").toWellFormed();',
+    to: 'return text.replace(/\\0/g, "\\\\x00");',
+    tests: ["tests/typed_stubs_test.ts"],
   },
   {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",

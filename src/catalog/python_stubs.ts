@@ -7,11 +7,11 @@
 import { assignIdentifiers } from "./identifiers.ts";
 import {
   type JsonSchema,
-  noNul,
   orNone,
   pythonLiteral,
   PythonTypes,
   renderTypedDicts,
+  sourceSafe,
   toPascal,
   type TypedDictDef,
 } from "./schema_types.ts";
@@ -192,7 +192,7 @@ function indent(text: string, by: string): string {
 }
 
 function pyDocstring(text: string): string {
-  const escaped = noNul(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"'));
+  const escaped = sourceSafe(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"'));
   return `"""${escaped}\n"""`;
 }
 
@@ -315,7 +315,7 @@ export function firstSentence(text: string | undefined, max = 80): string {
 }
 
 function oneLine(text: string): string {
-  return noNul(text.replace(/\s+/g, " ").trim());
+  return sourceSafe(text.replace(/\s+/g, " ").trim());
 }
 
 function asRecord(value: unknown): Record<string, unknown> | null {

@@ -368,17 +368,18 @@ function isFieldName(key: string): boolean {
 
 function docstring(text: string): string {
   return `"""${
-    noNul(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"').replace(/"$/, '\\"'))
+    sourceSafe(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"').replace(/"$/, '\\"'))
   }"""`;
 }
 
 /**
- * `text` with its NUL characters written `\x00`: Python refuses a source that holds one (an
- * upstream's description with a NUL broke its whole module). In a string literal the escape means
- * the same character; in a comment it is shown.
+ * `text` as a Python source can hold it: Python refuses a source with a NUL character or a lone
+ * surrogate (an upstream's description holding either broke its whole module). A NUL is written
+ * `\x00` (in a string literal the same character, in a comment shown as that), and a lone
+ * surrogate, half of a character cut in two, becomes U+FFFD.
  */
-export function noNul(text: string): string {
-  return text.replace(/\0/g, "\\x00");
+export function sourceSafe(text: string): string {
+  return text.replace(/\0/g, "\\x00").toWellFormed();
 }
 
 /** `annotation`, or `Any` when it is past `MAX_ANNOTATION`. */
@@ -542,7 +543,7 @@ export function pythonLiteral(value: unknown): string {
 }
 
 function oneLine(text: string): string {
-  return noNul(text.replace(/\s+/g, " ").trim());
+  return sourceSafe(text.replace(/\s+/g, " ").trim());
 }
 
 function asSchema(value: unknown): JsonSchema {
