@@ -14,13 +14,16 @@ Deno.test("deeply nested tool results are caught by the script, and the session 
   await Deno.writeTextFile(
     `${dir}/deep.json`,
     `{"server": "deep", "tools": [${
-      ["text", "structured", "shallow", "tricky"].map((name) =>
+      ["text", "structured", "shallow", "tricky", "quotes"].map((name) =>
         JSON.stringify({ name, inputSchema: empty })
       ).join(",")
     }], "results": {
       "text": {"content": [{"type": "text", "text": ${JSON.stringify(deep(20000))}}]},
       "structured": {"content": [], "structuredContent": {"v": ${deep(8000)}}},
       "shallow": {"content": [{"type": "text", "text": "[[1], {\\"a\\": [2]}]"}]},
+      "quotes": {"content": [{"type": "text", "text": ${
+      // An open string of escaped quotes: quadratic for a pattern that tries each quote anew.
+      JSON.stringify("[".repeat(501) + '"' + '\\"'.repeat(500_000))}}]},
       "tricky": {"content": [{"type": "text", "text": ${
       JSON.stringify(JSON.stringify({ s: "[".repeat(5000), n: [[1]] }))
     }}]}
@@ -57,16 +60,17 @@ Deno.test("deeply nested tool results are caught by the script, and the session 
       "except Exception as e:",
       "    said.append(f'{type(e).__name__}: {e}')",
       // Brackets inside a string do not count; a shallow text is still parsed.
-      "said += [deep.tricky()['n'], deep.shallow()]",
+      "said += [deep.tricky()['n'], deep.shallow(), len(deep.quotes())]",
       "said",
     ].join("\n"),
   } as never);
   assert.equal(r.success, true, r.text);
-  const [text, structured, tricky, shallow] = r.result as unknown[];
+  const [text, structured, tricky, shallow, quotes] = r.result as unknown[];
   assert.equal(text, "str40000");
   assert.match(String(structured), /^ToolError: .*nested deeper than 500 levels/);
   assert.deepEqual(tricky, [[1]]);
   assert.deepEqual(shallow, [[1], { a: [2] }]);
+  assert.equal(quotes, 501 + 1 + 1_000_000);
   const after = await server.execute({ session_id: session, code: "kept" } as never);
   assert.equal(after.result, "state", after.text);
   await Deno.remove(dir, { recursive: true });

@@ -913,6 +913,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/typed_stubs_test.ts"],
   },
   {
+    name: "a JSON text's strings are found by a pattern that tries every quote anew",
+    file: "src/sandbox/prelude.py",
+    from: String.raw`_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)`,
+    to: String.raw`_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')`,
+    tests: ["tests/deep_tool_results_test.ts"],
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_NAMES.has(hint.leaf)",

@@ -86,7 +86,9 @@ def _nests_at_most(text, limit):
         return True
     import itertools, operator, re
     if _JSON_STRING is None:
-        _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # possessive: no backtracking
+        # Possessive, and an unclosed string runs to the end: no quote is tried twice, so
+        # the pass is linear (a text of escaped quotes after an open one was quadratic).
+        _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)
         _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
     brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode()
     steps = brackets.translate(_BRACKET_STEPS)  # an opening one 2, a closing one 0
