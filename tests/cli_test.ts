@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runCli, writeConfig } from "./_helpers.ts";
+import { ROOT, runCli, writeConfig } from "./_helpers.ts";
 import { VERSION } from "../src/_util/version.ts";
 import { runCli as runCliInProcess } from "../src/cli.ts";
 
@@ -203,4 +203,44 @@ Deno.test("runCli() in process: --version and --help print to the output, bad us
   assert.equal(await runCliInProcess(["serve", "--no-restrict", "extra"], out), 2);
   assert.equal(await runCliInProcess(["no-such-command"], out), 2);
   assert.equal(printed.length, 2, "usage errors go to stderr, not the output");
+});
+
+Deno.test("tools and doctor escape what upstream servers wrote before the terminal sees it", async () => {
+  const dir = Deno.realPathSync(await Deno.makeTempDir());
+  const ansi = "\u001b]0;TITLE\u0007\u001b[2J\u001b[31mred";
+  await Deno.writeTextFile(
+    `${dir}/ansi.json`,
+    JSON.stringify({
+      server: "ansi",
+      tools: [{ name: "show", description: ansi, inputSchema: { type: "object", properties: {} } }],
+    }),
+  );
+  const config = await writeConfig(dir, {
+    servers: {
+      ansi: {
+        command: "deno",
+        args: [
+          "run",
+          "--no-prompt",
+          "--allow-read",
+          `${ROOT}tests/fixtures/catalog_server.ts`,
+          `${dir}/ansi.json`,
+        ],
+      },
+      dying: {
+        command: "deno",
+        args: ["eval", `console.error(${JSON.stringify(ansi)}); Deno.exit(3)`],
+      },
+    },
+    settings: { permissions_dir: `${ROOT}tests/fixtures/permissions` },
+  });
+  for (const args of [["tools"], ["tools", "--index"], ["doctor"]]) {
+    const r = await runCli([...args, "--config", config]);
+    assert.ok(!/[\u0007\u001b]/.test(r.stdout), `${args.join(" ")}: ${JSON.stringify(r.stdout)}`);
+  }
+  const tools = await runCli(["tools", "--config", config]);
+  assert.match(tools.stdout, /\\u\{1b\}\]0;TITLE\\u\{7\}/);
+  const doctor = await runCli(["doctor", "--config", config]);
+  assert.match(doctor.stdout, /^FAIL {2}server dying .*\\u\{1b\}/m);
+  await Deno.remove(dir, { recursive: true });
 });

@@ -920,6 +920,22 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/deep_tool_results_test.ts"],
   },
   {
+    name: "tools prints what upstream servers wrote to the terminal as it is",
+    file: "src/commands/commands.ts",
+    from: "const out = (text: string) => print(escapeUnsafe(text, { keepNewlines: true }));",
+    to: "const out = print;",
+    tests: ["tests/cli_test.ts"],
+    filter: "tools and doctor escape",
+  },
+  {
+    name: "doctor prints an upstream server's last words to the terminal as they are",
+    file: "src/commands/doctor.ts",
+    from: "${escapeUnsafe(c.detail)}",
+    to: "${c.detail}",
+    tests: ["tests/cli_test.ts"],
+    filter: "tools and doctor escape",
+  },
+  {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",
     file: "src/catalog/schema_types.ts",
     from: "!UNAVAILABLE_NAMES.has(hint.leaf)",

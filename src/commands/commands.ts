@@ -227,8 +227,10 @@ export async function printTools(
   configPath: string | undefined,
   indexOnly: boolean,
   log: Logger,
-  out: (text: string) => void,
+  print: (text: string) => void,
 ): Promise<number> {
+  // Upstream servers write these stubs and reasons: escaped for the terminal.
+  const out = (text: string) => print(escapeUnsafe(text, { keepNewlines: true }));
   await using app = await startApp({ configPath, log, poolSize: 0 });
   const catalog = app.tools.current;
   if (indexOnly) {

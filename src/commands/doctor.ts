@@ -4,6 +4,7 @@
  */
 import { type Config, loadConfig } from "../config/config.ts";
 import type { Logger } from "../_util/log.ts";
+import { escapeUnsafe } from "../_util/safe_text.ts";
 import { Sandbox } from "../sandbox/launcher.ts";
 import { computeHostGrants } from "../relaunch/restricted_relaunch.ts";
 import { describeGrants, hostFlags } from "../relaunch/server_permissions.ts";
@@ -151,7 +152,10 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
 
 export function formatChecks(checks: Check[]): string {
   const width = Math.max(...checks.map((c) => c.name.length));
-  const rows = checks.map((c) => `${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(width)}  ${c.detail}`);
+  // A detail may quote an upstream server (its stderr, its tools): escaped for the terminal.
+  const rows = checks.map((c) =>
+    `${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(width)}  ${escapeUnsafe(c.detail)}`
+  );
   const failed = checks.filter((c) => !c.ok).length;
   rows.push(failed === 0 ? "\nAll checks passed." : `\n${failed} check(s) failed.`);
   return rows.join("\n") + "\n";
