@@ -893,8 +893,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "run prints a failure's message with the control characters a script put in it",
     file: "src/commands/commands.ts",
-    from: "escapeUnsafe(text, { keepNewlines: true })",
-    to: "text",
+    from: 'writeAllSync(Deno.stderr, escapeUnsafe(text, { keepNewlines: true }) + "\\n");',
+    to: 'writeAllSync(Deno.stderr, text + "\\n");',
     tests: ["tests/cli_test.ts"],
     filter: "CI smoke",
   },
@@ -934,6 +934,20 @@ const MUTATIONS: Mutation[] = [
     to: "${c.detail}",
     tests: ["tests/cli_test.ts"],
     filter: "tools and doctor escape",
+  },
+  {
+    name: "a star import takes an upstream's function named like a builtin",
+    file: "src/catalog/python_stubs.ts",
+    from: `' if not hasattr(__import__("builtins"), _n)]\\n'`,
+    to: `"]\\n"`,
+    tests: ["tests/typed_stubs_test.ts"],
+  },
+  {
+    name: "a star import of mcp_tools takes a server module named like a builtin",
+    file: "src/sandbox/prelude.py",
+    from: "pkg.__all__ = [n for n in modules if not hasattr(builtins, n)]",
+    to: "pkg.__all__ = modules",
+    tests: ["tests/typed_stubs_test.ts"],
   },
   {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",

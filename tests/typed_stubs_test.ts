@@ -18,6 +18,12 @@ async function typedConfig(dir: string, settings: Record<string, unknown> = {}):
         args: ["run", "--no-prompt", "--allow-read", "catalog_server.ts", "typed_tools.json", run],
         cwd: `${ROOT}tests/fixtures`,
       },
+      // A server named like a Python builtin: `from mcp_tools import *` must not take it.
+      open: {
+        command: "deno",
+        args: ["run", "--no-prompt", "--allow-read", "catalog_server.ts", "tool_catalog/git.json"],
+        cwd: `${ROOT}tests/fixtures`,
+      },
       memory: {
         command: "deno",
         args: [
@@ -71,6 +77,24 @@ Deno.test("a script written against a stub's types runs, and results teach the s
           /class Step\(TypedDict\):\n {4}title: str\n {4}"""What to do"""\n {4}kind: NotRequired\[Literal\["task", "milestone"\]\]\n {4}substeps: NotRequired\[list\[Step\]\]/,
         );
         assert.match(plan, /def plan_tree\(plan: Step, \*, from_: str \| None = None\) -> Any:/);
+      });
+
+      await t.step("a star import takes no function or module named like a builtin", async () => {
+        const r = await server.execute({
+          code: [
+            "from mcp_tools.typed import *",
+            "from mcp_tools import *",
+            "from mcp_tools import typed",
+            "print('printed by Python')",
+            "import mcp_tools",
+            "[callable(plan_tree), typed.print(text='x'), open is __builtins__.open,",
+            " 'git_status' in dir(mcp_tools.open)]",
+          ].join("\n"),
+        });
+        assert.equal(r.success, true, r.text);
+        assert.equal(r.stdout, "printed by Python\n");
+        assert.deepEqual(r.result, [true, "typed.print called", true, true]);
+        assert.equal(r.tool_calls.count, 1);
       });
 
       await t.step("the script uses the TypedDicts and the call goes through", async () => {

@@ -272,9 +272,14 @@ export function renderModule(
     `    return _cm.missing_function(__name__, ${JSON.stringify(server)}, ${
       JSON.stringify(names)
     }, name)\n`;
-  return [doc, MODULE_HEADER, moduleTypes(specs), ...specs.map(renderFunction), missing].join(
-    "\n",
-  );
+  // What `from mcp_tools.<server> import *` takes: every function and type, except those named
+  // like a Python builtin (an upstream's tools `print` and `len` replaced the script's own, and
+  // were sent what it printed). They stay reachable as `module.print`.
+  const types = [...new Set(specs.flatMap((s) => s.types.map((t) => t.name)))];
+  const starred = "__all__ = [_n for _n in " + JSON.stringify([...names, ...types]) +
+    ' if not hasattr(__import__("builtins"), _n)]\n';
+  return [doc, MODULE_HEADER, moduleTypes(specs), ...specs.map(renderFunction), missing, starred]
+    .join("\n");
 }
 
 /** The module as an agent reads it (the `.pyi`-style stub file of one server). */

@@ -641,7 +641,9 @@ def install_modules(package, sources):
         del sys.modules[name]
     pkg = types.ModuleType(package)
     pkg.__path__ = []
-    pkg.__all__ = sorted(n for n in sources if n != "__init__")
+    modules = sorted(n for n in sources if n != "__init__")
+    # A star import takes no module named like a builtin (a server called \`open\`).
+    pkg.__all__ = [n for n in modules if not hasattr(builtins, n)]
     sys.modules[package] = pkg
     if "__init__" in sources:
         exec(compile(sources["__init__"], f"<codemode:{package}>", "exec"), pkg.__dict__)
@@ -653,10 +655,10 @@ def install_modules(package, sources):
         if f"{package}.{name}" in _generated.sources:
             return importlib.import_module(f"{package}.{name}")
         raise AttributeError(
-            _no_such_name(f"module {package!r} has no attribute {name!r}", name, pkg.__all__))
+            _no_such_name(f"module {package!r} has no attribute {name!r}", name, modules))
 
     def __dir__():
-        return sorted(set(pkg.__dict__) | set(pkg.__all__))
+        return sorted(set(pkg.__dict__) | set(modules))
 
     if "__getattr__" not in pkg.__dict__:  # a package's own __init__ may resolve names itself
         pkg.__getattr__ = __getattr__
