@@ -307,6 +307,8 @@ Deno.test("a line that is not JSON is warned of; a client that stops reading end
 
 Deno.test("attack: a client that stops reading cannot hold the host still, nor a sandbox's limits", async () => {
   const child = spawnServe();
+  // Armed first: a host that does block stops reading its stdin too, and a write could wait.
+  const deadline = killAfter(child, "SIGKILL");
   const writer = child.stdin.getWriter();
   const line = (message: unknown) => JSON.stringify(message) + "\n";
   const requests = [
@@ -326,17 +328,16 @@ Deno.test("attack: a client that stops reading cannot hold the host still, nor a
       },
     },
   ];
-  await writer.write(new TextEncoder().encode(requests.map(line).join("")));
-  await delay(1500); // the script runs, its time limit counting
-  // More answers than a pipe holds, none of them read: the host's writes cannot finish.
-  const lists = Array.from({ length: 60 }, (_, i) => ({
-    jsonrpc: "2.0",
-    id: 10 + i,
-    method: "tools/list",
-  }));
-  await writer.write(new TextEncoder().encode(lists.map(line).join("")));
-  const deadline = killAfter(child, "SIGKILL");
   try {
+    await writer.write(new TextEncoder().encode(requests.map(line).join("")));
+    await delay(1500); // the script runs, its time limit counting
+    // More answers than a pipe holds, none of them read: the host's writes cannot finish.
+    const lists = Array.from({ length: 60 }, (_, i) => ({
+      jsonrpc: "2.0",
+      id: 10 + i,
+      method: "tools/list",
+    }));
+    await writer.write(new TextEncoder().encode(lists.map(line).join("")));
     await delay(10_000); // nothing read meanwhile
     let buffered = "";
     const decoder = new TextDecoder();
