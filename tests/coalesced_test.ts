@@ -25,3 +25,18 @@ Deno.test("coalesced() runs one at a time, merges requests, keeps the gap, survi
   await delay(150);
   assert.equal(starts.length, 2, "a run after close()");
 });
+
+Deno.test("coalesced() rests nine times as long as a costly run took", async () => {
+  const starts: number[] = [];
+  const work = coalesced(async () => {
+    starts.push(performance.now());
+    await delay(60);
+  }, 10);
+  work.request();
+  await delay(20);
+  work.request(); // during the first run: the next waits 9 × its 60 ms after it ends
+  for (let i = 0; i < 100 && starts.length < 2; i++) await delay(50);
+  work.close();
+  assert.equal(starts.length, 2);
+  assert.ok(starts[1]! - starts[0]! >= 60 + 9 * 55, `${starts[1]! - starts[0]!} ms apart`);
+});

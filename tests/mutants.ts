@@ -937,9 +937,9 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a star import takes an upstream's function named like a builtin",
-    file: "src/catalog/python_stubs.ts",
-    from: `' if not hasattr(__import__("builtins"), _n)]\\n'`,
-    to: `"]\\n"`,
+    file: "src/sandbox/prelude.py",
+    from: "return [n for n in names if not hasattr(builtins, n)]",
+    to: "return names",
     tests: ["tests/typed_stubs_test.ts"],
   },
   {
@@ -948,6 +948,27 @@ const MUTATIONS: Mutation[] = [
     from: "pkg.__all__ = [n for n in modules if not hasattr(builtins, n)]",
     to: "pkg.__all__ = modules",
     tests: ["tests/typed_stubs_test.ts"],
+  },
+  {
+    name: "a Literal annotation grows with its enum",
+    file: "src/catalog/schema_types.ts",
+    from: 'return bounded(`Literal[${rest.map(pythonLiteral).join(", ")}]${nulls}`);',
+    to: 'return `Literal[${rest.map(pythonLiteral).join(", ")}]${nulls}`;',
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
+    name: "a module's annotations are not bounded in total",
+    file: "src/catalog/schema_types.ts",
+    from: 'if (this.#written > MAX_MODULE_ANNOTATIONS) return { annotation: "Any", uses: [] };',
+    to: "",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
+    name: "an upstream's list_changed refreshes cost what they like",
+    file: "src/_util/coalesced.ts",
+    from: "const rest = Math.max(last + gapMs, lastEnd + 9 * took);",
+    to: "const rest = last + gapMs;",
+    tests: ["tests/coalesced_test.ts"],
   },
   {
     name: "a nested type takes the name of a Python builtin or of mcp_tools' own classes",

@@ -500,3 +500,31 @@ Deno.test("a chain of definitions, each a union of wrappers of the last, stays s
   assert.ok(module.length < 20_000, `${module.length} characters`);
   assert.match(module, /p30: Any/);
 });
+
+Deno.test("a long enum is Any, and one module's annotations are bounded however often a $ref is used", () => {
+  const module = (values: number, length: number, properties: number) => {
+    const defs = {
+      Lit: { enum: Array.from({ length: values }, (_, i) => String(i).padEnd(length, "x")) },
+    };
+    const props = Object.fromEntries(
+      Array.from({ length: properties }, (_, i) => [`p${i}`, { $ref: "#/$defs/Lit" }]),
+    );
+    return renderModule(
+      "s",
+      "",
+      functionSpecs([{
+        server: "s",
+        name: "t",
+        inputSchema: { type: "object", properties: props, $defs: defs },
+      }]),
+    );
+  };
+  // 30 values of 1,000 characters: past MAX_ANNOTATION, so Any.
+  assert.match(module(30, 1000, 3), /p0: Any/);
+  // Each annotation within bounds (about 300 characters), referenced 10,000 times: without a
+  // bound for the module, 6 MB of annotations (an attacker's variant ended the host).
+  const many = module(20, 12, 10_000);
+  assert.match(many, /p0: Literal\[/);
+  assert.match(many, /p9999: Any/);
+  assert.ok(many.length < 4_000_000, `${many.length} characters`);
+});

@@ -1,7 +1,9 @@
 /**
- * A task run on request, never two at once and at most once per `gapMs`: requests made while a
- * run waits or runs are merged into one more run after it. For work that a remote party can ask
- * for as often as it likes (an upstream server's `list_changed` notifications).
+ * A task run on request, never two at once, at most once per `gapMs`, and idle at least nine
+ * times as long as its last run took (so it never takes more than a tenth of the time, however
+ * costly a run is made): requests made while a run waits or runs are merged into one more run
+ * after it. For work that a remote party can ask for as often as it likes (an upstream server's
+ * `list_changed` notifications, each of which may cost a tool list and a catalog rebuild).
  */
 export interface Coalesced {
   request(): void;
@@ -15,13 +17,16 @@ export function coalesced(
   now: () => number = () => performance.now(),
 ): Coalesced {
   let last = -Infinity;
+  let lastEnd = -Infinity;
+  let took = 0;
   let running = false;
   let again = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let closed = false;
   const schedule = () => {
     if (closed) return;
-    timer = setTimeout(run, Math.max(0, last + gapMs - now()));
+    const rest = Math.max(last + gapMs, lastEnd + 9 * took);
+    timer = setTimeout(run, Math.max(0, rest - now()));
   };
   const run = async () => {
     timer = undefined;
@@ -34,6 +39,8 @@ export function coalesced(
       // The task reports its own failures; a run that throws is over all the same (and must not
       // end the host as an unhandled rejection from a timer).
     } finally {
+      lastEnd = now();
+      took = lastEnd - last;
       running = false;
       if (again) schedule();
     }

@@ -276,8 +276,8 @@ export function renderModule(
   // like a Python builtin (an upstream's tools `print` and `len` replaced the script's own, and
   // were sent what it printed). They stay reachable as `module.print`.
   const types = [...new Set(specs.flatMap((s) => s.types.map((t) => t.name)))];
-  const starred = "__all__ = [_n for _n in " + JSON.stringify([...names, ...types]) +
-    ' if not hasattr(__import__("builtins"), _n)]\n';
+  // Through _cm: an upstream may name a tool `hasattr` (and so replace it in this module).
+  const starred = `__all__ = _cm.star_names(${JSON.stringify([...names, ...types])})\n`;
   return [doc, MODULE_HEADER, moduleTypes(specs), ...specs.map(renderFunction), missing, starred]
     .join("\n");
 }

@@ -47,6 +47,12 @@ const MAX_UNION = 6;
  * one of 5.2 KB ended the host (a string longer than V8 allows).
  */
 const MAX_ANNOTATION = 400;
+/**
+ * Past this many characters of annotations in one module, the rest are `Any`: a `$ref` costs one
+ * step however long its annotation, so 10,000 references to one 30-value enum of long strings
+ * (339 KB of schema) rendered 600 million characters before any bound on the module was checked.
+ */
+const MAX_MODULE_ANNOTATIONS = 1024 * 1024;
 
 /** A type expression and the definitions it names. */
 export interface PythonType {
@@ -65,6 +71,8 @@ export class PythonTypes {
   #ownName = false;
   /** What the current `type()` call may still spend (see `MAX_RENDERED`). */
   #budget = 0;
+  /** Characters of the annotations given so far (see `MAX_MODULE_ANNOTATIONS`). */
+  #written = 0;
 
   /** `reserved`: names the module already uses (functions, imports). */
   constructor(reserved: Iterable<string>) {
@@ -83,11 +91,13 @@ export class PythonTypes {
     options: { ownName?: boolean } = {},
   ): PythonType {
     const uses = new Set<string>();
+    if (this.#written > MAX_MODULE_ANNOTATIONS) return { annotation: "Any", uses: [] };
     this.#ownName = options.ownName ?? false;
     this.#budget = MAX_RENDERED;
     const named = typeof nameHint === "string" ? { full: nameHint } : nameHint;
     const hint = { leaf: toPascal(named.leaf ?? named.full), full: toPascal(named.full) };
-    const annotation = this.#type(asSchema(schema), document, hint, 0, uses);
+    const annotation = bounded(this.#type(asSchema(schema), document, hint, 0, uses));
+    this.#written += annotation.length;
     return { annotation, uses: [...uses] };
   }
 
@@ -136,7 +146,8 @@ export class PythonTypes {
       if (values.length === literals.length) {
         const nulls = values.some((v) => v === null) ? " | None" : "";
         const rest = values.filter((v) => v !== null);
-        return rest.length ? `Literal[${rest.map(pythonLiteral).join(", ")}]${nulls}` : "None";
+        if (rest.length === 0) return "None";
+        return bounded(`Literal[${rest.map(pythonLiteral).join(", ")}]${nulls}`);
       }
     }
     const alternatives = (schema.anyOf ?? schema.oneOf) as unknown;

@@ -564,6 +564,11 @@ async def call_tool_async(server, tool, arguments):
     return _decode_reply(server, tool, reply_json)
 
 
+def star_names(names):
+    """What a tool module's \`import *\` takes: its names, except those of Python builtins."""
+    return [n for n in names if not hasattr(builtins, n)]
+
+
 def missing_function(module, server, functions, name):
     """What a generated tool module answers for a name it does not define: a "did you mean"
     error; or, when it has no functions at all (its server is not connected), a function whose

@@ -52,8 +52,12 @@ function eventCap(
   /** The request a POST sent, whose answer its stream carries (absent: a GET's stream). */
   sent: string | number | undefined,
 ): TransformStream<Uint8Array, Uint8Array> {
-  /** The unfinished event's bytes from earlier chunks (copies), while it is within bounds. */
-  let held: Uint8Array[] = [];
+  /**
+   * The unfinished event's bytes from earlier chunks, while it is within bounds: copied into one
+   * buffer that doubles as it fills (an array of the chunks' tails held hundreds of bytes for
+   * each byte when a server sent its event one byte a chunk).
+   */
+  const held = new GrowingBytes();
   /** Bytes of the unfinished event so far. */
   let size = 0;
   /** A too-large event's first and last bytes, to tell what it answered. */
@@ -93,8 +97,7 @@ function eventCap(
               tooBig = null;
             } else if (held.length > 0) {
               // Its start came in earlier chunks, before anything of this one was passed.
-              for (const bytes of held) controller.enqueue(bytes);
-              held = [];
+              controller.enqueue(held.take());
             }
             eventStart = end;
             size = 0;
@@ -104,21 +107,43 @@ function eventCap(
           lineHasBytes = true;
         }
         if (size > maxBytes && !tooBig) {
-          const parts = [...held, chunk.subarray(eventStart, i + 1)];
+          const parts = [held.take(), chunk.subarray(eventStart, i + 1)];
           tooBig = { head: first(parts), tail: last(parts) };
-          held = [];
           tailFrom = i + 1;
         }
       }
       // Whole events go on; the unfinished one waits for its end, or is dropped as too large.
       pass();
       if (tooBig) tooBig.tail = last([tooBig.tail, chunk.subarray(Math.max(eventStart, tailFrom))]);
-      else if (eventStart < chunk.length) held.push(chunk.slice(eventStart));
+      else if (eventStart < chunk.length) held.append(chunk.subarray(eventStart));
     },
     flush(controller) {
-      for (const bytes of held) controller.enqueue(bytes);
+      if (held.length > 0) controller.enqueue(held.take());
     },
   });
+}
+
+/** Bytes appended into one buffer that doubles as it fills; `take()` empties it. */
+class GrowingBytes {
+  #buffer = new Uint8Array(0);
+  length = 0;
+
+  append(bytes: Uint8Array): void {
+    if (this.length + bytes.length > this.#buffer.length) {
+      const grown = new Uint8Array(Math.max(4096, 2 * (this.length + bytes.length)));
+      grown.set(this.#buffer.subarray(0, this.length));
+      this.#buffer = grown;
+    }
+    this.#buffer.set(bytes, this.length);
+    this.length += bytes.length;
+  }
+
+  take(): Uint8Array {
+    const bytes = this.#buffer.slice(0, this.length);
+    this.#buffer = new Uint8Array(0);
+    this.length = 0;
+    return bytes;
+  }
 }
 
 const LF = 0x0a;
