@@ -519,8 +519,13 @@ Deno.test("a long enum is Any, and one module's annotations are bounded however 
       }]),
     );
   };
-  // 30 values of 1,000 characters: past MAX_ANNOTATION, so Any.
+  // 30 values of 1,000 characters: past MAX_ANNOTATION, so Any, as a parameter or as a field.
   assert.match(module(30, 1000, 3), /p0: Any/);
+  const [, field] = typed({
+    type: "object",
+    properties: { f: { enum: Array.from({ length: 30 }, (_, i) => String(i).padEnd(1000, "x")) } },
+  }, "Holder");
+  assert.match(field, /^class Holder\(TypedDict\):\n {4}f: NotRequired\[Any\]/m);
   // Each annotation within bounds (about 300 characters), referenced 10,000 times: without a
   // bound for the module, 6 MB of annotations (an attacker's variant ended the host).
   const many = module(20, 12, 10_000);
