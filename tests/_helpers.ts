@@ -61,6 +61,20 @@ export async function writeConfig(
   return path;
 }
 
+/** A config entry for the fixture server that serves the tool list in `fixture` verbatim. */
+export function catalogServerEntry(fixture: string): { command: string; args: string[] } {
+  return {
+    command: "deno",
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-read",
+      `${ROOT}tests/fixtures/catalog_server.ts`,
+      fixture,
+    ],
+  };
+}
+
 export interface TestServer extends AsyncDisposable {
   client: Client;
   execute(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ROOT, runCli, writeConfig } from "./_helpers.ts";
+import { catalogServerEntry, ROOT, runCli, writeConfig } from "./_helpers.ts";
 import { VERSION } from "../src/_util/version.ts";
 import { runCli as runCliInProcess } from "../src/cli.ts";
 
@@ -217,16 +217,7 @@ Deno.test("tools and doctor escape what upstream servers wrote before the termin
   );
   const config = await writeConfig(dir, {
     servers: {
-      ansi: {
-        command: "deno",
-        args: [
-          "run",
-          "--no-prompt",
-          "--allow-read",
-          `${ROOT}tests/fixtures/catalog_server.ts`,
-          `${dir}/ansi.json`,
-        ],
-      },
+      ansi: catalogServerEntry(`${dir}/ansi.json`),
       dying: {
         command: "deno",
         args: ["eval", `console.error(${JSON.stringify(ansi)}); Deno.exit(3)`],

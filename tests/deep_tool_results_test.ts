@@ -4,7 +4,7 @@
  * stack past any `except`, which lost a session's state (attacker round 16).
  */
 import assert from "node:assert/strict";
-import { ROOT, startServer, writeConfig } from "./_helpers.ts";
+import { catalogServerEntry, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("deeply nested tool results are caught by the script, and the session lives on", async () => {
   const dir = Deno.realPathSync(await Deno.makeTempDir());
@@ -31,16 +31,7 @@ Deno.test("deeply nested tool results are caught by the script, and the session 
   );
   const config = await writeConfig(dir, {
     servers: {
-      deep: {
-        command: "deno",
-        args: [
-          "run",
-          "--no-prompt",
-          "--allow-read",
-          `${ROOT}tests/fixtures/catalog_server.ts`,
-          `${dir}/deep.json`,
-        ],
-      },
+      deep: catalogServerEntry(`${dir}/deep.json`),
     },
     settings: { pool_size: 1, permissions_dir: `${ROOT}tests/fixtures/permissions` },
   });

@@ -5,7 +5,7 @@
  * descriptions used to put every sandbox past its memory limit at boot (attacker round 16).
  */
 import assert from "node:assert/strict";
-import { ROOT, startServer, writeConfig } from "./_helpers.ts";
+import { catalogServerEntry, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 Deno.test("an upstream's too-large tool list fails that server only", async (t) => {
   const dir = Deno.realPathSync(await Deno.makeTempDir());
@@ -22,10 +22,7 @@ Deno.test("an upstream's too-large tool list fails that server only", async (t) 
         }],
       }),
     );
-    return {
-      command: "deno",
-      args: ["run", "--no-prompt", "--allow-read", `${ROOT}tests/fixtures/catalog_server.ts`, path],
-    };
+    return catalogServerEntry(path);
   };
   const config = await writeConfig(dir, {
     servers: {
