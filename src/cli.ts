@@ -12,7 +12,7 @@ import { runRestrictedHost } from "./relaunch/restricted_relaunch.ts";
 import { UsageError } from "./commands/usage_error.ts";
 import { parseAllowedHost } from "./host/http_guard.ts";
 import { writeAllSync } from "./_util/write_all.ts";
-import { consoleToStderr } from "./_util/console_to_stderr.ts";
+import { consoleToStderr } from "./_util/console_redirect.ts";
 import { readEnv } from "./config/environment.ts";
 import { NESTING_VARIABLE, nestingRefusal } from "./config/this_server.ts";
 import { answerOpening } from "./host/stdio_opening.ts";

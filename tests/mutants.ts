@@ -1425,7 +1425,7 @@ const MUTATIONS: Mutation[] = [
   },
   {
     name: "a script's js.console.log goes onto the protocol channel",
-    file: "src/sandbox/worker.ts",
+    file: "src/_util/console_redirect.ts",
     from: "for (const name of Object.keys(ours)) {",
     to: "for (const name of Object.keys(ours).slice(1000)) {",
     tests: ["tests/execute_code_test.ts"],
@@ -2317,7 +2317,7 @@ const MUTATIONS: Mutation[] = [
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
 /** Files whose change needs the sandbox worker bundled again. */
 const WORKER_SOURCES =
-  /^src\/(sandbox\/worker\.ts|sandbox\/prelude\.py|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener)\.ts|_util\/write_all\.ts)/;
+  /^src\/(sandbox\/worker\.ts|sandbox\/prelude\.py|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener)\.ts|_util\/(write_all|console_redirect)\.ts)/;
 
 async function run(command: string[], cwd: string, env: Record<string, string>) {
   const out = await new Deno.Command(command[0]!, {

@@ -8,7 +8,7 @@ import { delay, ROOT, spawnServe, writeConfig } from "./_helpers.ts";
 
 Deno.test("consoleToStderr() sends every console method's output to stderr", async () => {
   const script = [
-    `import { consoleToStderr } from "${ROOT}src/_util/console_to_stderr.ts";`,
+    `import { consoleToStderr } from "${ROOT}src/_util/console_redirect.ts";`,
     "consoleToStderr();",
     'console.log("log-line"); console.debug("debug-line"); console.info("info-line");',
     'console.table([{ a: 1 }]); console.count("counted"); console.dir({ dir: 1 });',

@@ -43,6 +43,7 @@ import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import { readSparseTable, SNAPSHOT_HEADER_BYTES, sparseTableBytes } from "./snapshot_format.ts";
 import { INTERRUPT_LISTENER_JS } from "./interrupt_listener.ts";
 import { writeAllSync } from "../_util/write_all.ts";
+import { redirectConsole } from "../_util/console_redirect.ts";
 
 // Pyodide's private loader options (stable for the exact version pinned in deno.json).
 interface LoaderOptions {
@@ -259,15 +260,7 @@ function consoleIntoOutput(
         done();
       },
     });
-  const into = new Console({ stdout: sink(stdout), stderr: sink(stderr) }) as unknown as Record<
-    string,
-    unknown
-  >;
-  const ours = console as unknown as Record<string, unknown>;
-  for (const name of Object.keys(ours)) {
-    const method = into[name];
-    ours[name] = typeof method === "function" ? method.bind(into) : () => {};
-  }
+  redirectConsole(new Console({ stdout: sink(stdout), stderr: sink(stderr) }));
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import { MAX_MESSAGE_BYTES } from "../rpc/message_lines.ts";
 import { responseWithBody } from "../_util/response_with_body.ts";
+import { concatBytes } from "../_util/bytes.ts";
 
 export function cappedFetch(inner: typeof fetch, maxBytes = MAX_MESSAGE_BYTES): typeof fetch {
   return async (input, init) => {
@@ -158,7 +159,7 @@ function first(parts: Uint8Array[]): Uint8Array {
     out.push(part.subarray(0, left));
     left -= out.at(-1)!.length;
   }
-  return concat(out);
+  return concatBytes(out);
 }
 
 /** The last `EDGE_BYTES` of `parts`, joined. */
@@ -169,17 +170,7 @@ function last(parts: Uint8Array[]): Uint8Array {
     out.unshift(parts[i]!.subarray(Math.max(0, parts[i]!.length - left)));
     left -= out[0]!.length;
   }
-  return concat(out);
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    all.set(part, at);
-    at += part.length;
-  }
-  return all;
+  return concatBytes(out);
 }
 
 function decode(bytes: Uint8Array): string {
