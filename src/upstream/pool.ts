@@ -361,7 +361,6 @@ function versionNegotiation(protocol: UpstreamProtocol): ClientOptions["versionN
   }
 }
 
-/** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
 /**
  * Why a remote server did not connect, and, when it wants authorization (HTTP 401 or 403),
  * what to do: code mode sends the entry's `headers` and does not sign in with OAuth.
@@ -375,6 +374,7 @@ export function remoteRefusal(text: string, config: HttpServerConfig): string {
   return `${text}. The server wants authorization: ${advice}; code mode does not sign in with OAuth`;
 }
 
+/** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
 export function errorText(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 4; depth++) {
