@@ -546,18 +546,26 @@ const MUTATIONS: Mutation[] = [
   // Concurrency caps
   {
     name: "a call over the cap runs at once",
-    file: "src/host/concurrency.ts",
-    from: "if (this.#running < this.max) {",
-    to: "if (true) {",
+    file: "src/_util/turns.ts",
+    from: "if (this.#held >= this.max) return false;",
+    to: "",
     tests: ["tests/concurrency_test.ts"],
   },
   {
     name: "a waiter cancelled by its client still runs",
-    file: "src/host/concurrency.ts",
+    file: "src/_util/turns.ts",
     from: "        this.#waiting = this.#waiting.filter((w) => w !== waiter);\n",
     to: "",
     tests: ["tests/concurrency_test.ts"],
   },
+  {
+    name: "a script's calls all go upstream at once",
+    file: "src/execution/tool_gate.ts",
+    from: "if (!await this.#upstreamTurns.take(this.#abandon.signal)) {",
+    to: "if (false) {",
+    tests: ["tests/upstream_dynamic_test.ts"],
+  },
+
   // Parsing of what the sandbox sends
   {
     name: "output file names may climb out with ..",

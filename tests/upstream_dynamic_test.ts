@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { delay, ROOT, startHttpFixture, startServer } from "./_helpers.ts";
+import { MAX_UPSTREAM_CALLS_AT_ONCE } from "../src/execution/tool_gate.ts";
 
 Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server", async (t) => {
   await using http = await startHttpFixture();
@@ -132,6 +133,54 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
       assert.equal(await markerSays(marker, "cancelled", 20_000), true, "the server was not told");
     },
   );
+
+  await t.step(
+    `a script's calls go upstream ${MAX_UPSTREAM_CALLS_AT_ONCE} at a time; the others wait their turn`,
+    async () => {
+      const r = await server.execute({
+        code: [
+          "import asyncio",
+          "from mcp_tools import dynamic",
+          "peaks = await asyncio.gather(*[dynamic.overlap_async(ms=300) for _ in range(25)])",
+          "max(int(p) for p in peaks)",
+        ].join("\n"),
+      });
+      assert.equal(r.result, MAX_UPSTREAM_CALLS_AT_ONCE, r.text);
+      assert.deepEqual(new Set(r.tool_calls.calls.map((c) => c.outcome)), new Set(["ok"]));
+      assert.equal(r.tool_calls.count, 25);
+    },
+  );
+
+  await t.step("calls still waiting their turn when the script ends are never sent", async () => {
+    await using dir = await tempDir();
+    const markers = Array.from({ length: 14 }, (_, i) => join(dir.path, `m${i}`));
+    const r = await server.execute({
+      code: [
+        "import asyncio",
+        "from mcp_tools import dynamic",
+        `for m in ${JSON.stringify(markers)}:`,
+        "    asyncio.ensure_future(dynamic.wait_for_cancel_async(marker=m))",
+        "await asyncio.sleep(0.5)",
+        "'ended'",
+      ].join("\n"),
+    });
+    assert.equal(r.result, "ended", r.text);
+    assert.deepEqual(r.tool_calls.calls.map((c) => c.outcome), markers.map(() => "unfinished"));
+    // Those sent are told to stop; those that waited reached no server.
+    const read = () => Promise.all(markers.map((m) => Deno.readTextFile(m).catch(() => null)));
+    const deadline = Date.now() + 20_000;
+    let seen = await read();
+    while (seen.filter((text) => text === "cancelled").length < MAX_UPSTREAM_CALLS_AT_ONCE) {
+      assert.ok(Date.now() < deadline, `not all told to stop: ${seen}`);
+      await delay(100);
+      seen = await read();
+    }
+    assert.equal(
+      seen.filter((text) => text !== null).length,
+      MAX_UPSTREAM_CALLS_AT_ONCE,
+      `${seen}`,
+    );
+  });
 
   await t.step("cancelling an execution cancels its upstream calls at once", async () => {
     await using dir = await tempDir();

@@ -1,8 +1,9 @@
 /**
  * Stage: the tool gate. Every tool call a script makes passes here, one execution's gate per
  * run: decide it (the profile's policy and call limit), route it (to the upstream server's live
- * MCP session, when that server is connected and its catalog lists the tool), and record it (for the result and the audit log). The reply goes
- * back to the sandbox scrubbed of secrets. Nothing here trusts the sandbox's request.
+ * MCP session, when that server is connected and its catalog lists the tool; a few at a time),
+ * and record it (for the result and the audit log). The reply goes back to the sandbox scrubbed
+ * of secrets. Nothing here trusts the sandbox's request.
  */
 import { type CallToolResult, type Client, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { Catalog } from "../catalog/catalog.ts";
@@ -26,6 +27,7 @@ import {
   unshowableReason,
 } from "./approval.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
+import { Turns } from "../_util/turns.ts";
 
 export interface ToolGateDeps {
   profile: Profile;
@@ -91,6 +93,8 @@ export class ToolGate {
   #unanswered = false;
   /** The JSON size of the arguments of this script's calls still running. */
   #argumentBytes = 0;
+  /** Places for this script's calls sent upstream at once; the others wait their turn. */
+  readonly #upstreamTurns = new Turns(MAX_UPSTREAM_CALLS_AT_ONCE);
 
   constructor(deps: ToolGateDeps) {
     this.#deps = deps;
@@ -259,7 +263,19 @@ export class ToolGate {
         ? unavailable(`server "${server}": ${withheld}`)
         : invalid(`server "${server}" has no tool "${tool}"`);
     }
-    return this.#callUpstream(session.client, server, tool, args);
+    // Each answer may be up to 10 MiB, held a few times over while it is read: bounded across
+    // the calls a script gathers (an attacker's control case: 40 answers of 9.9 MiB at once took
+    // the host to 1.3 GB).
+    if (!await this.#upstreamTurns.take(this.#abandon.signal)) {
+      return {
+        error: { kind: "tool_error", message: "the script has ended; the call was not sent" },
+      };
+    }
+    try {
+      return await this.#callUpstream(session.client, server, tool, args);
+    } finally {
+      this.#upstreamTurns.release();
+    }
   }
 
   async #callUpstream(
@@ -356,6 +372,9 @@ function abortOf(signal: AbortSignal | undefined): Promise<void> {
 
 /** See `#argumentBytes`. */
 export const MAX_ARGUMENT_BYTES_IN_FLIGHT = 32 * 2 ** 20;
+
+/** See `#upstreamTurns`. */
+export const MAX_UPSTREAM_CALLS_AT_ONCE = 10;
 
 /** The size of a call's arguments as JSON (what the sandbox sent, about). */
 function argumentBytes(args: unknown): number {

@@ -6,27 +6,27 @@
  */
 import type { Executor } from "../execution/executor.ts";
 import { refusedResult } from "../execution/result_mapping.ts";
+import { Turns } from "../_util/turns.ts";
 
 export class ExecutionLimit {
   readonly max: number;
   readonly scope: string;
   readonly maxWaiting: number;
-  #running = 0;
-  /** Callers waiting for a place, oldest first; each is handed a freed place directly. */
-  #waiting: ((turn: boolean) => void)[] = [];
+  readonly #turns: Turns;
 
   constructor(max: number, scope: string, maxWaiting = 0) {
     this.max = max;
     this.scope = scope;
     this.maxWaiting = maxWaiting;
+    this.#turns = new Turns(max);
   }
 
   get running(): number {
-    return this.#running;
+    return this.#turns.held;
   }
 
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#turns.waiting;
   }
 
   /** `executor` behind this cap. */
@@ -35,47 +35,24 @@ export class ExecutionLimit {
       execute: async (request, options) => {
         const refuse = (outcome: "BUSY" | "CANCELLED", message: string) =>
           refusedResult({ profile: request.profile ?? "", outcome, message });
-        if (this.#running < this.max) {
-          this.#running++;
-        } else if (this.#waiting.length >= this.maxWaiting) {
-          return refuse(
-            "BUSY",
-            `Cannot run now: ${this.#running} executions are running ${this.scope} (limit ${this.max}) ` +
-              `and ${this.#waiting.length} are waiting (limit ${this.maxWaiting}); retry shortly`,
-          );
-        } else if (!await this.#turn(options?.signal)) {
-          return refuse("CANCELLED", "Cancelled while waiting for its turn; nothing ran");
+        if (!this.#turns.tryTake()) {
+          if (this.waiting >= this.maxWaiting) {
+            return refuse(
+              "BUSY",
+              `Cannot run now: ${this.running} executions are running ${this.scope} (limit ${this.max}) ` +
+                `and ${this.waiting} are waiting (limit ${this.maxWaiting}); retry shortly`,
+            );
+          }
+          if (!await this.#turns.take(options?.signal)) {
+            return refuse("CANCELLED", "Cancelled while waiting for its turn; nothing ran");
+          }
         }
         try {
           return await executor.execute(request, options);
         } finally {
-          this.#release();
+          this.#turns.release();
         }
       },
     };
-  }
-
-  /** Waits for a place: true when given one, false when `signal` aborted first. */
-  #turn(signal: AbortSignal | undefined): Promise<boolean> {
-    if (signal?.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const onAbort = () => {
-        this.#waiting = this.#waiting.filter((w) => w !== waiter);
-        resolve(false);
-      };
-      const waiter = (turn: boolean) => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve(turn);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#waiting.push(waiter);
-    });
-  }
-
-  /** A finished execution's place goes to the oldest waiter, or is freed. */
-  #release(): void {
-    const next = this.#waiting.shift();
-    if (next) next(true);
-    else this.#running--;
   }
 }
