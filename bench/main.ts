@@ -660,8 +660,11 @@ async function benchChurn(total: number): Promise<void> {
 /** The part of a section heading that stays the same from run to run ("## Soak"). */
 const sectionKey = (heading: string) => heading.replace(/ \(issue.*$/, "").replace(/:.*$/, "");
 
-/** BENCHMARKS.md text with the sections in `fresh` put in place of their old versions. */
-function mergeSections(old: string, fresh: string): string {
+/**
+ * BENCHMARKS.md text with the sections in `fresh` put in place of their old versions, each with
+ * a line saying when it was measured (the header's date is the last full run's).
+ */
+export function mergeSections(old: string, fresh: string, measured: string): string {
   const split = (text: string) => {
     const sections: string[][] = [[]];
     for (const line of text.split("\n")) {
@@ -672,7 +675,16 @@ function mergeSections(old: string, fresh: string): string {
   };
   const key = (section: string) => sectionKey(section.split("\n")[0]!);
   const [head, ...kept] = split(old);
-  const updates = split(fresh).slice(1);
+  const updates = split(fresh).slice(1).map((section) => {
+    const [heading, ...rest] = section.split("\n");
+    return [
+      heading,
+      "",
+      `_Measured again on ${measured}; the header's date is the last full run's._`,
+      ...rest,
+    ]
+      .join("\n");
+  });
   const merged = kept.map((s) => updates.find((u) => key(u) === key(s)) ?? s);
   for (const u of updates) if (!kept.some((s) => key(s) === key(u))) merged.push(u);
   return [head, ...merged].join("\n\n") + "\n";
@@ -734,6 +746,15 @@ if (import.meta.main) {
   const full = values.only === undefined;
   const old = full ? "" : await Deno.readTextFile(file).catch(() => "");
   const text = [...header, ...lines, ""].join("\n");
-  await Deno.writeTextFile(file, old ? mergeSections(old, text) : text);
+  await Deno.writeTextFile(
+    file,
+    old
+      ? mergeSections(
+        old,
+        text,
+        `${started.toISOString().slice(0, 10)} (\`--only ${only.join(",")}\`)`,
+      )
+      : text,
+  );
   log(`\nwritten to BENCHMARKS.md${full ? "" : ` (sections: ${only.join(", ")})`}`);
 }
