@@ -1,4 +1,5 @@
 import { runCli } from "./src/cli.ts";
+import { logWritten } from "./src/_util/log.ts";
 import { SANDBOX_ENTRY } from "./src/sandbox/sandbox_command.ts";
 import { MEMORY_WATCHER_ENTRY, runMemoryWatcher } from "./src/sandbox/memory_watcher.ts";
 
@@ -11,6 +12,15 @@ if (import.meta.main) {
       ? await (await import("./src/sandbox/worker.ts")).runWorker(rest)
       : first === MEMORY_WATCHER_ENTRY
       ? await runMemoryWatcher()
-      : await runCli(Deno.args),
+      : await cli(Deno.args),
   );
+}
+
+/** The command line's exit code, once its last log lines have reached stderr (or 2 s passed). */
+async function cli(args: string[]): Promise<number> {
+  try {
+    return await runCli(args);
+  } finally {
+    await logWritten(2000);
+  }
 }

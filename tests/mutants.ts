@@ -543,6 +543,21 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/audit_test.ts"],
     filter: "approval",
   },
+  // Logs
+  {
+    name: "log lines are written to stderr synchronously, held up by a reader that stopped",
+    file: "src/_util/log.ts",
+    from: "  stderrLines.write(line);",
+    to: "  Deno.stderr.writeSync(new TextEncoder().encode(line));",
+    tests: ["tests/stderr_unread_test.ts"],
+  },
+  {
+    name: "log lines wait for a stopped reader without bound",
+    file: "src/_util/queued_lines.ts",
+    from: "if (queuedBytes + bytes.length > maxQueuedBytes) {",
+    to: "if (false) {",
+    tests: ["tests/stderr_unread_test.ts"],
+  },
   // Concurrency caps
   {
     name: "a call over the cap runs at once",

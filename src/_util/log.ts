@@ -1,7 +1,7 @@
 /**
  * Logging to stderr only: in stdio mode stdout belongs to the MCP protocol.
  */
-import { writeAllSync } from "./write_all.ts";
+import { queuedLines } from "./queued_lines.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
@@ -71,8 +71,16 @@ export function scrubbedLogger(log: Logger, scrub: (text: string) => string): Lo
 /** A logger that drops everything (for tests that do not look at logs). */
 export const silentLogger: Logger = createLogger("error", () => {});
 
+/** The host's log lines on their way to stderr, never blocking it (queued_lines.ts). */
+const stderrLines = queuedLines(Deno.stderr);
+
 function writeStderr(line: string): void {
-  writeAllSync(Deno.stderr, line);
+  stderrLines.write(line);
+}
+
+/** Waits, at most `ms`, for the log lines written so far to reach stderr (before an exit). */
+export function logWritten(ms: number): Promise<void> {
+  return stderrLines.flush(ms);
 }
 
 export function parseLogLevel(value: string | undefined): LogLevel {
