@@ -797,6 +797,14 @@ const MUTATIONS: Mutation[] = [
     filter: "cannot stop the next start",
   },
   {
+    name:
+      "a key with two leading underscores is written as a class field (__debug__ breaks the module)",
+    file: "src/catalog/schema_types.ts",
+    from: ' && !key.startsWith("__") && !isHardKeyword(key);',
+    to: " && !isHardKeyword(key);",
+    tests: ["tests/typed_stubs_test.ts"],
+  },
+  {
     name: "a schema is rendered however many times its parts are named or listed",
     file: "src/catalog/schema_types.ts",
     from: 'if (depth > MAX_DEPTH || --this.#budget < 0) return "Any";',

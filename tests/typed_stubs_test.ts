@@ -150,6 +150,29 @@ Deno.test("a script written against a stub's types runs, and results teach the s
         },
       );
 
+      await t.step("keys a class body cannot hold keep the module importable", async () => {
+        const call = await server.execute({
+          code: "from mcp_tools import typed\ntyped.odd_names(x={'v': 'a', '__debug__': True})",
+        });
+        assert.equal(call.success, true, call.text);
+        // Its observed return type has __debug__ and __private keys, its parameter's type
+        // __debug__ and __classdict__: all written in TypedDict's functional form.
+        const r = await server.execute({
+          code: [
+            "import typing",
+            "from mcp_tools.typed import *",
+            "from mcp_tools import typed",
+            "hints = typing.get_type_hints(typed.odd_names)",
+            "x = typing.get_args(hints['x'])[0]  # Optional",
+            "[sorted(hints['return'].__annotations__), sorted(x.__annotations__)]",
+          ].join("\n"),
+        });
+        assert.deepEqual(r.result, [
+          ["__debug__", "__private", "status"],
+          ["__classdict__", "__debug__", "v"],
+        ], r.text);
+      });
+
       await t.step(
         "a result that breaks the declared outputSchema is reported, not passed on",
         async () => {

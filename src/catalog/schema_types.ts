@@ -373,8 +373,14 @@ function renderTypedDict(def: TypedDictDef): string {
     .join("\n");
 }
 
+/**
+ * Whether `key` can be written as a field of a class body. Not a name with two leading
+ * underscores: Python mangles `__x` to `_Name__x` there, refuses to assign `__debug__`, and
+ * gives other dunder names a meaning of their own (an observed result with a `__debug__` key made
+ * its server's module a SyntaxError for every script, and `__classdict__` a SystemError).
+ */
 function isFieldName(key: string): boolean {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) && !isHardKeyword(key);
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) && !key.startsWith("__") && !isHardKeyword(key);
 }
 
 function docstring(text: string): string {
