@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { cappedFetch } from "../src/upstream/capped_fetch.ts";
+import { RequestStreams } from "../src/upstream/request_streams.ts";
 import { startHttpFixture, startServer } from "./_helpers.ts";
 
 const MIB = 1024 * 1024;
@@ -27,9 +28,12 @@ function replying(body: string[], type: string): typeof fetch {
 Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not the stream", async (t) => {
   const read = (f: typeof fetch) => f("http://x/").then((r) => r.text());
   await t.step("a JSON body up to the bound passes; one past it fails", async () => {
-    assert.equal(await read(cappedFetch(replying(["ab", "cd"], "application/json"), 4)), "abcd");
+    assert.equal(
+      await read(cappedFetch(replying(["ab", "cd"], "application/json"), { maxBytes: 4 })),
+      "abcd",
+    );
     await assert.rejects(
-      read(cappedFetch(replying(["ab", "cde"], "application/json"), 4)),
+      read(cappedFetch(replying(["ab", "cde"], "application/json"), { maxBytes: 4 })),
       /the message is larger than/,
     );
   });
@@ -38,7 +42,7 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
     const crlf = Array.from({ length: 50 }, () => `event: m\r\ndata: ${"y".repeat(40)}\r\n\r\n`);
     const split = ["data: ", "x".repeat(40), "\n", "\n", "data: z\n\n"];
     for (const body of [events, crlf, split]) {
-      const text = await read(cappedFetch(replying(body, "text/event-stream"), 64));
+      const text = await read(cappedFetch(replying(body, "text/event-stream"), { maxBytes: 64 }));
       assert.equal(text, body.join(""));
     }
   });
@@ -47,7 +51,10 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
     // The parser the SDK uses must see the same bytes, whatever the chunks.
     for (let cut = 0; cut <= stream.length; cut++) {
       const body = [stream.slice(0, cut), stream.slice(cut)];
-      assert.equal(await read(cappedFetch(replying(body, "text/event-stream"), 64)), stream);
+      assert.equal(
+        await read(cappedFetch(replying(body, "text/event-stream"), { maxBytes: 64 })),
+        stream,
+      );
     }
   });
   await t.step("a CR-only event is passed once it ends, with the stream still open", async () => {
@@ -58,7 +65,7 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
     });
     const inner: typeof fetch = () =>
       Promise.resolve(new Response(open, { headers: { "content-type": "text/event-stream" } }));
-    const reader = (await cappedFetch(inner, 64)("http://x/")).body!.getReader();
+    const reader = (await cappedFetch(inner, { maxBytes: 64 })("http://x/")).body!.getReader();
     const { value } = await reader.read();
     assert.equal(new TextDecoder().decode(value), "event: endpoint\rdata: /messages\r\r");
     await reader.cancel();
@@ -73,14 +80,18 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
       ];
       const after = "data: next\n\n";
       const text = await read(
-        cappedFetch(replying([...big("7"), after], "text/event-stream; charset=utf-8"), 64),
+        cappedFetch(replying([...big("7"), after], "text/event-stream; charset=utf-8"), {
+          maxBytes: 64,
+        }),
       );
       const [answer, next] = text.split("\n\n");
       const error = JSON.parse(answer!.replace(/^data: /, ""));
       assert.deepEqual([error.id, error.error.code], [7, -32603]);
       assert.match(error.error.message, /one event of its stream is larger than/);
       assert.equal(`${next}\n\n`, after);
-      const named = await read(cappedFetch(replying(big('"call-1"'), "text/event-stream"), 64));
+      const named = await read(
+        cappedFetch(replying(big('"call-1"'), "text/event-stream"), { maxBytes: 64 }),
+      );
       assert.equal(JSON.parse(named.replace(/^data: /, "")).id, "call-1");
       // Lines of one event, without a blank line between them, add up; a message that answers
       // nothing (a notification) is dropped.
@@ -90,7 +101,10 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
         "\n",
         after,
       ];
-      assert.equal(await read(cappedFetch(replying(lines, "text/event-stream"), 64)), after);
+      assert.equal(
+        await read(cappedFetch(replying(lines, "text/event-stream"), { maxBytes: 64 })),
+        after,
+      );
     },
   );
 });
@@ -130,3 +144,87 @@ for (const mode of ["http", "sse"] as const) {
     await Deno.remove(dir, { recursive: true });
   });
 }
+
+Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a request's stream once it is over", async (t) => {
+  const MAX = 64;
+  const big = Array.from({ length: 20 }, () => `${"x".repeat(10)}\n\n`);
+  const post = (message: unknown) => ({ method: "POST", body: JSON.stringify(message) });
+  const request = (id: number) => post({ jsonrpc: "2.0", id, method: "tools/call", params: {} });
+
+  await t.step(
+    "a reply whose type only names an event stream, or that failed, is bounded whole",
+    async () => {
+      const cases: [string, string, number, RequestInit | undefined][] = [
+        ["a parameter naming it", 'application/json; x="text/event-stream"', 200, request(1)],
+        ["an error status", "text/event-stream", 500, request(1)],
+        [
+          "a reply to a notification",
+          "text/event-stream",
+          200,
+          post({ method: "notifications/x" }),
+        ],
+        ["a header the SDK may refuse", "text/event-stream; a=b, c", 200, request(1)],
+      ];
+      for (const [what, type, status, init] of cases) {
+        const inner: typeof fetch = () =>
+          Promise.resolve(
+            new Response(big.join(""), { status, headers: { "content-type": type } }),
+          );
+        await assert.rejects(
+          cappedFetch(inner, { maxBytes: MAX })("http://x/", init).then((r) => r.text()),
+          /the message is larger than/,
+          what,
+        );
+      }
+    },
+  );
+
+  await t.step("a request's stream ends once it is answered, or cancelled", async () => {
+    const streams = new RequestStreams();
+    let cancelled = 0;
+    const leftOpen: typeof fetch = (_input, init) => {
+      if (!JSON.parse(String(init?.body)).id) {
+        return Promise.resolve(new Response(null, { status: 202 }));
+      }
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('data: {"id":1}\n\ndata: unfinished'));
+        },
+        cancel() {
+          cancelled++;
+        },
+      });
+      return Promise.resolve(
+        new Response(body, { headers: { "content-type": "text/event-stream" } }),
+      );
+    };
+    const capped = cappedFetch(leftOpen, { maxBytes: MAX, streams });
+    const answered = (await capped("http://x/", request(5))).body!.getReader();
+    const given = (await capped("http://x/", request(6))).body!.getReader();
+    assert.equal(new TextDecoder().decode((await answered.read()).value), 'data: {"id":1}\n\n');
+    assert.equal(streams.size, 2);
+    streams.end(5); // as the transport does when request 5's answer arrives
+    assert.equal((await answered.read()).done, true);
+    await capped(
+      "http://x/",
+      post({ method: "notifications/cancelled", params: { requestId: 6 } }),
+    );
+    await given.read();
+    assert.equal((await given.read()).done, true);
+    assert.equal(cancelled, 2, "the server's bodies are cancelled");
+    assert.equal(streams.size, 0);
+  });
+
+  await t.step(
+    "a too-large event on a request's stream answers it, whatever it names",
+    async () => {
+      const head = 'data: {"result":{"structuredContent":{"method":"GET","body":"';
+      const inner = replying([head, ..."y".repeat(100).split(""), '"}}}\n\n'], "text/event-stream");
+      const text = await cappedFetch(inner, { maxBytes: MAX })("http://x/", request(9)).then((r) =>
+        r.text()
+      );
+      const answer = JSON.parse(text.replace(/^data: /, ""));
+      assert.deepEqual([answer.id, answer.error.code], [9, -32603]);
+    },
+  );
+});

@@ -306,7 +306,12 @@ export class ToolGate {
         return unavailable(`server "${server}" went away during the call`);
       }
       // Scrubbed before it is cut: a cut could split a secret so that no later scrub finds it.
-      return { error: { kind: "tool_error", message: redact.text(errorText(error)) } };
+      // An HTTP upstream's error body is part of the message, and may be 10 MiB: only its start
+      // is scrubbed, far enough past the cut for any secret.
+      const text = errorText(error).slice(0, 16 * MAX_ERROR_CHARS);
+      return {
+        error: { kind: "tool_error", message: redact.text(text).slice(0, MAX_ERROR_CHARS) },
+      };
     }
     if (result.isError) {
       const message = contentText(result, redact.text);
@@ -403,5 +408,8 @@ function unavailable(message: string): Promise<ToolReply> {
 function contentText(result: CallToolResult, redact: (text: string) => string): string {
   const content = (result.content ?? []) as { type: string; text?: string }[];
   const text = content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join("\n");
-  return redact(text).slice(0, 4000);
+  return redact(text).slice(0, MAX_ERROR_CHARS);
 }
+
+/** The longest error message of an upstream passed on to a script. */
+const MAX_ERROR_CHARS = 4000;

@@ -12,6 +12,8 @@ import {
 import type { ServerConfig } from "../config/config.ts";
 import { fetchThatAborts } from "../_util/fetch_that_aborts.ts";
 import { cappedFetch } from "./capped_fetch.ts";
+import { endingAnsweredStreams, RequestStreams } from "./request_streams.ts";
+import { flooredReconnects } from "./reconnect_floor.ts";
 import { denoCommand } from "./deno_command.ts";
 import { serverEnvironment } from "./network_env.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
@@ -28,20 +30,23 @@ export type TransportFactory = (server: ServerConfig) => {
  * (network_env.ts), and its configured `env`. HTTP servers are reached with Deno's fetch, which
  * honours the proxy variables and `DENO_CERT` itself; Streamable HTTP through fetchThatAborts,
  * so a call given up on (its per-call timeout, or its script ended) closes its request, which
- * is how a 2026-07-28 server is told.
+ * is how a 2026-07-28 server is told. Every message is bounded (capped_fetch.ts); a request's
+ * event stream ends once it is answered or cancelled (request_streams.ts), and a server's
+ * `retry:` is floored (reconnect_floor.ts).
  */
 export const defaultTransportFactory: TransportFactory = (server) => {
   if (server.kind === "http") {
     const url = new URL(server.url);
     const requestInit = { headers: server.headers };
-    return {
-      transport: server.transport === "sse"
-        ? new SSEClientTransport(url, { requestInit, fetch: cappedFetch(fetch) })
-        : new StreamableHTTPClientTransport(url, {
-          requestInit,
-          fetch: cappedFetch(fetchThatAborts),
-        }),
-    };
+    if (server.transport === "sse") {
+      return { transport: new SSEClientTransport(url, { requestInit, fetch: cappedFetch(fetch) }) };
+    }
+    const streams = new RequestStreams();
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit,
+      fetch: cappedFetch(fetchThatAborts, { streams }),
+    });
+    return { transport: endingAnsweredStreams(flooredReconnects(transport), streams) };
   }
   const base: Record<string, string> = { ...getDefaultEnvironment() };
   const denoDir = readEnv("DENO_DIR");
