@@ -580,6 +580,13 @@ const MUTATIONS: Mutation[] = [
     to: "if (false) {",
     tests: ["tests/upstream_dynamic_test.ts"],
   },
+  {
+    name: "calls waiting their turn are recorded as sent when their script is given up on",
+    file: "src/execution/tool_gate.ts",
+    from: "if (!await this.#upstreamTurns.take(this.#abandon.signal)) {",
+    to: "if (!await this.#upstreamTurns.take()) {",
+    tests: ["tests/upstream_dynamic_test.ts"],
+  },
 
   // Parsing of what the sandbox sends
   {

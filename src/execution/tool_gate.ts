@@ -212,9 +212,20 @@ export class ToolGate {
         return denied(record, denialReason(record.approval, seconds));
       }
     }
+    // Each answer may be up to 10 MiB, held a few times over while it is read: bounded across
+    // the calls a script gathers (an attacker's control case: 40 answers of 9.9 MiB at once took
+    // the host to 1.3 GB).
+    if (!await this.#upstreamTurns.take(this.#abandon.signal)) {
+      return denied(record, "the script ended before the call's turn came; it was never sent");
+    }
     record.outcome = "unfinished"; // until the upstream answers
     const started = performance.now();
-    const reply = this.#deps.redact.json(await this.#route(params));
+    let reply: ToolReply;
+    try {
+      reply = this.#deps.redact.json(await this.#route(params));
+    } finally {
+      this.#upstreamTurns.release();
+    }
     record.duration_ms = Math.round((performance.now() - started) * 10) / 10;
     // Given up on by close(): nobody reads this answer, and the record stays "unfinished" (its
     // duration: how long it ran before that).
@@ -263,19 +274,7 @@ export class ToolGate {
         ? unavailable(`server "${server}": ${withheld}`)
         : invalid(`server "${server}" has no tool "${tool}"`);
     }
-    // Each answer may be up to 10 MiB, held a few times over while it is read: bounded across
-    // the calls a script gathers (an attacker's control case: 40 answers of 9.9 MiB at once took
-    // the host to 1.3 GB).
-    if (!await this.#upstreamTurns.take(this.#abandon.signal)) {
-      return {
-        error: { kind: "tool_error", message: "the script has ended; the call was not sent" },
-      };
-    }
-    try {
-      return await this.#callUpstream(session.client, server, tool, args);
-    } finally {
-      this.#upstreamTurns.release();
-    }
+    return this.#callUpstream(session.client, server, tool, args);
   }
 
   async #callUpstream(
