@@ -48,9 +48,10 @@ const MAX_UNION = 6;
  */
 const MAX_ANNOTATION = 400;
 /**
- * Past this many characters of annotations in one module, the rest are `Any`: a `$ref` costs one
- * step however long its annotation, so 10,000 references to one 30-value enum of long strings
- * (339 KB of schema) rendered 600 million characters before any bound on the module was checked.
+ * Past this many characters of annotations in one module (parameters, results and the fields of
+ * their TypedDicts), the rest are `Any`: a `$ref` costs one step however long its annotation, so
+ * 10,000 references to one 30-value enum of long strings (339 KB of schema) rendered 600 million
+ * characters before any bound on the module was checked.
  */
 const MAX_MODULE_ANNOTATIONS = 1024 * 1024;
 
@@ -291,9 +292,15 @@ export class PythonTypes {
     const uses = new Set<string>();
     const fields = Object.entries(asRecord(schema.properties) ?? {}).map(([key, value]) => {
       const field = asSchema(value);
+      // Each field's annotation counts toward the module's bound too: 19,000 fields, each a
+      // `$ref` to one long Literal, made a module of 98 MiB from a tool list of 7.8 MB.
+      const annotation = this.#written > MAX_MODULE_ANNOTATIONS
+        ? "Any"
+        : this.#type(field, document, fieldHint(name, key), depth + 1, uses);
+      this.#written += annotation.length;
       return {
         key,
-        annotation: this.#type(field, document, fieldHint(name, key), depth + 1, uses),
+        annotation,
         required: required.has(key),
         description: oneLine(String(field.description ?? field.title ?? "")),
       };
