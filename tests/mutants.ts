@@ -926,6 +926,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/stdout_protocol_only_test.ts"],
   },
   {
+    name: "a server that keeps dropping is reconnected at the shortest delay each time",
+    file: "src/upstream/pool.ts",
+    from: "      this.#connectedAt = performance.now();\n",
+    to: "      this.#connectedAt = performance.now();\n      this.#attempt = 0;\n",
+    tests: ["tests/upstream_pool_test.ts"],
+    filter: "ever more slowly",
+  },
+  {
     name: "every list_changed an upstream sends reads its tool list again",
     file: "src/upstream/pool.ts",
     from: "onChanged: () => refresh.request(),",

@@ -207,6 +207,26 @@ Deno.test("UpstreamPool says a dropped server is unavailable, then reconnects it
   await pool.close();
 });
 
+Deno.test("attack: a server that drops each time it has connected is reconnected ever more slowly", async () => {
+  // Each connection rebuilds the catalog: a server that exited 300 ms after every tool list,
+  // reconnected after 250 ms each time, held 80 % of the host's CPU.
+  const notes = serverFactory();
+  const pool = new UpstreamPool({
+    servers: [serverConfig("notes")],
+    transports: () => ({ transport: notes.start() }),
+    log: silentLogger,
+    onChange: () => {
+      if (pool.state("notes") === "connected") void notes.servers.at(-1)!.close();
+    },
+  });
+  await pool.start();
+  await delay(3500);
+  await pool.close();
+  // Delays of 250, 500, 1000 and 2000 ms: 4 connections in 3.5 s (14 at 250 ms each).
+  assert.ok(notes.servers.length <= 5, `${notes.servers.length} connections in 3.5 s`);
+  assert.ok(notes.servers.length >= 3, `${notes.servers.length} connections in 3.5 s`);
+});
+
 Deno.test("UpstreamPool.close() stops a server still connecting, and the SDK's probe of it", async (t) => {
   const { defaultTransportFactory } = await import("../src/upstream/transport.ts");
   for (const [protocol, seconds] of [["auto", "9871"], ["2025-11-25", "9872"]] as const) {
