@@ -934,6 +934,13 @@ const MUTATIONS: Mutation[] = [
     filter: "ever more slowly",
   },
   {
+    name: "every execution's new call counts rebuild the catalog",
+    file: "src/catalog/observed_results.ts",
+    from: "      this.#countsWaiting = true;\n",
+    to: "      this.#version++;\n",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
     name: "every list_changed an upstream sends reads its tool list again",
     file: "src/upstream/pool.ts",
     from: "onChanged: () => refresh.request(),",

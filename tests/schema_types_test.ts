@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { PythonTypes, renderTypedDicts } from "../src/catalog/schema_types.ts";
 import { functionSpecs, renderModule, renderStub } from "../src/catalog/python_stubs.ts";
 import { isFieldName, mergeShapes, scriptValue, shapeOf } from "../src/catalog/result_shapes.ts";
-import { ObservedResults } from "../src/catalog/observed_results.ts";
+import { COUNTS_SHOWN_EVERY_MS, ObservedResults } from "../src/catalog/observed_results.ts";
 import { createLogger } from "../src/_util/log.ts";
 
 /** The annotation of `schema` and the source of the TypedDicts it names. */
@@ -339,7 +339,8 @@ Deno.test("ObservedResults keeps shapes across restarts, by server identity", as
   const path = `${dir}/observed.json`;
   const log = createLogger("error");
   try {
-    const first = new ObservedResults(path, log, (s) => `${s}@v1`);
+    let now = 0;
+    const first = new ObservedResults(path, log, (s) => `${s}@v1`, () => now);
     await first.load();
     const v0 = first.version;
     first.record("api", "get", { structuredContent: { id: 987654 } });
@@ -350,6 +351,17 @@ Deno.test("ObservedResults keeps shapes across restarts, by server identity", as
     await first.settle();
     assert.ok(first.version > v1);
     assert.equal(first.get("api", "get")?.calls, 2);
+    // Each new count shown rebuilds the catalog: after the first, at most once a minute.
+    const v2 = first.version;
+    first.record("api", "get", { structuredContent: { id: 1 } });
+    await first.settle();
+    now += COUNTS_SHOWN_EVERY_MS - 1;
+    assert.equal(first.version, v2, "a count shown again within the minute");
+    now += 1;
+    assert.ok(first.version > v2, "the count waiting is shown after the minute");
+    first.record("api", "get", { structuredContent: { id: "a string now" } });
+    assert.ok(first.version > v2 + 1, "a new shape still shows at once");
+    await first.settle();
     const kept = await Deno.readTextFile(path);
     assert.ok(kept.includes('"id"') && !/987654|123456/.test(kept), "keys are kept, values not");
 
