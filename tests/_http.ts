@@ -23,26 +23,7 @@ export async function startHttp(
   env: Record<string, string> = {},
   config = NO_SERVERS,
 ): Promise<HttpProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...SERVE_FLAGS,
-      MAIN,
-      "serve",
-      "--http",
-      "--port",
-      "0",
-      "--config",
-      config,
-      ...args,
-    ],
-    env: childEnv(env),
-    clearEnv: true,
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const child = spawnHttp(args, env, config);
   let stderr = "";
   const url = Promise.withResolvers<string>();
   void (async () => {
@@ -66,6 +47,34 @@ export async function startHttp(
       await child.status;
     },
   };
+}
+
+/** `serve --http` on a free port, started as users start it; its stderr piped, for the caller to read. */
+export function spawnHttp(
+  args: string[] = [],
+  env: Record<string, string> = {},
+  config = NO_SERVERS,
+): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...SERVE_FLAGS,
+      MAIN,
+      "serve",
+      "--http",
+      "--port",
+      "0",
+      "--config",
+      config,
+      ...args,
+    ],
+    env: childEnv(env),
+    clearEnv: true,
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
 }
 
 export async function connect(url: string, headers: Record<string, string> = {}) {

@@ -4,35 +4,15 @@
  * that, and answer nothing more (nor stop any sandbox at its limits).
  */
 import assert from "node:assert/strict";
-import { childEnv, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
-import { NO_SERVERS } from "./_http.ts";
+import { spawnHttp } from "./_http.ts";
 import { queuedLines } from "../src/_util/queued_lines.ts";
 
 const MODERN = "2026-07-28";
 
 Deno.test("a client that never reads stderr does not hold the host up", async () => {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...SERVE_FLAGS,
-      MAIN,
-      "serve",
-      "--http",
-      "--port",
-      "0",
-      "--config",
-      NO_SERVERS,
-      // Two log lines for each call below.
-      "--log-level",
-      "debug",
-    ],
-    env: childEnv(),
-    clearEnv: true,
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
+  // Two log lines for each call below.
+  const child = spawnHttp(["--log-level", "debug"]);
+  void child.stdout.cancel();
   try {
     // Read stderr up to the line that gives the address, then never again (the pipe stays open).
     const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
