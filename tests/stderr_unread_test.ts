@@ -84,10 +84,27 @@ Deno.test("log lines past the queue's bound are dropped, counted, and said so on
   // 1000 bytes hold the first 100 lines of 10 bytes; the other 9,900 are counted.
   assert.equal(written.length, 101);
   assert.equal(written[99], "line 0099\n");
-  assert.equal(written[100], "[code-mode] warn: 9900 log lines dropped (stderr was not read)\n");
+  assert.equal(
+    written[100],
+    "[code-mode] warn: 9900 log lines dropped (more than 1000 bytes were waiting to be written)\n",
+  );
   lines.write("after\n");
   await lines.flush(5000);
   assert.equal(written.at(-1), "after\n");
+});
+
+Deno.test("a log line past a sixteenth of the queue's bound is cut, not dropped", async () => {
+  const written: string[] = [];
+  const reader = {
+    write(bytes: Uint8Array) {
+      written.push(new TextDecoder().decode(bytes));
+      return Promise.resolve(bytes.length);
+    },
+  };
+  const lines = queuedLines(reader, 1600);
+  lines.write(`refused ${"r".repeat(5000)}\n`);
+  await lines.flush(1000);
+  assert.deepEqual(written, [`refused ${"r".repeat(92)}… [cut at 100 characters]\n`]);
 });
 
 Deno.test("a stderr that is closed is written to no more", async () => {

@@ -156,6 +156,21 @@ Deno.test("UpstreamPool scrubs a secret from a connection error before it is sho
   await pool.close();
 });
 
+Deno.test("attack: a server's refusal of any length is cut before it is shown", async () => {
+  // An HTTP server refused with 9 MiB of text: each call raised it whole, 200 times.
+  const pool = new UpstreamPool({
+    servers: [serverConfig("broken")],
+    transports: () => ({ transport: failingTransport(`refused ${"r".repeat(9 * 2 ** 20)}`) }),
+    log: silentLogger,
+  });
+  await pool.start();
+  const error = pool.snapshot()[0]!.error!;
+  assert.ok(error.startsWith("refused rrr") && error.length <= 2001, `${error.length} characters`);
+  const unavailable = (pool.session("broken") as { unavailable: string }).unavailable;
+  assert.ok(unavailable.length < 2100, `${unavailable.length} characters`);
+  await pool.close();
+});
+
 Deno.test("UpstreamPool picks up a tool the server adds (tools/list_changed) and calls onChange", async () => {
   const notes = serverFactory();
   const changed = Promise.withResolvers<void>();

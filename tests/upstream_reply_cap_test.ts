@@ -3,9 +3,11 @@
  * fails in the script and the host lives on. One 300 MB reply used to end the host.
  */
 import assert from "node:assert/strict";
-import { cappedFetch } from "../src/upstream/capped_fetch.ts";
+import { cappedFetch, MAX_ERROR_BODY_BYTES, RESUMPTIONS } from "../src/upstream/capped_fetch.ts";
 import { RequestStreams } from "../src/upstream/request_streams.ts";
-import { startHttpFixture, startServer } from "./_helpers.ts";
+import { ReplyBudget } from "../src/upstream/reply_budget.ts";
+import { TokenBucket } from "../src/_util/token_bucket.ts";
+import { delay, startHttpFixture, startServer } from "./_helpers.ts";
 
 const MIB = 1024 * 1024;
 
@@ -157,12 +159,7 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
       const cases: [string, string, number, RequestInit | undefined][] = [
         ["a parameter naming it", 'application/json; x="text/event-stream"', 200, request(1)],
         ["an error status", "text/event-stream", 500, request(1)],
-        [
-          "a reply to a notification",
-          "text/event-stream",
-          200,
-          post({ method: "notifications/x" }),
-        ],
+        ["a failed notification", "text/event-stream", 500, post({ method: "notifications/x" })],
         ["a header the SDK may refuse", "text/event-stream; a=b, c", 200, request(1)],
       ];
       for (const [what, type, status, init] of cases) {
@@ -178,6 +175,79 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
       }
     },
   );
+
+  await t.step("an error body is bounded at 64 KiB", async () => {
+    const failing = (bytes: number): typeof fetch => () =>
+      Promise.resolve(new Response("e".repeat(bytes), { status: 500 }));
+    const read = (bytes: number) => cappedFetch(failing(bytes))("http://x/", request(1));
+    assert.equal((await (await read(MAX_ERROR_BODY_BYTES)).text()).length, MAX_ERROR_BODY_BYTES);
+    await assert.rejects((await read(MAX_ERROR_BODY_BYTES + 1)).text(), /larger than/);
+  });
+
+  await t.step("what answers a notification or a ping answer is not read at all", async () => {
+    let cancelled = 0;
+    const endless: typeof fetch = () =>
+      Promise.resolve(
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode("x".repeat(1000)));
+            },
+            cancel() {
+              cancelled++;
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        ),
+      );
+    const capped = cappedFetch(endless, { maxBytes: MAX });
+    for (const message of [{ method: "notifications/initialized" }, { id: "ping-1", result: {} }]) {
+      const reply = await capped("http://x/", post({ jsonrpc: "2.0", ...message }));
+      assert.equal(await reply.text(), "", "it would never have ended");
+    }
+    assert.equal(cancelled, 2);
+  });
+
+  await t.step("all a server's replies being read hold at most its budget", async () => {
+    const budget = new ReplyBudget(100);
+    const replying = (text: string, close = false): typeof fetch => () =>
+      Promise.resolve(
+        new Response(
+          new ReadableStream({
+            start(controller) {
+              const encoder = new TextEncoder();
+              for (const part of text.match(/.{1,10}/gs)!) controller.enqueue(encoder.encode(part));
+              if (close) controller.close();
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        ),
+      );
+    // Two streams, each leaving 60 bytes of an event unfinished: the second's is dropped, and
+    // answered with an error once it ends.
+    const first = await cappedFetch(replying(`data: ${"a".repeat(54)}`), { budget })(
+      "http://x/",
+      request(1),
+    );
+    const firstReader = first.body!.getReader();
+    void firstReader.read();
+    await delay(10);
+    assert.equal(budget.held, 60);
+    const second = await cappedFetch(replying(`data: ${"b".repeat(54)}\n\n`, true), { budget })(
+      "http://x/",
+      request(2),
+    );
+    const answer = JSON.parse((await second.text()).replace(/^data: /, ""));
+    assert.equal(answer.id, 2);
+    assert.match(answer.error.message, /replies still being read hold more than/);
+    assert.equal(budget.held, 60);
+    await firstReader.cancel();
+    // A body read whole holds its bytes until it ends.
+    const whole = await cappedFetch(() => Promise.resolve(new Response("x".repeat(50))), {
+      budget,
+    })("http://x/", request(3));
+    await assert.rejects(whole.text(), /replies still being read hold more than/);
+  });
 
   await t.step("a request's stream ends once it is answered, or cancelled", async () => {
     const streams = new RequestStreams();
@@ -213,6 +283,38 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
     assert.equal((await given.read()).done, true);
     assert.equal(cancelled, 2, "the server's bodies are cancelled");
     assert.equal(streams.size, 0);
+    // A stream whose headers come after its request was cancelled ends at once.
+    await capped(
+      "http://x/",
+      post({ method: "notifications/cancelled", params: { requestId: 7 } }),
+    );
+    const late = (await capped("http://x/", request(7))).body!.getReader();
+    assert.equal((await late.read()).done, true);
+    await delay(10);
+    assert.equal(cancelled, 3, "its body is cancelled");
+  });
+
+  await t.step("streams are resumed 10 at once, then 2 a second", async () => {
+    let now = 0;
+    const resumptions = new TokenBucket(RESUMPTIONS.burst, RESUMPTIONS.perSecond, () => now);
+    let asked = 0;
+    const server: typeof fetch = () => {
+      asked++;
+      return Promise.resolve(new Response(null, { status: 405 }));
+    };
+    const capped = cappedFetch(server, { resumptions });
+    const resume = () =>
+      capped("http://x/", { method: "GET", headers: { "last-event-id": "e1" } })
+        .then((r) => r.status);
+    const statuses = [];
+    for (let i = 0; i < 12; i++) statuses.push(await resume());
+    assert.deepEqual(statuses, [...Array(10).fill(405), 429, 429]);
+    now += 500;
+    assert.equal(await resume(), 405);
+    assert.equal(await resume(), 429);
+    assert.equal(asked, 11);
+    // A GET that resumes nothing is not counted.
+    assert.equal((await capped("http://x/", { method: "GET" })).status, 405);
   });
 
   await t.step(

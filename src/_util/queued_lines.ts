@@ -4,8 +4,9 @@
  * the pipe at 64 KiB of logs, and the next log line would hold the host's one thread (and every
  * timer and limit with it) for good. Here each line is written with Deno's asynchronous write;
  * lines wait in memory up to `maxQueuedBytes`, past which they are dropped and counted, and a
- * line saying how many is written once the reader catches up. A stream that fails (closed) is
- * written to no more.
+ * line saying how many is written once the reader catches up. A line longer than a sixteenth of
+ * that is cut (an upstream's 9 MiB error text made one line that was dropped whole). A stream
+ * that fails (closed) is written to no more.
  */
 import { waitAtMost } from "./wait_at_most.ts";
 
@@ -36,11 +37,8 @@ export function queuedLines(
         queue.shift();
         queuedBytes -= line.length;
         if (queue.length === 0 && dropped > 0) {
-          queue.push(
-            encoder.encode(
-              `[code-mode] warn: ${dropped} log lines dropped (stderr was not read)\n`,
-            ),
-          );
+          const why = `more than ${maxQueuedBytes} bytes were waiting to be written`;
+          queue.push(encoder.encode(`[code-mode] warn: ${dropped} log lines dropped (${why})\n`));
           dropped = 0;
         }
       }
@@ -55,7 +53,12 @@ export function queuedLines(
   return {
     write(line) {
       if (closed) return;
-      const bytes = encoder.encode(line);
+      const longest = Math.floor(maxQueuedBytes / 16);
+      const bytes = encoder.encode(
+        line.length > longest
+          ? `${line.slice(0, longest)}… [cut at ${longest} characters]\n`
+          : line,
+      );
       if (queuedBytes + bytes.length > maxQueuedBytes) {
         dropped++;
         return;

@@ -4,30 +4,67 @@
  * event stream the SDK reads event by event past it, fails the body, and with it the request (a
  * call raises ToolError in the script; a `tools/list` fails its connect, and the server is shown
  * unavailable with the reason). Without it an HTTP upstream's 300 MB reply ended the host: V8
- * aborted the process (out of memory in its Zone) measuring the parsed result. The stream of a
- * POSTed request is noted in `streams`, to be ended once its request is answered or cancelled.
+ * aborted the process (out of memory in its Zone) measuring the parsed result. What all the
+ * replies of one fetch made here (one server's) hold while they are read is bounded by its
+ * `budget` (reply_budget.ts), and how often it resumes streams by `resumptions`. The
+ * stream of a POSTed request is noted in `streams`, to be ended once its request is answered or
+ * cancelled.
  */
 import { MAX_MESSAGE_BYTES } from "../rpc/message_lines.ts";
 import { responseWithBody } from "../_util/response_with_body.ts";
 import { concatBytes } from "../_util/bytes.ts";
 import type { RequestStreams } from "./request_streams.ts";
+import { ReplyBudget } from "./reply_budget.ts";
+import { TokenBucket } from "../_util/token_bucket.ts";
+
+/**
+ * The largest error body read: the SDK puts it in the call's error, of which a script sees
+ * 4,000 characters (one of 9 MiB reached the script whole, 200 times).
+ */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * How often a server may have a stream resumed (a GET with `Last-Event-ID`): 10 at once, then 2
+ * a second. The SDK resumes a request's stream for as long as the server keeps ending it after a
+ * new event id, also for a request it has given up on: 200 timed-out calls kept an idle host
+ * making 200 requests a second. One refused is retried a few times, then given up.
+ */
+export const RESUMPTIONS = { burst: 10, perSecond: 2 };
 
 export function cappedFetch(
   inner: typeof fetch,
-  options: { maxBytes?: number; streams?: RequestStreams } = {},
+  options: {
+    maxBytes?: number;
+    streams?: RequestStreams;
+    budget?: ReplyBudget;
+    resumptions?: TokenBucket;
+  } = {},
 ): typeof fetch {
   const maxBytes = options.maxBytes ?? MAX_MESSAGE_BYTES;
+  const budget = options.budget ?? new ReplyBudget();
+  const resumptions = options.resumptions ??
+    new TokenBucket(RESUMPTIONS.burst, RESUMPTIONS.perSecond);
   return async (input, init) => {
+    if (new Headers(init?.headers).has("last-event-id") && !resumptions.take()) {
+      return new Response(null, { status: 429, statusText: "Too many resumed streams" });
+    }
     const sent = postedMessage(init?.body);
     // A request given up on (its timeout, or its script ended): nobody reads its stream.
     if (sent.cancels !== undefined) options.streams?.end(sent.cancels);
     const response = await inner(input, init);
     if (!response.body) return response;
+    // A notification or an answer (to the server's ping) gets nothing back the SDK uses when
+    // it is accepted: the body is not read (one that never ended kept its POST open for good).
+    if (sent.answersNothing && response.ok) {
+      void response.body.cancel().catch(() => {});
+      return responseWithBody(response, null);
+    }
     const method = init?.method ?? (input instanceof Request ? input.method : "GET");
     if (!readAsEvents(response, method, sent.requestId)) {
-      return responseWithBody(response, response.body.pipeThrough(bodyCap(maxBytes)));
+      const most = response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES);
+      return responseWithBody(response, response.body.pipeThrough(bodyCap(most, budget)));
     }
-    const cap = eventCap(maxBytes, sent.requestId);
+    const cap = eventCap(maxBytes, sent.requestId, budget);
     if (sent.requestId !== undefined && options.streams) {
       cap.forget = options.streams.opened(sent.requestId, cap.end);
     }
@@ -55,16 +92,40 @@ function tooLarge(maxBytes: number, what: string): Error {
   );
 }
 
-/** Passes at most `maxBytes` of a body. */
-function bodyCap(maxBytes: number): TransformStream<Uint8Array, Uint8Array> {
+/**
+ * Passes at most `maxBytes` of a body, each byte taken from `budget` until the body has ended
+ * (its reader holds them until then).
+ */
+function bodyCap(maxBytes: number, budget: ReplyBudget): TransformStream<Uint8Array, Uint8Array> {
   let seen = 0;
+  const giveBack = () => {
+    budget.give(seen);
+    seen = 0;
+  };
   return new TransformStream({
     transform(chunk, controller) {
-      seen += chunk.length;
-      if (seen > maxBytes) controller.error(tooLarge(maxBytes, "the message"));
-      else controller.enqueue(chunk);
+      if (seen + chunk.length > maxBytes) {
+        giveBack();
+        controller.error(tooLarge(maxBytes, "the message"));
+      } else if (!budget.take(chunk.length)) {
+        giveBack();
+        controller.error(overBudget(budget));
+      } else {
+        seen += chunk.length;
+        controller.enqueue(chunk);
+      }
     },
-  });
+    flush: giveBack,
+    cancel: giveBack,
+  } as Transformer<Uint8Array, Uint8Array>);
+}
+
+function overBudget(budget: ReplyBudget): Error {
+  return new RangeError(
+    `Cannot read the server's reply: its replies still being read hold more than ${
+      budget.max / (1024 * 1024)
+    } MiB`,
+  );
 }
 
 /**
@@ -81,17 +142,21 @@ function eventCap(
   maxBytes: number,
   /** The request a POST sent, whose answer its stream carries (absent: a GET's stream). */
   sent: string | number | undefined,
+  budget: ReplyBudget,
 ): EventCap {
   /**
    * The unfinished event's bytes from earlier chunks, while it is within bounds: copied into one
    * buffer that doubles as it fills (an array of the chunks' tails held hundreds of bytes for
-   * each byte when a server sent its event one byte a chunk).
+   * each byte when a server sent its event one byte a chunk), taken from the server's budget.
    */
-  const held = new GrowingBytes();
+  const held = new GrowingBytes(budget);
   /** Bytes of the unfinished event so far. */
   let size = 0;
-  /** A too-large event's first and last bytes, to tell what it answered. */
-  let tooBig: { head: Uint8Array; tail: Uint8Array } | null = null;
+  /**
+   * A dropped event's first and last bytes, to tell what it answered, and why it was dropped:
+   * too large, or past the budget of the server's replies.
+   */
+  let tooBig: { head: Uint8Array; tail: Uint8Array; why: string } | null = null;
   let lineHasBytes = false;
   let afterCR = false;
   const encoder = new TextEncoder();
@@ -144,8 +209,7 @@ function eventCap(
           if (tooBig) {
             pass();
             const tail = last([tooBig.tail, chunk.subarray(tailFrom, end)]);
-            const message = tooLarge(maxBytes, "one event of its stream").message;
-            const answer = errorAnswer(decode(tooBig.head), decode(tail), sent, message);
+            const answer = errorAnswer(decode(tooBig.head), decode(tail), sent, tooBig.why);
             if (answer) controller.enqueue(encoder.encode(`data: ${answer}\n\n`));
             passFrom = end;
             tooBig = null;
@@ -162,14 +226,20 @@ function eventCap(
       }
       if (size > maxBytes && !tooBig) {
         const parts = [held.take(), chunk.subarray(eventStart, i + 1)];
-        tooBig = { head: first(parts), tail: last(parts) };
+        const why = tooLarge(maxBytes, "one event of its stream").message;
+        tooBig = { head: first(parts), tail: last(parts), why };
         tailFrom = i + 1;
       }
     }
-    // Whole events go on; the unfinished one waits for its end, or is dropped as too large.
+    // Whole events go on; the unfinished one waits for its end, or is dropped as too large, or
+    // as past the budget.
     pass();
-    if (tooBig) tooBig.tail = last([tooBig.tail, chunk.subarray(Math.max(eventStart, tailFrom))]);
-    else if (eventStart < chunk.length) held.append(chunk.subarray(eventStart));
+    const rest = chunk.subarray(Math.max(eventStart, tooBig ? tailFrom : 0));
+    if (tooBig) tooBig.tail = last([tooBig.tail, rest]);
+    else if (rest.length > 0 && !held.append(rest)) {
+      const parts = [held.take(), rest];
+      tooBig = { head: first(parts), tail: last(parts), why: overBudget(budget).message };
+    }
   }
 }
 
@@ -181,12 +251,22 @@ interface EventCap {
   forget: () => void;
 }
 
-/** Bytes appended into one buffer that doubles as it fills; `take()` empties it. */
+/**
+ * Bytes appended into one buffer that doubles as it fills, each taken from `budget` until
+ * `take()` or `clear()` empties it.
+ */
 class GrowingBytes {
   #buffer = new Uint8Array(0);
   length = 0;
+  readonly #budget: ReplyBudget;
 
-  append(bytes: Uint8Array): void {
+  constructor(budget: ReplyBudget) {
+    this.#budget = budget;
+  }
+
+  /** Appends `bytes` if the budget has room for them. */
+  append(bytes: Uint8Array): boolean {
+    if (!this.#budget.take(bytes.length)) return false;
     if (this.length + bytes.length > this.#buffer.length) {
       const grown = new Uint8Array(Math.max(4096, 2 * (this.length + bytes.length)));
       grown.set(this.#buffer.subarray(0, this.length));
@@ -194,6 +274,7 @@ class GrowingBytes {
     }
     this.#buffer.set(bytes, this.length);
     this.length += bytes.length;
+    return true;
   }
 
   take(): Uint8Array {
@@ -203,6 +284,7 @@ class GrowingBytes {
   }
 
   clear(): void {
+    this.#budget.give(this.length);
     this.#buffer = new Uint8Array(0);
     this.length = 0;
   }
@@ -242,12 +324,13 @@ function decode(bytes: Uint8Array): string {
 const EDGE_BYTES = 4096;
 
 /**
- * What a POST body holds: the id of the one JSON-RPC request it sends, or the id of the request a
- * `notifications/cancelled` it sends gives up on.
+ * What a POST body holds: the id of the one JSON-RPC request it sends; or the id of the request
+ * a `notifications/cancelled` it sends gives up on; and whether it is one message that asks for
+ * no answer (a notification, or an answer to the server's own request).
  */
 function postedMessage(
   body: unknown,
-): { requestId?: string | number; cancels?: string | number } {
+): { requestId?: string | number; cancels?: string | number; answersNothing?: boolean } {
   if (typeof body !== "string") return {};
   let message;
   try {
@@ -255,14 +338,20 @@ function postedMessage(
   } catch {
     return {};
   }
+  if (message === null || typeof message !== "object" || Array.isArray(message)) return {};
   const isId = (id: unknown): id is string | number =>
     typeof id === "string" || typeof id === "number";
-  if (typeof message?.method !== "string") return {};
+  if (typeof message.method !== "string") {
+    return { answersNothing: "result" in message || "error" in message };
+  }
   if (isId(message.id)) return { requestId: message.id };
   const cancelled = message.params?.requestId;
-  return message.method === "notifications/cancelled" && isId(cancelled)
-    ? { cancels: cancelled }
-    : {};
+  return {
+    answersNothing: message.id === undefined,
+    ...(message.method === "notifications/cancelled" && isId(cancelled)
+      ? { cancels: cancelled }
+      : {}),
+  };
 }
 
 /** An id in JSON, as the message's first or last key. */

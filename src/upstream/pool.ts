@@ -191,7 +191,7 @@ class UpstreamConnection {
         ? `${errorText(error)}: "${this.config.command}" ended before it answered the MCP ` +
           "handshake (is it an MCP server over stdio, and are its args right?)"
         : errorText(error);
-      this.lastError = `${this.#redact(why)}${stderr ? ` (stderr: ${stderr})` : ""}`;
+      this.lastError = cutReason(`${this.#redact(why)}${stderr ? ` (stderr: ${stderr})` : ""}`);
       // Each retry failing the same way is news once; the rest go to the debug log.
       log[this.lastError === previous ? "debug" : "error"]("cannot connect upstream server", {
         server: this.config.name,
@@ -209,7 +209,7 @@ class UpstreamConnection {
     if (this.state === "closed") return;
     if (performance.now() - this.#connectedAt >= STABLE_CONNECTION_MS) this.#attempt = 0;
     const stderr = this.#stderrLines(2, 300);
-    this.lastError = `${reason}${stderr ? ` (stderr: ${stderr})` : ""}`;
+    this.lastError = cutReason(`${reason}${stderr ? ` (stderr: ${stderr})` : ""}`);
     this.options.log.warn("upstream server disconnected; reconnecting", {
       server: this.config.name,
       reason: this.lastError,
@@ -385,6 +385,16 @@ export function remoteRefusal(text: string, config: HttpServerConfig): string {
 }
 
 /** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
+/**
+ * A reason a server is unavailable, cut to what an error message, the index and a log line can
+ * carry (an upstream's 9 MiB refusal reached every script that called it). Scrubbed already.
+ */
+function cutReason(reason: string): string {
+  return reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason;
+}
+
+const MAX_REASON_CHARS = 2000;
+
 export function errorText(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 4; depth++) {

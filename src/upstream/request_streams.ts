@@ -10,13 +10,25 @@ import type { JSONRPCMessage, Transport } from "@modelcontextprotocol/client";
 
 type RequestId = string | number;
 
+/**
+ * Requests remembered as over, for a stream whose headers come only after its request was
+ * cancelled (each such stream stayed open).
+ */
+const REMEMBERED_OVER = 4096;
+
 export class RequestStreams {
   /** How each open stream is ended, by its request's id as JSON (1 and "1" differ). */
   readonly #ends = new Map<string, () => void>();
+  /** The latest requests answered or cancelled, oldest first. */
+  readonly #over = new Set<string>();
 
   /** Notes the stream of request `id`; returns what to call when it ends by itself. */
   opened(id: RequestId, end: () => void): () => void {
     const key = JSON.stringify(id);
+    if (this.#over.has(key)) {
+      end(); // its request is over already
+      return () => {};
+    }
     this.#ends.get(key)?.(); // an id used again: the older stream's request is over
     this.#ends.set(key, end);
     return () => {
@@ -24,12 +36,15 @@ export class RequestStreams {
     };
   }
 
-  /** Ends the stream of request `id`, if it is open. */
+  /** Request `id` is over: ends its stream, now or when it opens. */
   end(id: RequestId): void {
     const key = JSON.stringify(id);
     const end = this.#ends.get(key);
     this.#ends.delete(key);
     end?.();
+    this.#over.delete(key);
+    this.#over.add(key);
+    if (this.#over.size > REMEMBERED_OVER) this.#over.delete(this.#over.values().next().value!);
   }
 
   /** Streams open now. */

@@ -30,9 +30,10 @@ export type TransportFactory = (server: ServerConfig) => {
  * (network_env.ts), and its configured `env`. HTTP servers are reached with Deno's fetch, which
  * honours the proxy variables and `DENO_CERT` itself; Streamable HTTP through fetchThatAborts,
  * so a call given up on (its per-call timeout, or its script ended) closes its request, which
- * is how a 2026-07-28 server is told. Every message is bounded (capped_fetch.ts); a request's
- * event stream ends once it is answered or cancelled (request_streams.ts), and a server's
- * `retry:` is floored (reconnect_floor.ts).
+ * is how a 2026-07-28 server is told. Every message is bounded, and all that one server's
+ * replies hold at once (capped_fetch.ts, reply_budget.ts); a request's event stream ends once
+ * it is answered or cancelled (request_streams.ts), and a server's `retry:` is floored
+ * (reconnect_floor.ts).
  */
 export const defaultTransportFactory: TransportFactory = (server) => {
   if (server.kind === "http") {
