@@ -581,6 +581,14 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/upstream_dynamic_test.ts"],
   },
   {
+    name: "a call waiting for its server's first connect is not given up with its script",
+    file: "src/execution/tool_gate.ts",
+    from: "abortOf(this.#abandon.signal).then((): typeof GIVEN_UP => GIVEN_UP),",
+    to: "new Promise<typeof GIVEN_UP>(() => {}),",
+    tests: ["tests/upstream_dynamic_test.ts"],
+    filter: "first connect",
+  },
+  {
     name: "calls waiting their turn are recorded as sent when their script is given up on",
     file: "src/execution/tool_gate.ts",
     from: "if (!await this.#upstreamTurns.take(this.#abandon.signal)) {",

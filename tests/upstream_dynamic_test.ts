@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { delay, ROOT, startHttpFixture, startServer } from "./_helpers.ts";
+import { delay, ROOT, startHttpFixture, startServer, writeConfig } from "./_helpers.ts";
 import { MAX_UPSTREAM_CALLS_AT_ONCE } from "../src/execution/tool_gate.ts";
 
 Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server", async (t) => {
@@ -276,3 +276,25 @@ async function tempDir(): Promise<{ path: string } & AsyncDisposable> {
   const path = await Deno.makeTempDir();
   return { path, [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }) };
 }
+
+Deno.test("a call waiting for its server's first connect when its script is given up on is never sent", async () => {
+  await using dir = await tempDir();
+  const config = await writeConfig(dir.path, {
+    servers: {
+      // Never answers the MCP handshake: its first connect takes the 30 s connect timeout.
+      mute: { command: "deno", args: ["eval", "await new Promise((r) => setTimeout(r, 60_000))"] },
+    },
+    settings: { pool_size: 1, permissions_dir: `${ROOT}tests/fixtures/permissions` },
+  });
+  await using server = await startServer({ args: ["--config", config] });
+  const r = await server.execute({
+    code: "import _codemode\n_codemode.call_tool('mute', 'anything', {})",
+    timeout_s: 1,
+  });
+  assert.equal(r.diagnostics?.error_type, "TIMEOUT", r.text);
+  assert.deepEqual(r.tool_calls.calls.map((c) => c.outcome), ["denied"], r.text);
+  assert.match(
+    r.tool_calls.calls[0]!.error ?? "",
+    /before the call's server was ready; it was never sent/,
+  );
+});

@@ -212,9 +212,20 @@ export class ToolGate {
         return denied(record, denialReason(record.approval, seconds));
       }
     }
-    // Each answer may be up to 10 MiB, held a few times over while it is read: bounded across
-    // the calls a script gathers (an attacker's control case: 40 answers of 9.9 MiB at once took
-    // the host to 1.3 GB).
+    // The server's session (one still connecting is waited for), then a turn: each answer may
+    // be up to 10 MiB, held a few times over while it is read, bounded across the calls a script
+    // gathers (an attacker's control case: 40 answers of 9.9 MiB at once took the host to 1.3
+    // GB). A call given up on before either is recorded as never sent.
+    const session = await Promise.race([
+      this.#deps.session(params.server),
+      abortOf(this.#abandon.signal).then((): typeof GIVEN_UP => GIVEN_UP),
+    ]);
+    if (session === GIVEN_UP) {
+      return denied(
+        record,
+        "the script ended before the call's server was ready; it was never sent",
+      );
+    }
     if (!await this.#upstreamTurns.take(this.#abandon.signal)) {
       return denied(record, "the script ended before the call's turn came; it was never sent");
     }
@@ -222,7 +233,7 @@ export class ToolGate {
     const started = performance.now();
     let reply: ToolReply;
     try {
-      reply = this.#deps.redact.json(await this.#route(params));
+      reply = this.#deps.redact.json(await this.#route(params, session));
     } finally {
       this.#upstreamTurns.release();
     }
@@ -262,8 +273,10 @@ export class ToolGate {
   }
 
   /** To the upstream session that has the tool, or an error saying why there is none. */
-  async #route({ server, tool, arguments: args }: CallToolParams): Promise<ToolReply> {
-    const session = await this.#deps.session(server);
+  #route(
+    { server, tool, arguments: args }: CallToolParams,
+    session: UpstreamSession | undefined,
+  ): Promise<ToolReply> {
     if (session === undefined) return invalid(`no server named "${server}"`);
     // A server that is down keeps its last known tools in the catalog; its outage is the news.
     if ("unavailable" in session) return unavailable(session.unavailable);
@@ -373,6 +386,9 @@ function abortOf(signal: AbortSignal | undefined): Promise<void> {
     signal.addEventListener("abort", () => resolve(), { once: true })
   );
 }
+
+/** What waiting for a call's server gives when the call is given up on first. */
+const GIVEN_UP: unique symbol = Symbol("given up");
 
 /** See `#argumentBytes`. */
 export const MAX_ARGUMENT_BYTES_IN_FLIGHT = 32 * 2 ** 20;
