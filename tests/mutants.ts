@@ -999,6 +999,13 @@ const MUTATIONS: Mutation[] = [
     filter: "ever more slowly",
   },
   {
+    name: "every new result shape rebuilds the catalog at once",
+    file: "src/catalog/observed_results.ts",
+    from: "const shapes = this.#shapesWaiting && this.#shapeShows.take();",
+    to: "const shapes = this.#shapesWaiting;",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
     name: "every execution's new call counts rebuild the catalog",
     file: "src/catalog/observed_results.ts",
     from: "      this.#countsWaiting = true;\n",

@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { PythonTypes, renderTypedDicts } from "../src/catalog/schema_types.ts";
 import { functionSpecs, renderModule, renderStub } from "../src/catalog/python_stubs.ts";
 import { isFieldName, mergeShapes, scriptValue, shapeOf } from "../src/catalog/result_shapes.ts";
-import { COUNTS_SHOWN_EVERY_MS, ObservedResults } from "../src/catalog/observed_results.ts";
+import {
+  COUNTS_SHOWN_EVERY_MS,
+  ObservedResults,
+  SHAPES_SHOWN,
+} from "../src/catalog/observed_results.ts";
 import { createLogger } from "../src/_util/log.ts";
 
 /** The annotation of `schema` and the source of the TypedDicts it names. */
@@ -332,6 +336,26 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
       undefined,
     );
   });
+});
+
+Deno.test("attack: a new result shape at every call rebuilds the catalog a few times", () => {
+  // Each new shape shown rebuilds the catalog: 1,700 tools called once each (or a key more in
+  // every result) cost 45 ms of the host's thread a call.
+  let now = 0;
+  const observed = new ObservedResults(null, createLogger("error"), undefined, () => now);
+  let rebuilds = 0;
+  let seen = observed.version;
+  for (let i = 0; i < 100; i++) {
+    observed.record("api", `tool${i}`, { structuredContent: { id: i } });
+    if (observed.version !== seen) {
+      rebuilds++;
+      seen = observed.version;
+    }
+  }
+  assert.equal(rebuilds, SHAPES_SHOWN.burst, "the first ones show at once, the rest wait");
+  now += 3000;
+  assert.notEqual(observed.version, seen, "those waiting show together after 3 s");
+  assert.equal(observed.get("api", "tool99")?.calls, 1);
 });
 
 Deno.test("ObservedResults keeps shapes across restarts, by server identity", async () => {

@@ -11,6 +11,7 @@ import { writeFileAtomically } from "../_util/atomic_write.ts";
 import type { Logger } from "../_util/log.ts";
 import { mergeShapes, scriptValue, shapeOf } from "./result_shapes.ts";
 import type { ObservedShape } from "./python_stubs.ts";
+import { TokenBucket } from "../_util/token_bucket.ts";
 
 /** Tools remembered at most (a server that keeps renaming its tools cannot grow the file). */
 const MAX_TOOLS = 2000;
@@ -20,9 +21,15 @@ const FILE_VERSION = 1;
 /**
  * New call counts are shown at most this often. Showing them rebuilds the catalog (about 25 ms
  * of the host's thread for 476 tools, and 90 ms for an attacker's largest bounded catalog), and
- * every execution that calls a tool changes a count. A new shape shows at once.
+ * every execution that calls a tool changes a count.
  */
 export const COUNTS_SHOWN_EVERY_MS = 60_000;
+/**
+ * New shapes are shown at once, 20 in a row, then one every 3 s (those waiting together): shapes
+ * only widen, but an upstream can widen them call after call (a key more each time, or 1,700
+ * tools called once each cost 45 ms of the host's thread a call).
+ */
+export const SHAPES_SHOWN = { burst: 20, perSecond: 1 / 3 };
 /** The file's name in the cache folder. */
 export const OBSERVED_RESULTS_FILE = "observed_results.json";
 
@@ -38,6 +45,9 @@ export class ObservedResults {
   /** Counts settled but not shown yet, and when they last were. */
   #countsWaiting = false;
   #countsShownAt = -Infinity;
+  /** A shape changed since the catalog last saw one, and how often they may be shown. */
+  #shapesWaiting = false;
+  readonly #shapeShows: TokenBucket;
   readonly #now: () => number;
   /** Anything changed since the last save. */
   #unsaved = false;
@@ -56,6 +66,7 @@ export class ObservedResults {
     this.#log = log;
     this.#identify = identify;
     this.#now = now;
+    this.#shapeShows = new TokenBucket(SHAPES_SHOWN.burst, SHAPES_SHOWN.perSecond, now);
   }
 
   /** Reads the kept shapes (a missing or unreadable file starts empty, with a warning). */
@@ -78,13 +89,17 @@ export class ObservedResults {
   }
 
   /**
-   * Changes whenever a recorded shape does, and for counts after `settle()`, at most every
-   * `COUNTS_SHOWN_EVERY_MS`.
+   * Changes when a recorded shape does (see `SHAPES_SHOWN`), and for counts after `settle()`, at
+   * most every `COUNTS_SHOWN_EVERY_MS`. Whatever is shown shows all that waits.
    */
   get version(): number {
-    if (this.#countsWaiting && this.#now() - this.#countsShownAt >= COUNTS_SHOWN_EVERY_MS) {
+    const shapes = this.#shapesWaiting && this.#shapeShows.take();
+    const counts = this.#countsWaiting &&
+      this.#now() - this.#countsShownAt >= COUNTS_SHOWN_EVERY_MS;
+    if (shapes || counts) {
+      if (this.#countsWaiting) this.#countsShownAt = this.#now();
+      this.#shapesWaiting = false;
       this.#countsWaiting = false;
-      this.#countsShownAt = this.#now();
       this.#version++;
     }
     return this.#version;
@@ -120,7 +135,7 @@ export class ObservedResults {
     this.#forgetOldest(server);
     this.#unsaved = true;
     // A new shape shows at once; a new count with the next settle (once per execution).
-    if (changed) this.#version++;
+    if (changed) this.#shapesWaiting = true;
     else this.#countsChanged = true;
   }
 
