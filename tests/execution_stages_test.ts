@@ -748,6 +748,7 @@ Deno.test("ToolGate.close() waits for a call in flight to finish within the grac
   const upstream = await startUpstream();
   const gate = gateFor(upstream, makeProfile());
   const call = gate.call({ server: "mem", tool: "slow", arguments: {} });
+  await new Promise((resolve) => setTimeout(resolve, 10)); // sent, once its server is there
   assert.equal(gate.calls[0]!.outcome, "unfinished", "in flight until it answers");
   let closed = false;
   const closing = gate.close(5000).then(() => closed = true);
