@@ -33,6 +33,36 @@ Deno.test("upstream servers: list_changed, Streamable HTTP, and a broken server"
     });
     assert.equal(broken.success, false);
     assert.match(broken.diagnostics!.message, /broken.*not connected/);
+    // Its module has no functions yet: any name asks the host, by keyword or not.
+    const calls = await server.execute({
+      code: [
+        "from mcp_tools import broken",
+        "def said(call):",
+        "    try:",
+        "        call()",
+        "    except Exception as e:",
+        "        return f'{type(e).__name__}: {e}'",
+        "[said(lambda: broken.anything(x=1)), said(lambda: broken.anything('x'))]",
+      ].join("\n"),
+    });
+    // Its docs and a search that finds nothing say it is down, and why.
+    const text = async (name: string, args: Record<string, unknown>) =>
+      ((await server.client.callTool({ name, arguments: args })).content as { text: string }[])[0]!
+        .text;
+    assert.match(
+      await text("get_tool_docs", { names: ["broken"] }),
+      /# broken\n# its server is unavailable: .*ended before it answered/,
+    );
+    assert.match(
+      await text("search_tools", { query: "zzqqxx" }),
+      /No tool matches "zzqqxx"\..* Not searched, being unavailable: broken /,
+    );
+    const [keyword, positional] = calls.result as string[];
+    assert.match(keyword!, /^UpstreamUnavailable: .*broken.*not connected/);
+    assert.match(
+      positional!,
+      /^TypeError: mcp_tools\.broken\.anything\(\) takes keyword arguments only here: server 'broken' was not connected/,
+    );
   });
 
   await t.step("a tool added upstream at run time becomes callable (list_changed)", async () => {

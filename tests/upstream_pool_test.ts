@@ -360,4 +360,7 @@ Deno.test("lastWords() gives a failed server's last lines that say something", (
     "Download https://registry.example/pkg | error: Uncaught (in promise) NotCapable: Requires env access",
   );
   assert.equal(lastWords("a\nb\nc", 2, 3), "b |");
+  // Each retry of a server that cannot start says the same: once is enough.
+  const retries = "Download x\nerror: Module not found\n".repeat(3);
+  assert.equal(lastWords(retries, 3, 500), "Download x | error: Module not found");
 });

@@ -208,19 +208,30 @@ export class Catalog {
 
   /**
    * Full stubs for `module.function` names, or whole modules for bare server names. A name not
-   * found carries the name it likely meant, if one is close.
+   * found carries the name it likely meant, if one is close; a module whose server is
+   * unavailable, or a name in it, says why (`unavailable`).
    */
-  docs(names: readonly string[]): { name: string; stub: string | null; meant?: string }[] {
+  docs(
+    names: readonly string[],
+  ): { name: string; stub: string | null; meant?: string; unavailable?: string }[] {
     return names.map((name) => {
       const [moduleName, fn] = name.split(".", 2) as [string, string | undefined];
       const entry = this.server(moduleName);
+      const unavailable = entry?.error === undefined ? {} : { unavailable: entry.error };
       const spec = fn === undefined
         ? undefined
         : entry?.specs.find((s) => s.pyName === fn || s.pyName + "_async" === fn || s.tool === fn);
-      if (entry && fn === undefined) return { name, stub: entry.stub };
-      if (spec) return { name, stub: renderStub(spec) };
-      return { name, stub: null, meant: this.#meant(name) };
+      if (entry && fn === undefined) return { name, stub: entry.stub, ...unavailable };
+      if (spec) return { name, stub: renderStub(spec), ...unavailable };
+      return { name, stub: null, meant: this.#meant(name), ...unavailable };
     });
+  }
+
+  /** Servers whose tools cannot be called now, with the reason each gives. */
+  unavailable(): { server: string; error: string }[] {
+    return this.servers.flatMap((e) =>
+      e.error === undefined ? [] : [{ server: e.server, error: e.error }]
+    );
   }
 
   /** The module or `module.function` a name not found likely meant (a bare function name too). */

@@ -577,12 +577,23 @@ def missing_function(module, server, functions, name):
         raise AttributeError(_no_such_name(f"module {module!r} has no function {name!r}",
                                            name, functions))
     tool = name[:-len("_async")] if name.endswith("_async") else name
+
+    def keywords_only(args):
+        # Positional arguments cannot be named without the tool's parameters (a call with one
+        # failed with "call() takes 0 positional arguments", which said nothing of the server).
+        if args:
+            raise TypeError(f"{module}.{name}() takes keyword arguments only here: server "
+                            f"{server!r} was not connected when this script started, so its "
+                            f"tools' parameters are not known (call with name=value to learn why)")
+
     if tool != name:
-        async def call_async(**arguments):
+        async def call_async(*args, **arguments):
+            keywords_only(args)
             return await call_tool_async(server, tool, arguments)
         return call_async
 
-    def call(**arguments):
+    def call(*args, **arguments):
+        keywords_only(args)
         return call_tool(server, tool, arguments)
     return call
 

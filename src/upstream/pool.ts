@@ -408,14 +408,16 @@ export function errorText(error: unknown): string {
 const TERMINAL_COLOUR = new RegExp(String.fromCharCode(27) + "\\[[0-9;]*[A-Za-z]", "g");
 
 /**
- * The last `lines` lines of a server's stderr that say something, joined: without terminal
- * colours and the frames of a stack trace (after which the error's own line would be cut off).
- * The reason a server is unavailable reaches the agent through the tool index.
+ * The last `lines` different lines of a server's stderr that say something, joined: without
+ * terminal colours, the frames of a stack trace (after which the error's own line would be cut
+ * off), and a line said again (each failed start of a server says the same). The reason a
+ * server is unavailable reaches the agent through the tool index.
  */
-
 export function lastWords(stderr: string, lines: number, max: number): string {
-  return stderr.replace(TERMINAL_COLOUR, "").split("\n")
+  const said = stderr.replace(TERMINAL_COLOUR, "").split("\n")
     .map((line) => line.trim())
-    .filter((line) => line !== "" && !/^at [^ ]/.test(line))
-    .slice(-lines).join(" | ").slice(0, max);
+    .filter((line) => line !== "" && !/^at [^ ]/.test(line));
+  const last = new Set<string>();
+  for (let i = said.length - 1; i >= 0 && last.size < lines; i--) last.add(said[i]!);
+  return [...last].reverse().join(" | ").slice(0, max);
 }

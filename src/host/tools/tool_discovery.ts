@@ -36,8 +36,12 @@ export function registerToolDiscovery(
     const hits = catalog().search(args.query, limit, extraEntries());
     const body = hits.map((h) => `# ${h.name}\n${h.stub}`).join("\n");
     const tokens = catalog().tokens(body);
+    const down = catalog().unavailable().map((u) => u.server);
+    const unsearched = down.length === 0
+      ? ""
+      : ` Not searched, being unavailable: ${down.join(", ")} (get_tool_docs on one says why).`;
     const text = hits.length === 0
-      ? `No tool matches "${args.query}". The index is in the execute_code description.`
+      ? `No tool matches "${args.query}". The index is in the execute_code description.${unsearched}`
       : `# ${counted(hits.length, "match", "matches")}, ${tokens} tokens\n${body}`;
     return {
       content: [{ type: "text" as const, text }],
@@ -55,12 +59,15 @@ export function registerToolDiscovery(
   }, (args) => {
     const docs = catalog().docs(args.names);
     const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
-    const body = docs.map((d) =>
-      d.stub !== null
-        ? `# ${d.name}\n${d.stub}`
-        : `# ${d.name}: not found${d.meant ? `; did you mean ${d.meant}?` : ""}`
-    )
-      .join("\n");
+    const body = docs.map((d) => {
+      const down = d.unavailable === undefined
+        ? []
+        : [`# its server is unavailable: ${d.unavailable}`];
+      return d.stub !== null
+        ? [`# ${d.name}`, ...down, d.stub].join("\n")
+        : [`# ${d.name}: not found${d.meant ? `; did you mean ${d.meant}?` : ""}`, ...down]
+          .join("\n");
+    }).join("\n");
     const tokens = catalog().tokens(body);
     const text = `# ${
       docs.length - missing.length
