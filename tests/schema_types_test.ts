@@ -433,6 +433,21 @@ Deno.test("a tool's observed result shape stays small however its results branch
   }
   const shape = JSON.stringify(observed.get("api", "get")!.schema);
   assert.ok(shape.length <= 32_768, `the recorded shape is ${shape.length} characters`);
+  // A record whose results each add a field (kept a record, not taken for a mapping), each
+  // field an object of objects: merged, 40 KB of shape, past the bound, so left open.
+  const words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike " +
+    "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu";
+  const fields = words.split(" ");
+  const nested = (n: number, leaf: unknown) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`field${i}`, leaf]));
+  for (let call = 0; call < fields.length; call++) {
+    const value = Object.fromEntries(
+      fields.slice(0, call + 1).map((f) => [f, nested(8, nested(8, 1))]),
+    );
+    observed.record("api", "grow", { structuredContent: value });
+  }
+  const grown = JSON.stringify(observed.get("api", "grow")!.schema);
+  assert.ok(grown.length <= 32_768, `the recorded shape is ${grown.length} characters`);
   assert.equal(shapeOf(level(20, level(20, level(20, 1)))).properties !== undefined, true);
   assert.ok(JSON.stringify(shapeOf(level(20, level(20, level(20, 1))))).length < 100_000);
 });

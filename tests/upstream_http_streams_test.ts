@@ -42,14 +42,14 @@ Deno.test("an HTTP upstream's streams: closed once answered, reconnected at most
 
     await t.step("a failed reply typed as an event stream is bounded whole, and cut", async () => {
       const said = await call([
-        "def failure(mib):",
+        "def failure(kib):",
         "    try:",
-        "        hostile.fail(mib=mib)",
+        "        hostile.fail(kib=kib)",
         "    except Exception as e:",
         "        return [type(e).__name__, len(str(e))]",
-        "[failure(2), failure(30)]",
+        "[failure(50), failure(30 * 1024)]",
       ].join("\n"));
-      // 2 MiB of error text: its start; 30 MiB: not read past 10 MiB (it was read whole, and
+      // 50 KiB of error text: its start; 30 MiB: not read past 64 KiB (it was read whole, and
       // at 60 MiB the script's sandbox ran out of memory).
       const [small, large] = said as [string, number][];
       assert.equal(small![0], "ToolError");

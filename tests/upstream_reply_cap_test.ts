@@ -160,6 +160,12 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
         ["a parameter naming it", 'application/json; x="text/event-stream"', 200, request(1)],
         ["an error status", "text/event-stream", 500, request(1)],
         ["a failed notification", "text/event-stream", 500, post({ method: "notifications/x" })],
+        [
+          "a batch of notifications",
+          "text/event-stream",
+          200,
+          post([{ method: "notifications/x" }]),
+        ],
         ["a header the SDK may refuse", "text/event-stream; a=b, c", 200, request(1)],
       ];
       for (const [what, type, status, init] of cases) {
