@@ -1853,8 +1853,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an SSE entry is spoken to over Streamable HTTP",
     file: "src/upstream/transport.ts",
-    from: 'transport: server.transport === "sse"',
-    to: 'transport: server.transport === "ssh"',
+    from: 'if (server.transport === "sse") {',
+    to: 'if (server.transport === "ssh") {',
     tests: ["tests/pasted_config_test.ts"],
   },
   {
