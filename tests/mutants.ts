@@ -1854,7 +1854,7 @@ const MUTATIONS: Mutation[] = [
     name: "an SSE entry is spoken to over Streamable HTTP",
     file: "src/upstream/transport.ts",
     from: 'if (server.transport === "sse") {',
-    to: 'if (server.transport === "ssh") {',
+    to: 'if (server.transport === "sse" && Math.random() > 2) {',
     tests: ["tests/pasted_config_test.ts"],
   },
   {
