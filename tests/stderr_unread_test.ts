@@ -24,7 +24,8 @@ Deno.test("a client that never reads stderr does not hold the host up", async ()
       seen += value;
       url = /"url":"(http:[^"]+)"/.exec(seen)?.[1];
     }
-    // About 100 bytes of log a call: 2,000 calls write three times what the pipe holds.
+    // About 100 bytes of log a call: 1,400 calls write twice what the pipe holds (two at a
+    // time, to leave the other tests running beside this one their share of the CPU).
     const call = async (id: number) => {
       const reply = await fetch(url, {
         method: "POST",
@@ -54,9 +55,9 @@ Deno.test("a client that never reads stderr does not hold the host up", async ()
     };
     let next = 0;
     const worker = async () => {
-      while (next < 2000) await call(next++);
+      while (next < 1400) await call(next++);
     };
-    await Promise.all(Array.from({ length: 8 }, worker));
+    await Promise.all(Array.from({ length: 2 }, worker));
   } finally {
     child.kill("SIGKILL");
     await child.status;
