@@ -858,7 +858,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "an HTTP+SSE upstream's events are read whatever their size",
     file: "src/upstream/transport.ts",
-    from: "new SSEClientTransport(url, { requestInit, fetch: cappedFetch(fetch) })",
+    from: "new SSEClientTransport(url, { requestInit, fetch: fetchCapped })",
     to: "new SSEClientTransport(url, { requestInit })",
     tests: ["tests/upstream_reply_cap_test.ts"],
     filter: "sse upstream",
@@ -880,7 +880,7 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a reply to a notification typed as an event stream is read event by event",
     file: "src/upstream/capped_fetch.ts",
-    from: '(method.toUpperCase() === "GET" || requestId !== undefined)',
+    from: '(method === "GET" || requestId !== undefined)',
     to: "true",
     tests: ["tests/upstream_reply_cap_test.ts"],
   },
@@ -957,8 +957,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a server may have its streams resumed as often as it likes",
     file: "src/upstream/capped_fetch.ts",
-    from: '.has("last-event-id") && !resumptions.take()) {',
-    to: '.has("last-event-id") && false) {',
+    from: "if (resumes && !resumptions.take()) {",
+    to: "if (resumes && Math.random() > 2) {",
     tests: ["tests/upstream_reply_cap_test.ts"],
   },
   {
@@ -975,6 +975,20 @@ const MUTATIONS: Mutation[] = [
     from: "        line.length > longest\n",
     to: "        false\n",
     tests: ["tests/stderr_unread_test.ts"],
+  },
+  {
+    name: "an HTTP+SSE server's acknowledgment of a POST is read, however long it lasts",
+    file: "src/upstream/capped_fetch.ts",
+    from: 'if ((sent.answersNothing || (legacy && method === "POST")) && response.ok) {',
+    to: "if (sent.answersNothing && response.ok) {",
+    tests: ["tests/upstream_reply_cap_test.ts"],
+  },
+  {
+    name: "an HTTP+SSE server's stream is reconnected as often as it likes",
+    file: "src/upstream/capped_fetch.ts",
+    from: '      (legacy && method === "GET");',
+    to: "      false;",
+    tests: ["tests/upstream_reply_cap_test.ts"],
   },
   {
     name: "a too-large event answers no request",

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnHttp } from "./_http.ts";
+import { hostPid } from "./_helpers.ts";
 import { queuedLines } from "../src/_util/queued_lines.ts";
 
 const MODERN = "2026-07-28";
@@ -13,6 +14,7 @@ Deno.test("a client that never reads stderr does not hold the host up", async ()
   // Two log lines for each call below.
   const child = spawnHttp(["--log-level", "debug"]);
   void child.stdout.cancel();
+  let host: number | undefined;
   try {
     // Read stderr up to the line that gives the address, then never again (the pipe stays open).
     const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
@@ -24,6 +26,7 @@ Deno.test("a client that never reads stderr does not hold the host up", async ()
       seen += value;
       url = /"url":"(http:[^"]+)"/.exec(seen)?.[1];
     }
+    host = hostPid(child.pid);
     // About 100 bytes of log a call: 1,400 calls write twice what the pipe holds (two at a
     // time, to leave the other tests running beside this one their share of the CPU).
     const call = async (id: number) => {
@@ -59,6 +62,9 @@ Deno.test("a client that never reads stderr does not hold the host up", async ()
     };
     await Promise.all(Array.from({ length: 2 }, worker));
   } finally {
+    // The serving host is the launcher's child: a host stuck in a write heeds no forwarded
+    // SIGTERM, and SIGKILL on the launcher alone would leave it running.
+    if (host !== undefined) Deno.kill(host, "SIGKILL");
     child.kill("SIGKILL");
     await child.status;
     await child.stderr.cancel().catch(() => {});

@@ -324,6 +324,45 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
   });
 
   await t.step(
+    "an HTTP+SSE server's POST replies are not read, its stream reconnected 2 a second",
+    async () => {
+      let cancelled = 0;
+      let gets = 0;
+      const server: typeof fetch = (_input, init) => {
+        if ((init?.method ?? "GET") === "GET") {
+          gets++;
+          return Promise.resolve(
+            new Response("retry: 0\n\n", { headers: { "content-type": "text/event-stream" } }),
+          );
+        }
+        // Endless whole events, answering a call whose answer comes on the GET stream.
+        const events = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            controller.enqueue(new TextEncoder().encode(`data: ${"x".repeat(100)}\n\n`));
+          },
+          cancel() {
+            cancelled++;
+          },
+        });
+        return Promise.resolve(
+          new Response(events, { headers: { "content-type": "text/event-stream" } }),
+        );
+      };
+      let now = 0;
+      const resumptions = new TokenBucket(RESUMPTIONS.burst, RESUMPTIONS.perSecond, () => now);
+      const capped = cappedFetch(server, { maxBytes: MAX, resumptions, answersOnTheStream: true });
+      assert.equal(await (await capped("http://x/", request(1))).text(), "");
+      assert.equal(cancelled, 1);
+      const statuses = [];
+      for (let i = 0; i < 12; i++) statuses.push((await capped("http://x/")).status);
+      assert.deepEqual(statuses, [...Array(10).fill(200), 429, 429]);
+      assert.equal(gets, 10);
+      now += 500;
+      assert.equal((await capped("http://x/")).status, 200);
+    },
+  );
+
+  await t.step(
     "a too-large event on a request's stream answers it, whatever it names",
     async () => {
       const head = 'data: {"result":{"structuredContent":{"method":"GET","body":"';

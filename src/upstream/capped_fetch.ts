@@ -24,10 +24,12 @@ import { TokenBucket } from "../_util/token_bucket.ts";
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /**
- * How often a server may have a stream resumed (a GET with `Last-Event-ID`): 10 at once, then 2
- * a second. The SDK resumes a request's stream for as long as the server keeps ending it after a
- * new event id, also for a request it has given up on: 200 timed-out calls kept an idle host
- * making 200 requests a second. One refused is retried a few times, then given up.
+ * How often a server may have a stream resumed (a GET with `Last-Event-ID`; for the older
+ * HTTP+SSE transport, any GET): 10 at once, then 2 a second. The SDK resumes a request's stream
+ * for as long as the server keeps ending it after a new event id, also for a request it has
+ * given up on (200 timed-out calls kept an idle host making 200 requests a second), and the
+ * older transport reconnects its stream after the server's `retry:`, 0 included (420 a second).
+ * One refused is retried a few times, then given up.
  */
 export const RESUMPTIONS = { burst: 10, perSecond: 2 };
 
@@ -38,14 +40,25 @@ export function cappedFetch(
     streams?: RequestStreams;
     budget?: ReplyBudget;
     resumptions?: TokenBucket;
+    /**
+     * The older HTTP+SSE transport: every answer comes on its GET stream, and a POST's reply
+     * is only an acknowledgment, which the SDK reads whole (one of endless events took the
+     * host past 1.6 GB).
+     */
+    answersOnTheStream?: boolean;
   } = {},
 ): typeof fetch {
   const maxBytes = options.maxBytes ?? MAX_MESSAGE_BYTES;
   const budget = options.budget ?? new ReplyBudget();
   const resumptions = options.resumptions ??
     new TokenBucket(RESUMPTIONS.burst, RESUMPTIONS.perSecond);
+  const legacy = options.answersOnTheStream ?? false;
   return async (input, init) => {
-    if (new Headers(init?.headers).has("last-event-id") && !resumptions.take()) {
+    const method = (init?.method ?? (input instanceof Request ? input.method : "GET"))
+      .toUpperCase();
+    const resumes = new Headers(init?.headers).has("last-event-id") ||
+      (legacy && method === "GET");
+    if (resumes && !resumptions.take()) {
       return new Response(null, { status: 429, statusText: "Too many resumed streams" });
     }
     const sent = postedMessage(init?.body);
@@ -53,14 +66,14 @@ export function cappedFetch(
     if (sent.cancels !== undefined) options.streams?.end(sent.cancels);
     const response = await inner(input, init);
     if (!response.body) return response;
-    // A notification or an answer (to the server's ping) gets nothing back the SDK uses when
-    // it is accepted: the body is not read (one that never ended kept its POST open for good).
-    if (sent.answersNothing && response.ok) {
+    // A notification or an answer (to the server's ping), or any POST of the older transport,
+    // gets nothing back the SDK uses when it is accepted: the body is not read (one that never
+    // ended kept its POST open for good).
+    if ((sent.answersNothing || (legacy && method === "POST")) && response.ok) {
       void response.body.cancel().catch(() => {});
       return responseWithBody(response, null);
     }
-    const method = init?.method ?? (input instanceof Request ? input.method : "GET");
-    if (!readAsEvents(response, method, sent.requestId)) {
+    if (!readAsEvents(response, method, legacy ? undefined : sent.requestId)) {
       const most = response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES);
       return responseWithBody(response, response.body.pipeThrough(bodyCap(most, budget)));
     }
@@ -83,7 +96,7 @@ function readAsEvents(response: Response, method: string, requestId: unknown): b
   const type = response.headers.get("content-type") ?? "";
   const essence = (type.split(";", 1)[0] ?? "").trim().toLowerCase();
   return response.ok && response.status !== 202 && essence === "text/event-stream" &&
-    !type.includes(",") && (method.toUpperCase() === "GET" || requestId !== undefined);
+    !type.includes(",") && (method === "GET" || requestId !== undefined);
 }
 
 function tooLarge(maxBytes: number, what: string): Error {

@@ -40,7 +40,8 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     const url = new URL(server.url);
     const requestInit = { headers: server.headers };
     if (server.transport === "sse") {
-      return { transport: new SSEClientTransport(url, { requestInit, fetch: cappedFetch(fetch) }) };
+      const fetchCapped = cappedFetch(fetch, { answersOnTheStream: true });
+      return { transport: new SSEClientTransport(url, { requestInit, fetch: fetchCapped }) };
     }
     const streams = new RequestStreams();
     const transport = new StreamableHTTPClientTransport(url, {
