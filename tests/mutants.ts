@@ -1147,8 +1147,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a star import of mcp_tools takes a server module named like a builtin",
     file: "src/sandbox/prelude.py",
-    from: "pkg.__all__ = [n for n in modules if not hasattr(builtins, n)]",
-    to: "pkg.__all__ = modules",
+    from: 'pkg.__all__ = star_names(sorted(n for n in sources if n != "__init__"))',
+    to: 'pkg.__all__ = sorted(n for n in sources if n != "__init__")',
     tests: ["tests/typed_stubs_test.ts"],
   },
   {

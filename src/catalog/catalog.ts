@@ -227,11 +227,9 @@ export class Catalog {
     });
   }
 
-  /** Servers whose tools cannot be called now, with the reason each gives. */
-  unavailable(): { server: string; error: string }[] {
-    return this.servers.flatMap((e) =>
-      e.error === undefined ? [] : [{ server: e.server, error: e.error }]
-    );
+  /** The servers whose tools cannot be called now (`docs` says why). */
+  unavailableServers(): string[] {
+    return this.servers.filter((e) => e.error !== undefined).map((e) => e.server);
   }
 
   /** The module or `module.function` a name not found likely meant (a bare function name too). */

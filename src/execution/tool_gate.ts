@@ -93,7 +93,7 @@ export class ToolGate {
   #unanswered = false;
   /** The JSON size of the arguments of this script's calls still running. */
   #argumentBytes = 0;
-  /** Places for this script's calls sent upstream at once; the others wait their turn. */
+  /** Places for this script's calls awaiting an upstream answer; the others wait their turn. */
   readonly #upstreamTurns = new Turns(MAX_UPSTREAM_CALLS_AT_ONCE);
 
   constructor(deps: ToolGateDeps) {

@@ -565,7 +565,8 @@ async def call_tool_async(server, tool, arguments):
 
 
 def star_names(names):
-    """What a tool module's \`import *\` takes: its names, except those of Python builtins."""
+    """What a tool module's or the package's \`import *\` takes: the names, except those of
+    Python builtins."""
     return [n for n in names if not hasattr(builtins, n)]
 
 
@@ -657,9 +658,8 @@ def install_modules(package, sources):
         del sys.modules[name]
     pkg = types.ModuleType(package)
     pkg.__path__ = []
-    modules = sorted(n for n in sources if n != "__init__")
     # A star import takes no module named like a builtin (a server called \`open\`).
-    pkg.__all__ = [n for n in modules if not hasattr(builtins, n)]
+    pkg.__all__ = star_names(sorted(n for n in sources if n != "__init__"))
     sys.modules[package] = pkg
     if "__init__" in sources:
         exec(compile(sources["__init__"], f"<codemode:{package}>", "exec"), pkg.__dict__)

@@ -384,7 +384,6 @@ export function remoteRefusal(text: string, config: HttpServerConfig): string {
   return `${text}. The server wants authorization: ${advice}; code mode does not sign in with OAuth`;
 }
 
-/** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
 /**
  * A reason a server is unavailable, cut to what an error message, the index and a log line can
  * carry (an upstream's 9 MiB refusal reached every script that called it). Scrubbed already.
@@ -395,6 +394,7 @@ function cutReason(reason: string): string {
 
 const MAX_REASON_CHARS = 2000;
 
+/** An error's message, with its causes' ("fetch failed: tcp connect error: refused"). */
 export function errorText(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 4; depth++) {

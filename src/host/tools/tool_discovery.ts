@@ -36,7 +36,7 @@ export function registerToolDiscovery(
     const hits = catalog().search(args.query, limit, extraEntries());
     const body = hits.map((h) => `# ${h.name}\n${h.stub}`).join("\n");
     const tokens = catalog().tokens(body);
-    const down = catalog().unavailable().map((u) => u.server);
+    const down = catalog().unavailableServers();
     const unsearched = down.length === 0
       ? ""
       : ` Not searched, being unavailable: ${down.join(", ")} (get_tool_docs on one says why).`;
