@@ -991,6 +991,13 @@ const MUTATIONS: Mutation[] = [
     tests: ["tests/upstream_reply_cap_test.ts"],
   },
   {
+    name: "an event stream its reader gives up on keeps its bytes in the server's budget",
+    file: "src/upstream/capped_fetch.ts",
+    from: "      cancel() {\n        cap.forget();\n        held.clear();\n      },\n",
+    to: "",
+    tests: ["tests/upstream_reply_cap_test.ts"],
+  },
+  {
     name: "a too-large event answers no request",
     file: "src/upstream/capped_fetch.ts",
     from: "id = JSON.parse(given) as string | number;",

@@ -247,12 +247,16 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
     assert.equal(answer.id, 2);
     assert.match(answer.error.message, /replies still being read hold more than/);
     assert.equal(budget.held, 60);
+    // A stream its reader gives up on gives back what it held.
     await firstReader.cancel();
+    await delay(10);
+    assert.equal(budget.held, 0);
     // A body read whole holds its bytes until it ends.
-    const whole = await cappedFetch(() => Promise.resolve(new Response("x".repeat(50))), {
+    const whole = await cappedFetch(() => Promise.resolve(new Response("x".repeat(150))), {
       budget,
     })("http://x/", request(3));
     await assert.rejects(whole.text(), /replies still being read hold more than/);
+    assert.equal(budget.held, 0);
   });
 
   await t.step("a request's stream ends once it is answered, or cancelled", async () => {

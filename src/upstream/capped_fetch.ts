@@ -184,7 +184,13 @@ function eventCap(
         cap.forget();
         if (held.length > 0) controller.enqueue(held.take());
       },
-    }),
+      // Its reader gave up, or the server's body failed: what it held goes back to the budget
+      // (which it kept for good, so that cancelled calls wore the budget down).
+      cancel() {
+        cap.forget();
+        held.clear();
+      },
+    } as Transformer<Uint8Array, Uint8Array>),
     // What it holds is let go, the reader reads what was passed and then the end, and the
     // server's body is cancelled (its connection closed).
     end: () => {
