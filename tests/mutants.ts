@@ -1154,8 +1154,8 @@ const MUTATIONS: Mutation[] = [
   {
     name: "a star import of mcp_tools takes a server module named like a builtin",
     file: "src/sandbox/prelude.py",
-    from: 'pkg.__all__ = star_names(sorted(n for n in sources if n != "__init__"))',
-    to: 'pkg.__all__ = sorted(n for n in sources if n != "__init__")',
+    from: "pkg.__all__ = star_names(modules)",
+    to: "pkg.__all__ = modules",
     tests: ["tests/typed_stubs_test.ts"],
   },
   {

@@ -262,8 +262,9 @@ def install_modules(package, sources):
         del sys.modules[name]
     pkg = types.ModuleType(package)
     pkg.__path__ = []
+    modules = sorted(n for n in sources if n != "__init__")
     # A star import takes no module named like a builtin (a server called `open`).
-    pkg.__all__ = star_names(sorted(n for n in sources if n != "__init__"))
+    pkg.__all__ = star_names(modules)
     sys.modules[package] = pkg
     if "__init__" in sources:
         exec(compile(sources["__init__"], f"<codemode:{package}>", "exec"), pkg.__dict__)
