@@ -520,6 +520,22 @@ const MUTATIONS: Mutation[] = [
     filter: "persistent sessions",
   },
   {
+    name:
+      "a host that stalls past an interrupt's grace kills the session whose answer came in time",
+    file: "src/sandbox/launcher.ts",
+    from: 'this.#grace = deadline(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);',
+    to:
+      'this.#grace = { clear: clearTimeout.bind(null, setTimeout(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS)) };',
+    tests: ["tests/deadline_test.ts"],
+  },
+  {
+    name: "a deadline fires before the answer that came during a stall",
+    file: "src/_util/deadline.ts",
+    from: "timer = setTimeout(onExpire, IO_TURN_MS);",
+    to: "onExpire();",
+    tests: ["tests/deadline_test.ts"],
+  },
+  {
     name: "a session's sandbox never says its script started",
     file: "src/sandbox/prelude.py",
     from: "started = _host().script_started",

@@ -35,6 +35,7 @@ import {
   type ProtocolViolation,
   type ToolReply,
 } from "../rpc/sandbox_protocol.ts";
+import { type Deadline, deadline } from "../_util/deadline.ts";
 import type { Logger } from "../_util/log.ts";
 import type { HostOutcome, OneOf } from "../execution/outcomes.ts";
 import { OutputBuffer } from "./output_buffer.ts";
@@ -155,7 +156,7 @@ export class Sandbox implements AsyncDisposable {
   #interrupted: string | null = null;
   /** Whether the sandbox said the running script started (it then takes an interrupt). */
   #started = false;
-  #graceTimer: ReturnType<typeof setTimeout> | undefined;
+  #grace: Deadline | undefined;
   #used = false;
   #booted = false;
   /** Tool calls the script asked for in this execution, allowed or not. */
@@ -368,7 +369,7 @@ export class Sandbox implements AsyncDisposable {
     } finally {
       running = false;
       timer.clear();
-      clearTimeout(this.#graceTimer);
+      this.#grace?.clear();
       clearInterval(memoryWatch);
       hooks.signal?.removeEventListener("abort", onAbort);
       this.#hooks = null;
@@ -470,9 +471,9 @@ export class Sandbox implements AsyncDisposable {
   }
 
   #startGrace(): void {
-    clearTimeout(this.#graceTimer);
+    this.#grace?.clear();
     const message = `${this.#interrupted}; it did not stop when interrupted`;
-    this.#graceTimer = setTimeout(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);
+    this.#grace = deadline(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);
   }
 
   /** Ends the running script, if any, as `reason` says, and the process with it. */
@@ -628,19 +629,20 @@ export function largeOutputsFolder(
 }
 
 /**
- * A timeout that can stop while something outside the script's control takes time (a person
- * deciding about a tool call). Pauses nest: the clock runs again when the last one ends.
+ * A time limit (a `deadline`: an answer that came in time is read first) that can stop while
+ * something outside the script's control takes time (a person deciding about a tool call).
+ * Pauses nest: the clock runs again when the last one ends.
  */
 export function pausableTimeout(onExpire: () => void, ms: number) {
   let remaining = ms;
   let startedAt = performance.now();
   let pauses = 0;
   let cleared = false;
-  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(onExpire, ms);
+  let timer: Deadline | undefined = deadline(onExpire, ms);
   return {
     pause(): () => void {
       if (pauses++ === 0 && timer !== undefined) {
-        clearTimeout(timer);
+        timer.clear();
         timer = undefined;
         remaining -= performance.now() - startedAt;
       }
@@ -650,13 +652,13 @@ export function pausableTimeout(onExpire: () => void, ms: number) {
         resumed = true;
         if (--pauses === 0 && !cleared) {
           startedAt = performance.now();
-          timer = setTimeout(onExpire, Math.max(0, remaining));
+          timer = deadline(onExpire, Math.max(0, remaining));
         }
       };
     },
     clear(): void {
       cleared = true;
-      clearTimeout(timer);
+      timer?.clear();
     },
   };
 }
