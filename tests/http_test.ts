@@ -194,7 +194,7 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
       const progress: { progress: number; total?: number; message?: string }[] = [];
       const r = await execute(
         client,
-        "from mcp_tools import report_progress\nfor i in range(3):\n    print('line', i)\n    report_progress(i + 1, 3, f'step {i}')\n'done'",
+        "from mcp_tools import report_progress\nfor i in range(3):\n    print('line', i)\n    report_progress(i + 1, 3, f'step {i}')\nimport time; time.sleep(0.3)\n'done'",
         {
           onprogress: (p: { progress: number; total?: number; message?: string }) =>
             progress.push(p),
@@ -468,7 +468,11 @@ Deno.test("live output and progress also reach a stdio client", async () => {
   const reply = await server.client.callTool(
     {
       name: "execute_code",
-      arguments: { code: "import mcp_tools\nprint('hello')\nmcp_tools.report_progress(0.5)" },
+      // The script goes on after its report, as in generations_test (see liveFeedback's flush).
+      arguments: {
+        code:
+          "import mcp_tools, time\nprint('hello')\nmcp_tools.report_progress(0.5)\ntime.sleep(0.3)",
+      },
     },
     undefined,
     { onprogress: (p: { progress: number }) => progress.push(p.progress) },
