@@ -84,6 +84,8 @@ const STDERR_CUT_MARGIN = 4096;
 class UpstreamConnection {
   state: UpstreamState = "connecting";
   tools: ToolInfo[] = [];
+  /** `tools` as JSON, to tell a changed list from a repeated one. */
+  #toolsJson = "[]";
   lastError: string | undefined;
   #client: Client | null = null;
   /**
@@ -252,8 +254,10 @@ class UpstreamConnection {
       cursor = result.nextCursor;
       if (!cursor) break;
     }
-    const changed = JSON.stringify(tools) !== JSON.stringify(this.tools);
+    const json = JSON.stringify(tools);
+    const changed = json !== this.#toolsJson;
     this.tools = tools;
+    this.#toolsJson = json;
     if (changed && this.state === "connected") this.options.onChange?.();
   }
 
