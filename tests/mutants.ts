@@ -987,6 +987,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "refusal of any length",
   },
   {
+    name: "the upstream pool's start waits for a slow server whatever waitMs says",
+    file: "src/upstream/pool.ts",
+    from: "else await waitAtMost(all, options.waitMs);",
+    to: "else await all;",
+    tests: ["tests/upstream_pool_test.ts"],
+    filter: "does not wait for a slow server",
+  },
+  {
     name: "a log line longer than the queue's bound is dropped whole",
     file: "src/_util/queued_lines.ts",
     from: "        line.length > longest\n",

@@ -320,10 +320,10 @@ Deno.test("UpstreamPool.start({ waitMs }) does not wait for a slow server; a cal
     log: silentLogger,
     connectTimeoutMs: 1500,
   });
-  const began = performance.now();
-  await within(pool.start({ waitMs: 300 }), "start with a 300 ms wait", 1200);
-  assert.ok(performance.now() - began < 1200);
+  await within(pool.start({ waitMs: 300 }), "start with a 300 ms wait");
   assert.equal(pool.state("quick"), "connected");
+  // Still in its first connect: had start waited for it to end (1.5 s), it would be
+  // "reconnecting". (No wall-clock bound: a loaded machine may be slow, never early.)
   assert.equal(pool.state("slow"), "connecting");
   // Now, a call waits for the slow server's first connect to end, then says why it failed.
   const session = await within(pool.settledSession("slow"), "the slow server's first connect");
