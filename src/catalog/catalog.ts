@@ -104,13 +104,13 @@ export class Catalog {
     this.servers = servers.map((s) => {
       const moduleName = modules.get(s.server)!;
       let specs = functionSpecs(s.tools, (tool) => observed(s.server, tool));
-      let source = renderModule(s.server, s.description, specs);
       let error = s.error;
+      let source = renderModule(s.server, s.description, specs, error);
       const withheld = withheldBecause(source.length, sent);
       if (withheld) {
         specs = [];
-        source = renderModule(s.server, s.description, specs);
         error = `its tools are withheld: ${withheld}`;
+        source = renderModule(s.server, s.description, specs, error);
       }
       sent += source.length;
       return {

@@ -258,20 +258,21 @@ const MODULE_HEADER = `${TYPING_IMPORT}\nimport _codemode as _cm\n`;
 
 /**
  * The module `mcp_tools.<server>` as the sandbox runs it. A name it does not define gets a
- * "did you mean" error, or, when the server has no tools (it is not connected), a function whose
- * call raises the reason.
+ * "did you mean" error, or, when the server has no tools (it is not connected: `unavailable`
+ * says why), a function whose call raises the reason.
  */
 export function renderModule(
   server: string,
   serverDescription: string,
   specs: readonly FunctionSpec[],
+  unavailable?: string,
 ): string {
   const doc = pyDocstring(serverDescription || "MCP tools");
   const names = specs.flatMap((s) => [s.pyName, `${s.pyName}_async`]);
   const missing = "def __getattr__(name):\n" +
     `    return _cm.missing_function(__name__, ${JSON.stringify(server)}, ${
       JSON.stringify(names)
-    }, name)\n`;
+    }, name, ${JSON.stringify(unavailable ?? "")})\n`;
   // What `from mcp_tools.<server> import *` takes: every function and type, except those named
   // like a Python builtin (an upstream's tools `print` and `len` replaced the script's own, and
   // were sent what it printed). They stay reachable as `module.print`.

@@ -174,22 +174,26 @@ def star_names(names):
     return [n for n in names if not hasattr(builtins, n)]
 
 
-def missing_function(module, server, functions, name):
+def missing_function(module, server, functions, name, unavailable=""):
     """What a generated tool module answers for a name it does not define: a "did you mean"
-    error; or, when it has no functions at all (its server is not connected), a function whose
-    call asks the host, which raises UpstreamUnavailable with the reason."""
+    error; or, when it has no functions at all (its server is not connected, for the reason
+    `unavailable`), a function whose call asks the host, which runs it if the server has
+    connected since and raises UpstreamUnavailable with the reason if not."""
     if name.startswith("__") or functions:
         raise AttributeError(_no_such_name(f"module {module!r} has no function {name!r}",
                                            name, functions))
     tool = name[:-len("_async")] if name.endswith("_async") else name
 
     def keywords_only(args):
-        # Positional arguments cannot be named without the tool's parameters (a call with one
-        # failed with "call() takes 0 positional arguments", which said nothing of the server).
+        # Positional arguments cannot be named without the tool's parameters: the reason the
+        # server had no tools comes first (a TypeError about arguments hid it).
         if args:
-            raise TypeError(f"{module}.{name}() takes keyword arguments only here: server "
-                            f"{server!r} was not connected when this script started, so its "
-                            f"tools' parameters are not known (call with name=value to learn why)")
+            why = unavailable or "it was not connected"
+            raise ERROR_CLASSES["unavailable"](
+                server, tool,
+                f"server {server!r} had no tools when this script started: {why}. Its tools' "
+                f"parameters are not known here, so {module}.{name}() takes name=value "
+                f"arguments only", "unavailable")
 
     if tool != name:
         async def call_async(*args, **arguments):
