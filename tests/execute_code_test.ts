@@ -110,6 +110,34 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
     const r = await server.execute({ code: "import asyncio\nawait asyncio.sleep(0.01)\n'done'" });
     assert.equal(r.result, "done", r.text);
   });
+  await t.step(
+    "an awaited blocking call and an unawaited coroutine say how to fix them",
+    async () => {
+      // A tool function returns its result; awaiting that fails after the call has run.
+      const awaited = await server.execute({ code: "def tool():\n    return {}\nawait tool()" });
+      assert.equal(awaited.diagnostics?.error_type, "TypeError");
+      assert.match(
+        awaited.diagnostics!.message,
+        /can't be .*await.*drop the await, or await its _async twin/,
+      );
+      assert.match(
+        awaited.diagnostics!.traceback ?? "",
+        /drop the await/,
+        "said where the traceback ends",
+      );
+      // A coroutine left as the result never ran: not a success that shows its repr.
+      const unawaited = await server.execute({
+        code: "ran = []\nasync def tool_async():\n    ran.append(1)\ntool_async()",
+      });
+      assert.equal(unawaited.success, false, unawaited.text);
+      assert.equal(unawaited.diagnostics?.error_type, "TypeError");
+      assert.match(
+        unawaited.diagnostics!.message,
+        /coroutine, tool_async\(\), that was never awaited.*write `await`/,
+      );
+      assert.doesNotMatch(unawaited.stderr, /RuntimeWarning/, "closed, so no warning");
+    },
+  );
   await t.step("a value that is not JSON comes back as its repr", async () => {
     const r = await server.execute({ code: "{1, 2}" });
     assert.equal(r.result, "{1, 2}");

@@ -537,6 +537,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/deadline_test.ts"],
   },
   {
+    name: "a script that ends with an unawaited coroutine succeeds with its repr",
+    file: "src/sandbox/prelude.py",
+    from: "        if inspect.iscoroutine(value):",
+    to: "        if False:",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
+    name: "awaiting a blocking tool function says only that a dict can't be awaited",
+    file: "src/sandbox/prelude.py",
+    from: "hinted = _await_hint(exc, _socket_hint(exc, _signature_hint(exc, message)))",
+    to: "hinted = _socket_hint(exc, _signature_hint(exc, message))",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
     name: "a session's sandbox never says its script started",
     file: "src/sandbox/prelude.py",
     from: "started = _host().script_started",

@@ -525,6 +525,17 @@ def _socket_hint(exc, message):
     return message
 
 
+def _await_hint(exc, message):
+    """`await server.tool(...)`: the blocking function has run and returned its result, which
+    Python then cannot await; the message says only that a dict can't be awaited."""
+    if type(exc) is not TypeError or not ("can't be awaited" in message
+                                          or "can't be used in 'await'" in message):
+        return message
+    return (f"{message} (a tool function such as server.tool(...) returns its result, and has "
+            "run by then: drop the await, or await its _async twin, "
+            "await server.tool_async(...))")
+
+
 def describe_error(exc):
     """Error type, message, traceback without internal frames, and line number. Whatever the
     script's exception does (a `__str__` that raises, chains in a circle), an answer: the
@@ -564,7 +575,7 @@ def _describe_error(exc):
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
     text = _one_suggestion("".join(te.format()), said)
-    hinted = _socket_hint(exc, _signature_hint(exc, message))
+    hinted = _await_hint(exc, _socket_hint(exc, _signature_hint(exc, message)))
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.
         suffix = hinted[len(message):]
@@ -694,7 +705,11 @@ def run(code, result_limit, scope=None, started=None):
             started()
         body, last = compile_script(code)
         _evaluate(body, scope)
-        outcome = {"ok": True, "result": json_safe(_evaluate(last, scope), result_limit)}
+        value = _evaluate(last, scope)
+        if inspect.iscoroutine(value):
+            value.close()  # never run: a result would read as if it had
+            raise TypeError(_NOT_AWAITED.format(getattr(value, "__qualname__", "?")))
+        outcome = {"ok": True, "result": json_safe(value, result_limit)}
     except BaseException as exc:
         if _interrupted_waiting:
             # Interrupted while it waited (interrupt_waiting_script), whatever that raised.
@@ -706,6 +721,10 @@ def run(code, result_limit, scope=None, started=None):
     sys.stdout.flush()
     sys.stderr.flush()
     return outcome
+
+
+_NOT_AWAITED = ("the script ends with a coroutine, {}(), that was never awaited, so it did not "
+                "run: write `await` before the call")
 
 
 def _clean_exit(exc):
