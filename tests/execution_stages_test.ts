@@ -713,7 +713,10 @@ Deno.test("ToolGate answers timeout when the tool is slower than the per-call ti
   const gate = gateFor(upstream, makeProfile(), 30);
   const reply = await gate.call({ server: "mem", tool: "slow", arguments: {} });
   assert.deepEqual(reply, {
-    error: { kind: "timeout", message: "no answer within the 0.03 s per-call timeout" },
+    error: {
+      kind: "timeout",
+      message: "no answer within the 0.03 s per-call timeout (settings.tool_timeout_s)",
+    },
   });
   assert.equal(gate.calls[0]!.outcome, "error");
   await upstream.close();

@@ -309,7 +309,10 @@ export class ToolGate {
       if (code === SdkErrorCode.RequestTimeout) {
         const seconds = callTimeoutMs / 1000;
         return {
-          error: { kind: "timeout", message: `no answer within the ${seconds} s per-call timeout` },
+          error: {
+            kind: "timeout",
+            message: `no answer within the ${seconds} s per-call timeout (settings.tool_timeout_s)`,
+          },
         };
       }
       const gone = code === SdkErrorCode.ConnectionClosed || code === SdkErrorCode.NotConnected ||

@@ -288,7 +288,8 @@ export class Sandbox implements AsyncDisposable {
     this.#stdout = new OutputBuffer("stdout", request.outputBytes);
     this.#stderr = new OutputBuffer("stderr", request.outputBytes);
 
-    const overtime = `Execution exceeded the time limit of ${request.timeoutMs / 1000} s`;
+    const overtime = `Execution exceeded the time limit of ${request.timeoutMs / 1000} s ` +
+      `(timeout_s; profile "${this.profile.name}" allows up to ${this.profile.limits.max_timeout_s} s)`;
     this.#interrupted = null;
     this.#started = false;
     // A session's script is interrupted first, so the session can keep its state.
@@ -499,7 +500,8 @@ export class Sandbox implements AsyncDisposable {
       const mb = (n: number) => Math.round(n / (1024 * 1024));
       this.#halt(
         "MEMORY_LIMIT",
-        `Sandbox memory ${mb(resident)} MB exceeded the limit of ${mb(limitBytes)} MB`,
+        `Sandbox memory ${mb(resident)} MB exceeded the limit of ${mb(limitBytes)} MB ` +
+          `(limits.memory_mb of profile "${this.profile.name}")`,
       );
     }
   }
