@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { catalogServerEntry, ROOT, runCli, writeConfig } from "./_helpers.ts";
+import { catalogServerEntry, childEnv, ROOT, runCli, writeConfig } from "./_helpers.ts";
 import { VERSION } from "../src/_util/version.ts";
 import { runCli as runCliInProcess } from "../src/cli.ts";
 
@@ -111,6 +111,27 @@ Deno.test("the README's first example is examples/try.py, and it runs against th
   const r = await runCli(["run", "examples/try.py"]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^\[FILE\] hello\.txt\n\[FILE\] numbers\.csv\n\d+\n$/);
+});
+
+Deno.test("the README's own stdio client runs against this checkout", async () => {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const block = /```ts\n((?:(?!```)[\s\S])*?StdioClientTransport[\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(block, "the README shows a stdio client");
+  const dir = await Deno.makeTempDir(); // outside the checkout: no config, no lock file of ours
+  const client = `${dir}/client.ts`;
+  await Deno.writeTextFile(client, block.replace(/^ {3}/gm, "").replaceAll("/path/to/repo", ROOT));
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-lock", client],
+    cwd: dir,
+    env: childEnv(),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr).slice(-2000));
+  assert.match(stdout, /isError: false/);
+  assert.match(stdout, /Allowed directories/, stdout);
+  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("doctor checks everything and exits 1 when something is broken", async () => {
