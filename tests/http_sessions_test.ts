@@ -78,6 +78,10 @@ Deno.test("an idle HTTP session expires and its persistent code sessions are clo
   const stale = await post(server.url, { jsonrpc: "2.0", id: 3, method: "tools/list" }, sessionId);
   assert.equal(stale.status, 404);
   assert.equal((await stale.json()).error.message, "Unknown or expired session");
+  // Any other path says where the endpoint is.
+  const elsewhere = await fetch(new URL("/", server.url));
+  assert.equal(elsewhere.status, 404);
+  assert.match(await elsewhere.text(), /the MCP endpoint is \/mcp/);
 });
 
 Deno.test("one connection holds at most its share of persistent sessions; another can still open one", async () => {

@@ -96,11 +96,19 @@ export function guardRequest(
 ): { status: number; message: string } | null {
   const hostHeader = headers.get("host");
   if (!hostHeader || !options.allowedHosts.includes(hostHeader.toLowerCase())) {
-    return { status: 403, message: `Host ${hostHeader ?? "(none)"} is not allowed` };
+    return {
+      status: 403,
+      message: `Host ${hostHeader ?? "(none)"} is not allowed (the server answers the address ` +
+        "it listens on; start it with --allow-host NAME for another)",
+    };
   }
   const origin = headers.get("origin");
   if (origin !== null && !options.allowedOrigins.includes(origin.toLowerCase())) {
-    return { status: 403, message: `Origin ${origin} is not allowed` };
+    return {
+      status: 403,
+      message: `Origin ${origin} is not allowed (start the server with --allow-origin ORIGIN to ` +
+        "let a web page at it call)",
+    };
   }
   if (options.token !== undefined) {
     const given = /^Bearer (.+)$/.exec(headers.get("authorization") ?? "")?.[1] ?? "";

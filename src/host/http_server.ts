@@ -267,7 +267,9 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   };
 
   const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
-    if (new URL(request.url).pathname !== "/mcp") return new Response("Not found", { status: 404 });
+    if (new URL(request.url).pathname !== "/mcp") {
+      return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
+    }
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
     if (!(await isLegacyRequest(request))) {
