@@ -138,6 +138,13 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
       assert.doesNotMatch(unawaited.stderr, /RuntimeWarning/, "closed, so no warning");
     },
   );
+  await t.step("a module Pyodide has but the call did not ask for names its package", async () => {
+    const yaml = await server.execute({ code: "import yaml" });
+    assert.equal(yaml.diagnostics?.error_type, "ModuleNotFoundError");
+    assert.match(yaml.diagnostics!.message, /^No module named 'yaml' \(.*packages=\['pyyaml'\]/);
+    const unknown = await server.execute({ code: "import no_such_module_zz" });
+    assert.equal(unknown.diagnostics?.message, "No module named 'no_such_module_zz'");
+  });
   await t.step("a value that is not JSON comes back as its repr", async () => {
     const r = await server.execute({ code: "{1, 2}" });
     assert.equal(r.result, "{1, 2}");

@@ -553,6 +553,15 @@ export const MUTATIONS: Mutation[] = [
     filter: "reports errors",
   },
   {
+    name: "a module Pyodide has is reported missing without naming its package",
+    file: "src/sandbox/prelude.py",
+    from:
+      '    if not isinstance(package, str):\n        return message\n    return (f"{message} (Pyodide has it',
+    to: '    if True:\n        return message\n    return (f"{message} (Pyodide has it',
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
     name: "a session's sandbox never says its script started",
     file: "src/sandbox/prelude.py",
     from: "started = _host().script_started",

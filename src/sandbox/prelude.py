@@ -525,6 +525,22 @@ def _socket_hint(exc, message):
     return message
 
 
+def _package_hint(exc, message):
+    """`import numpy` in a script that did not ask for it: Pyodide has the package, installed
+    only when the call names it."""
+    if type(exc) is not ModuleNotFoundError or not isinstance(exc.name, str):
+        return message
+    try:
+        import pyodide_js
+        package = pyodide_js._api._import_name_to_package_name.get(exc.name.partition(".")[0])
+    except Exception:
+        return message
+    if not isinstance(package, str):
+        return message
+    return (f"{message} (Pyodide has it, in package {package!r}: pass packages=[{package!r}] "
+            "to execute_code, or name it in the script's PEP 723 block)")
+
+
 def _await_hint(exc, message):
     """`await server.tool(...)`: the blocking function has run and returned its result, which
     Python then cannot await; the message says only that a dict can't be awaited."""
@@ -575,7 +591,7 @@ def _describe_error(exc):
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
     text = _one_suggestion("".join(te.format()), said)
-    hinted = _await_hint(exc, _socket_hint(exc, _signature_hint(exc, message)))
+    hinted = _package_hint(exc, _await_hint(exc, _socket_hint(exc, _signature_hint(exc, message))))
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.
         suffix = hinted[len(message):]
