@@ -222,7 +222,7 @@ Deno.test("an observed result shape becomes the return type, marked with its cal
   };
   const [unknown] = functionSpecs([tool]);
   assert.match(renderStub(unknown!), /-> Any:/);
-  assert.match(renderStub(unknown!), /no outputSchema, and no call observed yet/);
+  assert.match(renderStub(unknown!), /no outputSchema, and no result observed yet/);
   const schema = shapeOf({ id: 1, name: "x", tags: ["a"] });
   const [observed] = functionSpecs([tool], () => ({ schema, calls: 3 }));
   const stub = renderStub(observed!);

@@ -124,7 +124,10 @@ Deno.test("a script written against a stub's types runs, and results teach the s
       await t.step(
         "a tool without outputSchema gets the observed type of its results",
         async () => {
-          assert.match(await docs(server, "typed.get_user"), /-> Any:[\s\S]*no call observed yet/);
+          assert.match(
+            await docs(server, "typed.get_user"),
+            /-> Any:[\s\S]*no result observed yet/,
+          );
           const r = await server.execute({
             code:
               "from mcp_tools import typed\n[typed.get_user(id=1)['name'], typed.get_user(id=2)['roles']]",
@@ -211,7 +214,7 @@ Deno.test("a script written against a stub's types runs, and results teach the s
         code: "from mcp_tools import typed\ntyped.get_user(id=1)['id']",
       });
       assert.equal(r.result, 7, r.text);
-      assert.match(await docs(server, "typed.get_user"), /-> Any:[\s\S]*no call observed yet/);
+      assert.match(await docs(server, "typed.get_user"), /-> Any:[\s\S]*no result observed yet/);
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -206,7 +206,8 @@ function returnsLine(returns: ReturnSpec): string {
         "so other results may differ).";
     }
     case "unknown":
-      return "the tool's result (no outputSchema, and no call observed yet).";
+      return "the tool's result (no outputSchema, and no result observed yet that has a type: " +
+        "one of images or of several items is not recorded).";
   }
 }
 
