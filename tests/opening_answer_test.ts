@@ -217,6 +217,8 @@ Deno.test("a server answers a 2025 client's initialize once, then serves the con
   assert.equal((opening[0]!.result as { protocolVersion: string }).protocolVersion, "2025-06-18");
   const tools = answersTo(messages, 8)[0]!.result as { tools: { name: string }[] };
   assert.ok(tools.tools.some((tool) => tool.name === "execute_code"), JSON.stringify(tools));
+  // No model API key here, but a 2025 client may offer sampling.
+  assert.ok(tools.tools.some((tool) => tool.name === "generate_and_execute"));
   assert.equal(messages.indexOf(opening[0]!), 0, "the opening answer was not the first line");
 });
 
@@ -232,6 +234,8 @@ Deno.test("a server answers a 2026-07-28 client's server/discover once, then ser
   ]);
   const tools = answersTo(messages, "list")[0]!.result as { tools: { name: string }[] };
   assert.ok(tools.tools.some((tool) => tool.name === "execute_code"), JSON.stringify(tools));
+  // No model API key, and 2026-07-28 has no sampling: a tool that could only fail is not listed.
+  assert.ok(!tools.tools.some((tool) => tool.name === "generate_and_execute"));
 });
 
 Deno.test("a server started with nothing on stdin starts up all the same", async () => {

@@ -128,16 +128,19 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
   registerToolDiscovery(server, deps.catalog, () => skillSearchEntries(deps.skills.store));
   registerSkillTools(server, deps.skills);
   registerSessionTools(server, deps.sessions, owner);
-  registerGenerateAndExecuteTool(server, {
-    // The client's model through sampling only where the protocol still has it.
-    model: (ctx) =>
-      selectModel(
-        deps.openAI,
-        context.era === "legacy" ? samplingClient(server.server, ctx) : null,
-      ),
-    agent: deps.agent,
-    profiles: deps.profiles,
-  });
+  // The client's model through sampling only where the protocol still has it: without a model
+  // API key, a 2026-07-28 client could never use the tool, so it is not offered.
+  if (deps.openAI !== null || context.era === "legacy") {
+    registerGenerateAndExecuteTool(server, {
+      model: (ctx) =>
+        selectModel(
+          deps.openAI,
+          context.era === "legacy" ? samplingClient(server.server, ctx) : null,
+        ),
+      agent: deps.agent,
+      profiles: deps.profiles,
+    });
+  }
   const unsubscribe = context.perRequest ? () => {} : deps.onCatalogChange(() => {
     executeCode.update({ description: deps.describeExecuteCode() });
     if (server.isConnected()) server.sendResourceListChanged();
