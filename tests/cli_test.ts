@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { catalogServerEntry, childEnv, ROOT, runCli, writeConfig } from "./_helpers.ts";
 import { VERSION } from "../src/_util/version.ts";
+import { startHttp } from "./_http.ts";
 import { runCli as runCliInProcess } from "../src/cli.ts";
 
 Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
@@ -131,6 +132,31 @@ Deno.test("the README's own stdio client runs against this checkout", async () =
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr).slice(-2000));
   assert.match(stdout, /isError: false/);
   assert.match(stdout, /Allowed directories/, stdout);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("the README's own 2026-07-28 HTTP client runs against this checkout", async () => {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const block = /```ts\n((?:(?!```)[\s\S])*?StreamableHTTPClientTransport[\s\S]*?)```/.exec(readme)
+    ?.[1];
+  assert.ok(block, "the README shows an HTTP client");
+  await using http = await startHttp();
+  const dir = await Deno.makeTempDir(); // outside the checkout: no config, no lock file of ours
+  const client = `${dir}/client.ts`;
+  const code = block.replace(/^ {2}/gm, "").replace("http://127.0.0.1:8788/mcp", http.url);
+  await Deno.writeTextFile(client, code);
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-lock", client],
+    cwd: dir,
+    env: childEnv(),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr.slice(-2000));
+  assert.match(stdout, /result: 42/, stdout);
+  assert.match(stderr, /working on it/, "the live output reached the client");
   await Deno.remove(dir, { recursive: true });
 });
 
