@@ -184,11 +184,18 @@ Deno.test("doctor checks everything and exits 1 when something is broken", async
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(
     `${dir}/c.json`,
-    JSON.stringify({ servers: { ghost: { command: "/nonexistent/ghost" } } }),
+    JSON.stringify({
+      servers: {
+        ghost: { command: "/nonexistent/ghost" },
+        locked: { command: "/nonexistent/locked", env: { KEY: "${CODEMODE_TEST_UNSET_ZZ}" } },
+      },
+    }),
   );
   const bad = await runCli(["doctor", "--config", `${dir}/c.json`]);
   assert.equal(bad.code, 1);
   assert.match(bad.stdout, /^FAIL {2}server ghost +command "\/nonexistent\/ghost" not found/m);
+  // Every entry counted, the one that will not start said so on a line that is not plain "ok".
+  assert.match(bad.stdout, /^warn {2}config +\S+: 2 servers \(1 not started\)/m);
   await Deno.remove(dir, { recursive: true });
 });
 

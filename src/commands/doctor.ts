@@ -33,14 +33,17 @@ import { counted } from "../_util/counted.ts";
 export interface Check {
   name: string;
   ok: boolean;
+  /** Passed, with something to look at (a server that will not start, say). */
+  warn?: boolean;
   detail: string;
 }
 
 export async function runDoctor(configPath: string | undefined, log: Logger): Promise<Check[]> {
   const checks: Check[] = [];
-  const check = async (name: string, run: () => Promise<string>) => {
+  const check = async (name: string, run: () => Promise<string | Omit<Check, "name" | "ok">>) => {
     try {
-      checks.push({ name, ok: true, detail: await run() });
+      const found = await run();
+      checks.push({ name, ok: true, ...(typeof found === "string" ? { detail: found } : found) });
     } catch (error) {
       checks.push({ name, ok: false, detail: (error as Error).message.split("\n")[0]! });
     }
@@ -95,9 +98,14 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
   await check("config", async () => {
     config = await loadConfig({ path: configPath });
     const warnings = config.notes.filter((n) => n.level === "warn").map((n) => n.message);
-    return `${config.path}: ${counted(config.servers.length, "server")}, profiles ${
+    const entries = config.servers.length + config.unavailable.length;
+    const notStarted = config.unavailable.length
+      ? ` (${config.unavailable.length} not started)`
+      : "";
+    const detail = `${config.path}: ${counted(entries, "server")}${notStarted}, profiles ${
       [...config.profiles.keys()].join(", ")
     }${warnings.length ? `; ${warnings.join("; ")}` : ""}`;
+    return { detail, warn: warnings.length > 0 || notStarted !== "" };
   });
   await check("sandbox", async () => {
     if (!runtime || !snapshot || !config) throw new Error("needs the runtime, snapshot and config");
@@ -154,7 +162,9 @@ export function formatChecks(checks: Check[]): string {
   const width = Math.max(...checks.map((c) => c.name.length));
   // A detail may quote an upstream server (its stderr, its tools): escaped for the terminal.
   const rows = checks.map((c) =>
-    `${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(width)}  ${escapeUnsafe(c.detail)}`
+    `${c.ok ? (c.warn ? "warn" : "ok  ") : "FAIL"}  ${c.name.padEnd(width)}  ${
+      escapeUnsafe(c.detail)
+    }`
   );
   const failed = checks.filter((c) => !c.ok).length;
   rows.push(failed === 0 ? "\nAll checks passed." : `\n${failed} check(s) failed.`);
