@@ -32,6 +32,20 @@ export function describeExecuteCode(profile: Profile, toolIndex: string): string
     `${l.memory_mb} MB memory, ${l.output_bytes} bytes per output stream, ${l.tool_calls} tool calls,`,
     `${l.code_chars} characters / ${l.code_lines} lines of code.`,
   ];
+  // The index lists every tool; the profile's rules decide which calls go through.
+  const everyTool = profile.allowed_tools.includes("*");
+  if (!everyTool || profile.approve.length > 0) {
+    lines.push(
+      `Tool rules (profile "${profile.name}"): ` +
+        (everyTool
+          ? "every tool may be called"
+          : `only ${profile.allowed_tools.join(", ")} may be called (others raise ToolDenied)`) +
+        (profile.approve.length
+          ? `; ${profile.approve.join(", ")} wait for a person's approval`
+          : "") +
+        ".",
+    );
+  }
   if (toolIndex) lines.push("", "Available tools (module.function):", toolIndex);
   return lines.join("\n");
 }
