@@ -1,7 +1,10 @@
 /**
  * Attacks by an HTTP upstream on what the host holds and does for its streams: a stream left
  * open after its answer, with an unfinished event in it (120 calls took the host to 1.6 GB for
- * good), and `retry: 0` on its listen stream (the host reconnected 420 times a second).
+ * good), `retry: 0` on its listen stream (the host reconnected 420 times a second), replies
+ * that never end or never start (a connection each, for good, after their calls timed out), and
+ * a flood of its own requests whose answers it never acknowledges (20,000 open files, then the
+ * host crashed).
  */
 import assert from "node:assert/strict";
 import { delay, ROOT, startServer, writeConfig } from "./_helpers.ts";
@@ -20,13 +23,25 @@ Deno.test("an HTTP upstream's streams: closed once answered, reconnected at most
   try {
     const config = await writeConfig(dir, {
       servers: { hostile: { url: `http://127.0.0.1:${port}/mcp` } },
-      settings: { pool_size: 1, permissions_dir: `${ROOT}tests/fixtures/permissions` },
+      settings: {
+        pool_size: 1,
+        tool_timeout_s: 2,
+        permissions_dir: `${ROOT}tests/fixtures/permissions`,
+      },
     });
     await using server = await startServer({ args: ["--config", config] });
     const call = async (code: string) => {
       const r = await server.execute({ code: `from mcp_tools import hostile\n${code}` });
       assert.equal(r.success, true, r.text);
       return r.result;
+    };
+    const openUpstream = async () => {
+      let open = "";
+      for (let i = 0; i < 50 && open !== "0"; i++) {
+        open = String(await call("hostile.open_streams()"));
+        if (open !== "0") await delay(100);
+      }
+      return open;
     };
 
     await t.step("a stream the server leaves open after its answer is closed", async () => {
@@ -68,6 +83,32 @@ Deno.test("an HTTP upstream's streams: closed once answered, reconnected at most
         assert.ok(after - before <= 5, `${after - before} GETs in 3 s`);
       },
     );
+    await t.step(
+      "replies that never end or never start are closed when their calls time out",
+      async () => {
+        for (const tool of ["dribble", "silent"]) {
+          const said = await call([
+            "import asyncio",
+            "async def given_up():",
+            "    try:",
+            `        await hostile.${tool}_async()`,
+            "    except mcp_tools.ToolTimeout:",
+            "        return 'timed out'",
+            "import mcp_tools",
+            "await asyncio.gather(*[given_up() for _ in range(6)])",
+          ].join("\n"));
+          assert.deepEqual(said, Array(6).fill("timed out"));
+          assert.equal(await openUpstream(), "0", `${tool}: replies still open upstream`);
+        }
+      },
+    );
+
+    await t.step("a server's own requests get at most 4 answers waiting on it", async () => {
+      assert.equal(await call("hostile.pings(n=200)"), "pinged");
+      const [received, waiting] = String(await call("hostile.answers()")).split(" ").map(Number);
+      assert.ok(received! > 0, "its pings are answered");
+      assert.ok(received! <= 4 && waiting! <= 4, `${received} answers sent, ${waiting} waiting`);
+    });
   } finally {
     upstream.kill("SIGKILL");
     await upstream.status;

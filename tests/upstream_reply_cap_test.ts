@@ -3,7 +3,12 @@
  * fails in the script and the host lives on. One 300 MB reply used to end the host.
  */
 import assert from "node:assert/strict";
-import { cappedFetch, MAX_ERROR_BODY_BYTES, RESUMPTIONS } from "../src/upstream/capped_fetch.ts";
+import {
+  ANSWERS_AT_ONCE,
+  cappedFetch,
+  MAX_ERROR_BODY_BYTES,
+  RESUMPTIONS,
+} from "../src/upstream/capped_fetch.ts";
 import { RequestStreams } from "../src/upstream/request_streams.ts";
 import { ReplyBudget } from "../src/upstream/reply_budget.ts";
 import { TokenBucket } from "../src/_util/token_bucket.ts";
@@ -378,4 +383,64 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
       assert.deepEqual([answer.id, answer.error.code], [9, -32603]);
     },
   );
+});
+
+Deno.test("cappedFetch() gives up on a status that never comes, and bounds answers at once", async (t) => {
+  const post = (message: unknown) => ({ method: "POST", body: JSON.stringify(message) });
+  /** A server that never sends a status: each fetch waits until its signal aborts. */
+  const sent: RequestInit[] = [];
+  const mute: typeof fetch = (_input, init) => {
+    sent.push(init!);
+    return new Promise((_, reject) => {
+      init!.signal!.addEventListener("abort", () => reject(init!.signal!.reason), { once: true });
+    });
+  };
+
+  await t.step("an answer or notification waits for its status at most acknowledgeMs", async () => {
+    const fetchCapped = cappedFetch(mute, { acknowledgeMs: 50 });
+    for (
+      const message of [{ jsonrpc: "2.0", id: "p", result: {} }, { method: "notifications/x" }]
+    ) {
+      await assert.rejects(
+        fetchCapped("http://x/", post(message)),
+        /TimeoutError|timed out|signal/i,
+      );
+    }
+  });
+
+  await t.step("a request given up on before its status came is aborted", async () => {
+    const streams = new RequestStreams();
+    const pending = cappedFetch(mute, { streams })(
+      "http://x/",
+      post({ jsonrpc: "2.0", id: 7, method: "tools/call", params: {} }),
+    );
+    assert.equal(streams.size, 1, "its request is noted while it waits");
+    streams.end(7); // its notifications/cancelled, or its answer on another stream
+    await assert.rejects(pending, /its request is over/);
+    assert.equal(streams.size, 0);
+  });
+
+  await t.step("answers to the server's requests: a few at once, the rest not sent", async () => {
+    sent.length = 0;
+    const fetchCapped = cappedFetch(mute, { acknowledgeMs: 500 });
+    const replies = Array.from(
+      { length: 50 },
+      (_, i) => fetchCapped("http://x/", post({ jsonrpc: "2.0", id: `ping-${i}`, result: {} })),
+    );
+    const settled = await Promise.race([
+      Promise.all(replies.slice(ANSWERS_AT_ONCE)),
+      delay(200).then(() => "waiting"),
+    ]);
+    assert.notEqual(settled, "waiting", "answers past the bound waited");
+    assert.equal(sent.length, ANSWERS_AT_ONCE, "answers sent to the server");
+    for (const reply of settled as Response[]) assert.equal(reply.status, 202);
+    // The ones sent are given up on when their status does not come.
+    const first = await Promise.allSettled(replies.slice(0, ANSWERS_AT_ONCE));
+    assert.deepEqual(first.map((r) => r.status), Array(ANSWERS_AT_ONCE).fill("rejected"));
+    // ...which frees their places.
+    await fetchCapped("http://x/", post({ jsonrpc: "2.0", id: "late", result: {} })).catch(
+      () => {},
+    );
+    assert.equal(sent.length, ANSWERS_AT_ONCE + 1);
+  });
 });

@@ -33,6 +33,20 @@ export const MAX_ERROR_BODY_BYTES = 64 * 1024;
  */
 export const RESUMPTIONS = { burst: 10, perSecond: 2 };
 
+/**
+ * Answers to a server's own requests (its pings, a sampling request the client refuses) POSTed
+ * at once, per server: one more is not sent. A server answers them with a bare status; one that
+ * sent 2,000 pings a second and never answered the POSTs took the host to 20,000 open files and
+ * 2 GB, after which no sandbox could start, and Deno panicked.
+ */
+export const ANSWERS_AT_ONCE = 4;
+
+/**
+ * How long a POST whose reply is not read (a notification, an answer, any POST of the older
+ * transport) may wait for the server's status before it is given up.
+ */
+export const ACKNOWLEDGE_MS = 10_000;
+
 export function cappedFetch(
   inner: typeof fetch,
   options: {
@@ -46,6 +60,8 @@ export function cappedFetch(
      * host past 1.6 GB).
      */
     answersOnTheStream?: boolean;
+    /** ACKNOWLEDGE_MS, unless a test says otherwise. */
+    acknowledgeMs?: number;
   } = {},
 ): typeof fetch {
   const maxBytes = options.maxBytes ?? MAX_MESSAGE_BYTES;
@@ -53,6 +69,8 @@ export function cappedFetch(
   const resumptions = options.resumptions ??
     new TokenBucket(RESUMPTIONS.burst, RESUMPTIONS.perSecond);
   const legacy = options.answersOnTheStream ?? false;
+  /** Answers to the server's requests waiting for its status now. */
+  let answering = 0;
   return async (input, init) => {
     const method = (init?.method ?? (input instanceof Request ? input.method : "GET"))
       .toUpperCase();
@@ -64,18 +82,43 @@ export function cappedFetch(
     const sent = postedMessage(init?.body);
     // A request given up on (its timeout, or its script ended): nobody reads its stream.
     if (sent.cancels !== undefined) options.streams?.end(sent.cancels);
-    const response = await inner(input, init);
-    if (!response.body) return response;
     // A notification or an answer (to the server's ping), or any POST of the older transport,
-    // gets nothing back the SDK uses when it is accepted: the body is not read (one that never
-    // ended kept its POST open for good).
-    if ((sent.answersNothing || (legacy && method === "POST")) && response.ok) {
+    // gets nothing back the SDK uses when it is accepted.
+    const unread = sent.answersNothing || (legacy && method === "POST");
+    if (sent.answers && answering >= ANSWERS_AT_ONCE) {
+      return new Response(null, { status: 202, statusText: "Not sent: too many answers at once" });
+    }
+    // Until its status comes, a request can be given up on too (its headers never came: the
+    // connection stayed open for good), and an unread POST waits at most ACKNOWLEDGE_MS.
+    const abort = new AbortController();
+    const signals = [abort.signal, ...(init?.signal ? [init.signal] : [])];
+    if (unread) signals.push(AbortSignal.timeout(options.acknowledgeMs ?? ACKNOWLEDGE_MS));
+    const pending = sent.requestId !== undefined && options.streams
+      ? options.streams.opened(sent.requestId, () => abort.abort(new Error("its request is over")))
+      : () => {};
+    if (sent.answers) answering++;
+    let response: Response;
+    try {
+      response = await inner(input, { ...init, signal: AbortSignal.any(signals) });
+    } finally {
+      pending();
+      if (sent.answers) answering--;
+    }
+    if (!response.body) return response;
+    // Its body is not read (one that never ended kept its POST open for good).
+    if (unread && response.ok) {
       void response.body.cancel().catch(() => {});
       return responseWithBody(response, null);
     }
     if (!readAsEvents(response, method, legacy ? undefined : sent.requestId)) {
       const most = response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES);
-      return responseWithBody(response, response.body.pipeThrough(bodyCap(most, budget)));
+      // A body read whole is a request's stream too: one that never ends (a space every few
+      // seconds) stayed open after its call timed out, a connection each.
+      const whole = bodyCap(most, budget);
+      if (sent.requestId !== undefined && options.streams) {
+        whole.forget = options.streams.opened(sent.requestId, whole.end);
+      }
+      return responseWithBody(response, response.body.pipeThrough(whole.stream));
     }
     const cap = eventCap(maxBytes, sent.requestId, budget);
     if (sent.requestId !== undefined && options.streams) {
@@ -109,28 +152,49 @@ function tooLarge(maxBytes: number, what: string): Error {
  * Passes at most `maxBytes` of a body, each byte taken from `budget` until the body has ended
  * (its reader holds them until then).
  */
-function bodyCap(maxBytes: number, budget: ReplyBudget): TransformStream<Uint8Array, Uint8Array> {
+function bodyCap(maxBytes: number, budget: ReplyBudget): StreamCap {
   let seen = 0;
   const giveBack = () => {
     budget.give(seen);
     seen = 0;
   };
-  return new TransformStream({
-    transform(chunk, controller) {
-      if (seen + chunk.length > maxBytes) {
+  let output: TransformStreamDefaultController<Uint8Array> | undefined;
+  const cap: StreamCap = {
+    stream: new TransformStream({
+      start(controller) {
+        output = controller;
+      },
+      transform(chunk, controller) {
+        if (seen + chunk.length > maxBytes) {
+          giveBack();
+          controller.error(tooLarge(maxBytes, "the message"));
+        } else if (!budget.take(chunk.length)) {
+          giveBack();
+          controller.error(overBudget(budget));
+        } else {
+          seen += chunk.length;
+          controller.enqueue(chunk);
+        }
+      },
+      flush() {
+        cap.forget();
         giveBack();
-        controller.error(tooLarge(maxBytes, "the message"));
-      } else if (!budget.take(chunk.length)) {
+      },
+      cancel() {
+        cap.forget();
         giveBack();
-        controller.error(overBudget(budget));
-      } else {
-        seen += chunk.length;
-        controller.enqueue(chunk);
-      }
+      },
+    } as Transformer<Uint8Array, Uint8Array>),
+    // Its request is over: the reader gets an error, and the server's body is cancelled.
+    end: () => {
+      giveBack();
+      try {
+        output?.error(new Error("Cannot read the server's reply: its request is over"));
+      } catch { /* already ended */ }
     },
-    flush: giveBack,
-    cancel: giveBack,
-  } as Transformer<Uint8Array, Uint8Array>);
+    forget: () => {},
+  };
+  return cap;
 }
 
 function overBudget(budget: ReplyBudget): Error {
@@ -156,7 +220,7 @@ function eventCap(
   /** The request a POST sent, whose answer its stream carries (absent: a GET's stream). */
   sent: string | number | undefined,
   budget: ReplyBudget,
-): EventCap {
+): StreamCap {
   /**
    * The unfinished event's bytes from earlier chunks, while it is within bounds: copied into one
    * buffer that doubles as it fills (an array of the chunks' tails held hundreds of bytes for
@@ -174,7 +238,7 @@ function eventCap(
   let afterCR = false;
   const encoder = new TextEncoder();
   let output: TransformStreamDefaultController<Uint8Array> | undefined;
-  const cap: EventCap = {
+  const cap: StreamCap = {
     stream: new TransformStream({
       start(controller) {
         output = controller;
@@ -262,7 +326,8 @@ function eventCap(
   }
 }
 
-interface EventCap {
+/** A reply's body as the SDK reads it, which can be ended when its request is over. */
+interface StreamCap {
   stream: TransformStream<Uint8Array, Uint8Array>;
   /** Ends the stream now (its request is over). */
   end: () => void;
@@ -347,9 +412,13 @@ const EDGE_BYTES = 4096;
  * a `notifications/cancelled` it sends gives up on; and whether it is one message that asks for
  * no answer (a notification, or an answer to the server's own request).
  */
-function postedMessage(
-  body: unknown,
-): { requestId?: string | number; cancels?: string | number; answersNothing?: boolean } {
+function postedMessage(body: unknown): {
+  requestId?: string | number;
+  cancels?: string | number;
+  answersNothing?: boolean;
+  /** An answer to the server's own request. */
+  answers?: boolean;
+} {
   if (typeof body !== "string") return {};
   let message;
   try {
@@ -361,7 +430,8 @@ function postedMessage(
   const isId = (id: unknown): id is string | number =>
     typeof id === "string" || typeof id === "number";
   if (typeof message.method !== "string") {
-    return { answersNothing: "result" in message || "error" in message };
+    const answers = "result" in message || "error" in message;
+    return { answersNothing: answers, answers };
   }
   if (isId(message.id)) return { requestId: message.id };
   const cancelled = message.params?.requestId;
