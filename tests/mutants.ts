@@ -562,6 +562,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "reports errors",
   },
   {
+    name: "a session's script interrupted in time.sleep cannot catch KeyboardInterrupt",
+    file: "src/sandbox/prelude.py",
+    from: "    _interruptible_sleep()\n",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
+  },
+  {
     name: "a session's sandbox never says its script started",
     file: "src/sandbox/prelude.py",
     from: "started = _host().script_started",

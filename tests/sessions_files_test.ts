@@ -160,6 +160,15 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
         const after = await server.execute({ code: "counter -= 1\ncounter", session_id: s1 });
         assert.equal(after.result, 43, after.text);
       }
+      // What a sleeping script is interrupted with is KeyboardInterrupt, as in a busy loop.
+      const caught = await server.execute({
+        code: "import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n" +
+          "    print('cleaned up', flush=True)\n    raise",
+        session_id: s1,
+        timeout_s: 1,
+      });
+      assert.equal(caught.stdout, "cleaned up\n", caught.text);
+      assert.match(caught.diagnostics?.message ?? "", /interrupted \(KeyboardInterrupt\)/);
     },
   );
 

@@ -772,9 +772,35 @@ def forget_host_paths():
     os.environ.pop("_", None)
 
 
+def _interruptible_sleep():
+    """A session's script interrupted in \`time.sleep\` gets KeyboardInterrupt, as in a busy
+    loop: Pyodide's sleep awaits, and the interrupt (interrupt_waiting_script) cancels what it
+    awaits, so the script saw CancelledError and its \`except KeyboardInterrupt\` never ran. Set
+    at each boot: Pyodide installs its sleep when it starts."""
+    import time
+    sleep = time.sleep
+    if getattr(sleep, "_codemode", False):
+        return
+
+    def interruptible(secs):
+        try:
+            return sleep(secs)
+        except BaseException:
+            if _interrupted_waiting:
+                raise KeyboardInterrupt from None
+            raise
+
+    interruptible._codemode = True
+    interruptible.__name__ = interruptible.__qualname__ = "sleep"
+    interruptible.__module__ = "time"
+    interruptible.__doc__ = sleep.__doc__
+    time.sleep = interruptible
+
+
 def warm_up():
     """Runs the execution path once so a booted sandbox answers its first script quickly
     (WebAssembly functions are compiled on first use). Leaves nothing behind."""
+    _interruptible_sleep()
     install_modules("_codemode_warm", {"__init__": "x = 1", "m": _WARM_MODULE})
     run(
         "from _codemode_warm import m\\nimport asyncio\\nawait asyncio.sleep(0)\\n"
