@@ -530,6 +530,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/deadline_test.ts"],
   },
   {
+    name: "a sandbox whose reads completed while the host stalled is stopped as not reading",
+    file: "src/sandbox/unread_answers.ts",
+    from: "    this.#timer = deadline(",
+    to:
+      "    this.#timer = ((f: () => void, ms: number, _o: unknown) => ({ clear: clearTimeout.bind(null, setTimeout(f, ms)) }))(",
+    tests: ["tests/unread_answers_test.ts"],
+  },
+  {
     name: "a deadline fires before the answer that came during a stall",
     file: "src/_util/deadline.ts",
     from: "timer = setTimeout(onExpire, IO_TURN_MS);",

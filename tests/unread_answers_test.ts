@@ -55,3 +55,22 @@ Deno.test("UnreadAnswers: stops a sandbox that stops reading, once; not one that
   assert.equal(stopped.length, 2);
   assert.match(stopped[1]!, /waiting for the script exceeded .*its memory limit/);
 });
+
+Deno.test("UnreadAnswers: a read that completed while the host stalled counts before the check", async () => {
+  const stopped: string[] = [];
+  const answers = new UnreadAnswers((m) => stopped.push(m), LIMITS);
+  // The sandbox reads its result at 30 ms (a pipe write completing); the host is busy from
+  // before then until well past the check, which falls due at 50 ms.
+  const child = new Deno.Command("sh", { args: ["-c", "sleep 0.03; echo"], stdout: "piped" })
+    .spawn();
+  const read = child.stdout.getReader().read().then(() => answers.read(150));
+  answers.writing(150);
+  const until = performance.now() + 300;
+  while (performance.now() < until) {
+    // stalled
+  }
+  await Promise.all([read, child.status]);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(stopped, [], "stopped for results it had read");
+  answers.close();
+});

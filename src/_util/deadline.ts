@@ -14,10 +14,19 @@ export interface Deadline {
   clear(): void;
 }
 
-export function deadline(onExpire: () => void, ms: number): Deadline {
-  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
-    timer = setTimeout(onExpire, IO_TURN_MS);
-  }, ms);
+/** `unref`: the deadline does not keep the process alive (as `Deno.unrefTimer`). */
+export function deadline(
+  onExpire: () => void,
+  ms: number,
+  options: { unref?: boolean } = {},
+): Deadline {
+  const started = (id: ReturnType<typeof setTimeout>) => {
+    if (options.unref) Deno.unrefTimer(id);
+    return id;
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined = started(setTimeout(() => {
+    timer = started(setTimeout(onExpire, IO_TURN_MS));
+  }, ms));
   return {
     clear: () => clearTimeout(timer),
   };

@@ -7,6 +7,7 @@
  * than its own memory limit could take in. While the host itself holds the sandbox still (a
  * person deciding on an approval, a session between scripts), it is not behind.
  */
+import { type Deadline, deadline } from "../_util/deadline.ts";
 
 export interface UnreadLimits {
   /** Past this, a sandbox that has read nothing for `stalledMs` (while results wait) is stopped. */
@@ -47,7 +48,7 @@ export function unreadVerdict(
 export class UnreadAnswers {
   #bytes = 0;
   #lastRead: number;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: Deadline | undefined;
   #over = false;
   /** Held still by the host: not behind however long it reads nothing. */
   #held = false;
@@ -89,7 +90,7 @@ export class UnreadAnswers {
   }
 
   close(): void {
-    clearTimeout(this.#timer);
+    this.#timer?.clear();
     this.#over = true;
   }
 
@@ -104,11 +105,15 @@ export class UnreadAnswers {
 
   #checkLater(): void {
     if (this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#check();
-      if (!this.#over && this.#bytes > this.limits.stalledBytes) this.#checkLater();
-    }, this.limits.stalledMs);
-    Deno.unrefTimer(this.#timer);
+    // A deadline: the reads that completed while the host was stalled count first.
+    this.#timer = deadline(
+      () => {
+        this.#timer = undefined;
+        this.#check();
+        if (!this.#over && this.#bytes > this.limits.stalledBytes) this.#checkLater();
+      },
+      this.limits.stalledMs,
+      { unref: true },
+    );
   }
 }
