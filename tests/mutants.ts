@@ -540,7 +540,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a deadline fires before the answer that came during a stall",
     file: "src/_util/deadline.ts",
-    from: "timer = setTimeout(onExpire, IO_TURN_MS);",
+    from: "timer = started(setTimeout(onExpire, IO_TURN_MS));",
     to: "onExpire();",
     tests: ["tests/deadline_test.ts"],
   },
