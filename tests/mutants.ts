@@ -980,8 +980,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a body that answers a notification or a ping answer is read, however long it lasts",
     file: "src/upstream/capped_fetch.ts",
-    from: "if (unread && response.ok) {",
-    to: "if (unread && !response.ok) {",
+    from: "if ((unread && response.ok) || sent.answersNothing) {",
+    to: 'if (legacy && method === "POST" && response.ok) {',
     tests: ["tests/upstream_reply_cap_test.ts"],
   },
   {
@@ -1078,6 +1078,13 @@ export const MUTATIONS: Mutation[] = [
     from: "whole.forget = options.streams.opened(sent.requestId, whole.end);",
     to: "",
     tests: ["tests/upstream_http_streams_test.ts"],
+  },
+  {
+    name: "a failed answer's body is read, however long it lasts",
+    file: "src/upstream/capped_fetch.ts",
+    from: "if ((unread && response.ok) || sent.answersNothing) {",
+    to: "if (unread && response.ok) {",
+    tests: ["tests/upstream_http_streams_test.ts", "tests/upstream_reply_cap_test.ts"],
   },
   {
     name: "an HTTP+SSE server's stream is reconnected as often as it likes",

@@ -105,8 +105,10 @@ export function cappedFetch(
       if (sent.answers) answering--;
     }
     if (!response.body) return response;
-    // Its body is not read (one that never ended kept its POST open for good).
-    if (unread && response.ok) {
+    // Its body is not read (one that never ended kept its POST open for good); nor an error
+    // body that answers a notification or an answer (a server that failed each answer at once
+    // with a body that never ended had a connection a ping, past the cap on answers waiting).
+    if ((unread && response.ok) || sent.answersNothing) {
       void response.body.cancel().catch(() => {});
       return responseWithBody(response, null);
     }

@@ -40,7 +40,9 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     const url = new URL(server.url);
     const requestInit = { headers: server.headers };
     if (server.transport === "sse") {
-      const fetchCapped = cappedFetch(fetch, { answersOnTheStream: true });
+      // Through fetchThatAborts too: a POST given up on (ACKNOWLEDGE_MS) must close its
+      // connection, which Deno's own fetch forgets once the response object is collected.
+      const fetchCapped = cappedFetch(fetchThatAborts, { answersOnTheStream: true });
       return { transport: new SSEClientTransport(url, { requestInit, fetch: fetchCapped }) };
     }
     const streams = new RequestStreams();
