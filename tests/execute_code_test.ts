@@ -145,6 +145,28 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
     const unknown = await server.execute({ code: "import no_such_module_zz" });
     assert.equal(unknown.diagnostics?.message, "No module named 'no_such_module_zz'");
   });
+  await t.step(
+    "an interrupt that comes as a sleep ends is raised once, where it returns",
+    async () => {
+      // What the host's interrupt does when it finds Python waiting, called by the script itself
+      // at the moment the race leaves it: the sleep already over, nothing left to cancel.
+      const r = await server.execute({
+        code: [
+          "import _codemode, time",
+          "_codemode.interrupt_waiting_script()",
+          "said = []",
+          "for _ in range(2):",
+          "    try:",
+          "        time.sleep(0)",
+          "        said.append('slept')",
+          "    except KeyboardInterrupt:",
+          "        said.append('interrupted')",
+          "said",
+        ].join("\n"),
+      });
+      assert.deepEqual(r.result, ["interrupted", "slept"], r.text);
+    },
+  );
   await t.step("a value that is not JSON comes back as its repr", async () => {
     const r = await server.execute({ code: "{1, 2}" });
     assert.equal(r.result, "{1, 2}");

@@ -578,6 +578,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "persistent sessions",
   },
   {
+    name: "an interrupt that comes as a sleep ends is lost, and the loop runs on",
+    file: "src/sandbox/prelude.py",
+    from: "        _raise_pending_interrupt()\n",
+    to: "",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
+    name: "one interrupt raises KeyboardInterrupt at every sleep after it",
+    file: "src/sandbox/prelude.py",
+    from: "pending, _interrupt_pending = _interrupt_pending, False",
+    to: "pending = _interrupt_pending",
+    tests: ["tests/execute_code_test.ts"],
+    filter: "reports errors",
+  },
+  {
     name: "a session's sandbox never says its script started",
     file: "src/sandbox/prelude.py",
     from: "started = _host().script_started",

@@ -553,8 +553,10 @@ def call_tool(server, tool, arguments):
         reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
     except Exception:
         if _interrupted_waiting:
+            _take_pending_interrupt()
             raise KeyboardInterrupt from None  # not to be taken by \`except Exception\`
         raise
+    _raise_pending_interrupt()  # interrupted as its answer came: see _interruptible_sleep
     return _decode_reply(server, tool, reply_json)
 
 
@@ -703,13 +705,28 @@ _outputs_empty = False
 
 
 _interrupted_waiting = False
+# An interrupt that found Python waiting and has not been raised in the script yet: raised by
+# the next blocking wait that returns, once (one interrupt, one KeyboardInterrupt, so a script
+# that catches it can still sleep or call a tool while it cleans up).
+_interrupt_pending = False
+
+
+def _raise_pending_interrupt():
+    if _take_pending_interrupt():
+        raise KeyboardInterrupt
+
+
+def _take_pending_interrupt():
+    global _interrupt_pending
+    pending, _interrupt_pending = _interrupt_pending, False
+    return pending
 
 
 def interrupt_waiting_script():
     """The host interrupted the script while it waited (an await, a tool call), when Python
     reads no interrupt: its tasks are cancelled, and \`run\` reports a KeyboardInterrupt."""
-    global _interrupted_waiting
-    _interrupted_waiting = True
+    global _interrupted_waiting, _interrupt_pending
+    _interrupted_waiting = _interrupt_pending = True
     for task in asyncio.all_tasks(asyncio.get_event_loop()):
         task.cancel()
 
@@ -784,11 +801,15 @@ def _interruptible_sleep():
 
     def interruptible(secs):
         try:
-            return sleep(secs)
+            sleep(secs)
         except BaseException:
             if _interrupted_waiting:
+                _take_pending_interrupt()
                 raise KeyboardInterrupt from None
             raise
+        # Interrupted as the sleep ended, before Python resumed: nothing was left to cancel,
+        # and the interrupt buffer was cleared (a \`while True: time.sleep(0.1)\` ran on).
+        _raise_pending_interrupt()
 
     interruptible._codemode = True
     interruptible.__name__ = interruptible.__qualname__ = "sleep"
@@ -1136,8 +1157,8 @@ def run(code, result_limit, scope=None, started=None):
     linecache.cache[SCRIPT] = (len(code), None, code.splitlines(True), SCRIPT)
     if scope is None:
         scope = new_scope()
-    global _interrupted_waiting
-    _interrupted_waiting = False
+    global _interrupted_waiting, _interrupt_pending
+    _interrupted_waiting = _interrupt_pending = False
     try:
         if started is not None:
             started()
