@@ -114,50 +114,58 @@ Deno.test("the README's first example is examples/try.py, and it runs against th
   assert.match(r.stdout, /^\[FILE\] hello\.txt\n\[FILE\] numbers\.csv\n\d+\n$/);
 });
 
-Deno.test("the README's own stdio client runs against this checkout", async () => {
+/**
+ * Runs the README's client example that names `transport`, unindented by `indent` spaces and
+ * with `replace` applied, from a folder outside the checkout (no config, no lock file of ours).
+ */
+async function runReadmeClient(
+  transport: string,
+  indent: number,
+  replace: (code: string) => string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
-  const block = /```ts\n((?:(?!```)[\s\S])*?StdioClientTransport[\s\S]*?)```/.exec(readme)?.[1];
-  assert.ok(block, "the README shows a stdio client");
-  const dir = await Deno.makeTempDir(); // outside the checkout: no config, no lock file of ours
-  const client = `${dir}/client.ts`;
-  await Deno.writeTextFile(client, block.replace(/^ {3}/gm, "").replaceAll("/path/to/repo", ROOT));
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", client],
-    cwd: dir,
-    env: childEnv(),
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr).slice(-2000));
-  assert.match(stdout, /isError: false/);
-  assert.match(stdout, /Allowed directories/, stdout);
-  await Deno.remove(dir, { recursive: true });
+  const block = new RegExp("```ts\\n((?:(?!```)[\\s\\S])*?" + transport + "[\\s\\S]*?)```")
+    .exec(readme)?.[1];
+  assert.ok(block, `the README shows a client with ${transport}`);
+  const dir = await Deno.makeTempDir();
+  try {
+    const client = `${dir}/client.ts`;
+    await Deno.writeTextFile(client, replace(block.replace(new RegExp(`^ {${indent}}`, "gm"), "")));
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--no-lock", client],
+      cwd: dir,
+      env: childEnv(),
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("the README's own stdio client runs against this checkout", async () => {
+  const out = await runReadmeClient(
+    "StdioClientTransport",
+    3,
+    (code) => code.replaceAll("/path/to/repo", ROOT),
+  );
+  assert.equal(out.code, 0, out.stderr.slice(-2000));
+  assert.match(out.stdout, /isError: false/);
+  assert.match(out.stdout, /Allowed directories/, out.stdout);
 });
 
 Deno.test("the README's own 2026-07-28 HTTP client runs against this checkout", async () => {
-  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
-  const block = /```ts\n((?:(?!```)[\s\S])*?StreamableHTTPClientTransport[\s\S]*?)```/.exec(readme)
-    ?.[1];
-  assert.ok(block, "the README shows an HTTP client");
   await using http = await startHttp();
-  const dir = await Deno.makeTempDir(); // outside the checkout: no config, no lock file of ours
-  const client = `${dir}/client.ts`;
-  const code = block.replace(/^ {2}/gm, "").replace("http://127.0.0.1:8788/mcp", http.url);
-  await Deno.writeTextFile(client, code);
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-lock", client],
-    cwd: dir,
-    env: childEnv(),
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  const stderr = new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, stderr.slice(-2000));
-  assert.match(stdout, /result: 42/, stdout);
-  assert.match(stderr, /working on it/, "the live output reached the client");
-  await Deno.remove(dir, { recursive: true });
+  const out = await runReadmeClient(
+    "StreamableHTTPClientTransport",
+    2,
+    (code) => code.replace("http://127.0.0.1:8788/mcp", http.url),
+  );
+  assert.equal(out.code, 0, out.stderr.slice(-2000));
+  assert.match(out.stdout, /result: 42/, out.stdout);
+  assert.match(out.stderr, /working on it/, "the live output reached the client");
 });
 
 Deno.test("doctor checks everything and exits 1 when something is broken", async () => {

@@ -4,12 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { deadline } from "../src/_util/deadline.ts";
-import { Sandbox } from "../src/sandbox/launcher.ts";
-import { silentLogger } from "../src/_util/log.ts";
-import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
-import { locateRuntime } from "../src/sandbox/runtime.ts";
-import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
-import { plainProfile } from "./_profiles.ts";
+import { sessionSandbox } from "./_sandbox.ts";
 
 function stall(ms: number): void {
   const until = performance.now() + ms;
@@ -45,15 +40,7 @@ Deno.test("a deadline cleared in its last step does not fire", async () => {
 });
 
 Deno.test("a session whose host stalls past the interrupt's grace keeps its state", async () => {
-  const runtime = locateRuntime();
-  await using sandbox = new Sandbox({
-    runtime,
-    snapshotPath: await ensureSnapshot(runtime, silentLogger),
-    log: silentLogger,
-    memory: directResidentMemory,
-    persistent: true,
-    profile: plainProfile("t"),
-  });
+  await using sandbox = await sessionSandbox();
   const run = { timeoutMs: 300, memoryBytes: 512 * 1024 * 1024, outputBytes: 65536 };
   // The host stalls just after it sends the interrupt and arms the grace it gives the script
   // (the only 2 s timer here), in that turn of its event loop: the script stops at once, and

@@ -5,13 +5,8 @@
  * script ended.
  */
 import assert from "node:assert/strict";
-import { silentLogger } from "../src/_util/log.ts";
-import { Sandbox } from "../src/sandbox/launcher.ts";
-import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
-import { locateRuntime } from "../src/sandbox/runtime.ts";
-import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { delay, ROOT, sandboxPids, startServer, writeConfig } from "./_helpers.ts";
-import { plainProfile } from "./_profiles.ts";
+import { sessionSandbox } from "./_sandbox.ts";
 
 /** CPU time (clock ticks) and resident memory (kB) of a process. */
 function usage(pid: number): { ticks: number; rssKb: number; state: string } {
@@ -76,15 +71,7 @@ Deno.test("a session's sandbox neither runs nor grows between its executions", a
 });
 
 Deno.test("an answer that comes after its script ended does not wake the session", async () => {
-  const runtime = locateRuntime();
-  await using sandbox = new Sandbox({
-    runtime,
-    snapshotPath: await ensureSnapshot(runtime, silentLogger),
-    log: silentLogger,
-    memory: directResidentMemory,
-    persistent: true,
-    profile: plainProfile("t"),
-  });
+  await using sandbox = await sessionSandbox();
   const run = { timeoutMs: 30_000, memoryBytes: 512 * 1024 * 1024, outputBytes: 65536 };
   // The script starts a call it does not wait for, and a timer that would spin. The call's
   // clock is held (as while a person decides) only once the script has ended: holding it
