@@ -580,7 +580,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "an interrupt that comes as a sleep ends is lost, and the loop runs on",
     file: "src/sandbox/prelude.py",
-    from: "        _raise_pending_interrupt()\n",
+    from:
+      "    if _interrupt_pending:\n        _interrupt_pending = False\n        raise KeyboardInterrupt\n",
     to: "",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
@@ -588,8 +589,9 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "one interrupt raises KeyboardInterrupt at every sleep after it",
     file: "src/sandbox/prelude.py",
-    from: "pending, _interrupt_pending = _interrupt_pending, False",
-    to: "pending = _interrupt_pending",
+    from:
+      "    if _interrupt_pending:\n        _interrupt_pending = False\n        raise KeyboardInterrupt\n",
+    to: "    if _interrupt_pending:\n        raise KeyboardInterrupt\n",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
   },
@@ -1003,8 +1005,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "an error body is read up to 10 MiB",
     file: "src/upstream/capped_fetch.ts",
-    from: "const most = response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES);",
-    to: "const most = maxBytes;",
+    from: ": bodyCap(response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES), budget);",
+    to: ": bodyCap(maxBytes, budget);",
     tests: ["tests/upstream_reply_cap_test.ts"],
   },
   {
@@ -1091,8 +1093,9 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a reply read whole stays open after its request is over",
     file: "src/upstream/capped_fetch.ts",
-    from: "whole.forget = options.streams.opened(sent.requestId, whole.end);",
-    to: "",
+    from: "cap.forget = noteRequest(cap.end);",
+    to:
+      'if (response.headers.get("content-type")?.includes("event-stream")) cap.forget = noteRequest(cap.end);',
     tests: ["tests/upstream_http_streams_test.ts"],
   },
   {

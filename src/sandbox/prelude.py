@@ -153,14 +153,8 @@ def _decode_reply(server, tool, reply_json):
 
 def call_tool(server, tool, arguments):
     """Calls an upstream tool and blocks until it answers."""
-    try:
-        reply_json = run_sync(_host().call_tool(server, tool, _dumps(arguments)))
-    except Exception:
-        if _interrupted_waiting:
-            _take_pending_interrupt()
-            raise KeyboardInterrupt from None  # not to be taken by `except Exception`
-        raise
-    _raise_pending_interrupt()  # interrupted as its answer came: see _interruptible_sleep
+    reply_json = _wait_interruptibly(
+        lambda: run_sync(_host().call_tool(server, tool, _dumps(arguments))))
     return _decode_reply(server, tool, reply_json)
 
 
@@ -315,15 +309,24 @@ _interrupted_waiting = False
 _interrupt_pending = False
 
 
-def _raise_pending_interrupt():
-    if _take_pending_interrupt():
-        raise KeyboardInterrupt
-
-
-def _take_pending_interrupt():
+def _wait_interruptibly(wait):
+    """Runs a blocking wait of the script (a tool call, a sleep) and returns what it returns.
+    An interrupt that found it waiting is raised where it returns, as KeyboardInterrupt (not to
+    be taken by `except Exception`), once: whatever the cancelled wait raised, and also when it
+    came as the wait ended, before Python resumed, with nothing left to cancel and the
+    interrupt buffer cleared (a `while True: time.sleep(0.1)` ran on until it was killed)."""
     global _interrupt_pending
-    pending, _interrupt_pending = _interrupt_pending, False
-    return pending
+    try:
+        result = wait()
+    except BaseException:
+        if _interrupted_waiting:
+            _interrupt_pending = False
+            raise KeyboardInterrupt from None
+        raise
+    if _interrupt_pending:
+        _interrupt_pending = False
+        raise KeyboardInterrupt
+    return result
 
 
 def interrupt_waiting_script():
@@ -404,16 +407,7 @@ def _interruptible_sleep():
         return
 
     def interruptible(secs):
-        try:
-            sleep(secs)
-        except BaseException:
-            if _interrupted_waiting:
-                _take_pending_interrupt()
-                raise KeyboardInterrupt from None
-            raise
-        # Interrupted as the sleep ended, before Python resumed: nothing was left to cancel,
-        # and the interrupt buffer was cleared (a `while True: time.sleep(0.1)` ran on).
-        _raise_pending_interrupt()
+        _wait_interruptibly(lambda: sleep(secs))
 
     interruptible._codemode = True
     interruptible.__name__ = interruptible.__qualname__ = "sleep"

@@ -82,6 +82,11 @@ export function cappedFetch(
     const sent = postedMessage(init?.body);
     // A request given up on (its timeout, or its script ended): nobody reads its stream.
     if (sent.cancels !== undefined) options.streams?.end(sent.cancels);
+    /** Notes how the request this POST sends is ended, if it sends one; returns the forget. */
+    const noteRequest = (end: () => void) =>
+      sent.requestId !== undefined && options.streams
+        ? options.streams.opened(sent.requestId, end)
+        : () => {};
     // A notification or an answer (to the server's ping), or any POST of the older transport,
     // gets nothing back the SDK uses when it is accepted.
     const unread = sent.answersNothing || (legacy && method === "POST");
@@ -93,9 +98,7 @@ export function cappedFetch(
     const abort = new AbortController();
     const signals = [abort.signal, ...(init?.signal ? [init.signal] : [])];
     if (unread) signals.push(AbortSignal.timeout(options.acknowledgeMs ?? ACKNOWLEDGE_MS));
-    const pending = sent.requestId !== undefined && options.streams
-      ? options.streams.opened(sent.requestId, () => abort.abort(new Error("its request is over")))
-      : () => {};
+    const pending = noteRequest(() => abort.abort(new Error("its request is over")));
     if (sent.answers) answering++;
     let response: Response;
     try {
@@ -112,20 +115,12 @@ export function cappedFetch(
       void response.body.cancel().catch(() => {});
       return responseWithBody(response, null);
     }
-    if (!readAsEvents(response, method, legacy ? undefined : sent.requestId)) {
-      const most = response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES);
-      // A body read whole is a request's stream too: one that never ends (a space every few
-      // seconds) stayed open after its call timed out, a connection each.
-      const whole = bodyCap(most, budget);
-      if (sent.requestId !== undefined && options.streams) {
-        whole.forget = options.streams.opened(sent.requestId, whole.end);
-      }
-      return responseWithBody(response, response.body.pipeThrough(whole.stream));
-    }
-    const cap = eventCap(maxBytes, sent.requestId, budget);
-    if (sent.requestId !== undefined && options.streams) {
-      cap.forget = options.streams.opened(sent.requestId, cap.end);
-    }
+    // A body read whole is a request's stream too: one that never ends (a space every few
+    // seconds) stayed open after its call timed out, a connection each.
+    const cap = readAsEvents(response, method, legacy ? undefined : sent.requestId)
+      ? eventCap(maxBytes, sent.requestId, budget)
+      : bodyCap(response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES), budget);
+    cap.forget = noteRequest(cap.end);
     return responseWithBody(response, response.body.pipeThrough(cap.stream));
   };
 }
