@@ -524,9 +524,9 @@ export const MUTATIONS: Mutation[] = [
     name:
       "a host that stalls past an interrupt's grace kills the session whose answer came in time",
     file: "src/sandbox/launcher.ts",
-    from: 'this.#grace = deadline(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);',
-    to:
-      'this.#grace = { clear: clearTimeout.bind(null, setTimeout(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS)) };',
+    from:
+      "this.#grace = halfway\n      ? deadline(() => {\n        halfway();\n        this.#grace = deadline(halt, INTERRUPT_GRACE_MS / 2);\n      }, INTERRUPT_GRACE_MS / 2)\n      : deadline(halt, INTERRUPT_GRACE_MS);",
+    to: "this.#grace = { clear: clearTimeout.bind(null, setTimeout(halt, INTERRUPT_GRACE_MS)) };",
     tests: ["tests/deadline_test.ts"],
   },
   {
@@ -594,6 +594,14 @@ export const MUTATIONS: Mutation[] = [
     to: "    if _interrupt_pending:\n        raise KeyboardInterrupt\n",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
+  },
+  {
+    name: "an interrupt lost on its way is not sent again",
+    file: "src/sandbox/launcher.ts",
+    from: "        halfway();\n",
+    to: "",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
   },
   {
     name: "a session's sandbox never says its script started",

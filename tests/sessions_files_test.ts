@@ -219,8 +219,8 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     "a script that will not stop is killed and the session says its state is lost",
     async () => {
       const stubborn = await server.execute({
-        code:
-          "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass",
+        code: "n = 0\nwhile True:\n    try:\n        while True:\n            pass\n" +
+          "    except KeyboardInterrupt:\n        n += 1\n        print('interrupted', n, flush=True)",
         session_id: s1,
         timeout_s: 1,
       });
@@ -232,6 +232,8 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
         ),
       );
       assert.equal(stubborn.session_id, undefined, "no session to continue");
+      // The interrupt is sent again halfway through the grace, in case the first was lost.
+      assert.equal(stubborn.stdout, "interrupted 1\ninterrupted 2\n", stubborn.text);
       const gone = await server.execute({ code: "1", session_id: s1 });
       assert.match(gone.diagnostics!.message, /^No open session/);
     },
