@@ -121,6 +121,15 @@ export const MUTATIONS: Mutation[] = [
     filter: "refuses",
   },
   {
+    name: "a removed folder of one profile stops the whole start",
+    file: "src/sandbox/profile.ts",
+    from:
+      '    throw new FolderCheckError(\n      `Cannot load ${where}.host: "${hostRaw}" does not exist',
+    to: '    throw new TypeError(\n      `Cannot load ${where}.host: "${hostRaw}" does not exist',
+    tests: ["tests/profiles_test.ts"],
+    filter: "removes another profile",
+  },
+  {
     name: "write access over trusted paths loads",
     file: "src/sandbox/profile.ts",
     from: 'if (mode === "rw" && overlaps(host, guarded)) {',

@@ -283,3 +283,39 @@ Deno.test("what a script leaves in a read-write folder cannot stop the next star
   assert.match(server.stderr(), /profile "workspace" is unavailable/);
   await Deno.remove(root, { recursive: true });
 });
+
+Deno.test("a script that removes another profile's folder cannot stop the next start", async () => {
+  // "shared" may write /data; "reports" reads /data/reports. A script under "shared" removed
+  // that folder, and the next start refused the whole server for the missing folder.
+  const root = Deno.realPathSync(await Deno.makeTempDir());
+  for (const dir of ["permissions", "data/reports"]) {
+    await Deno.mkdir(`${root}/${dir}`, { recursive: true });
+  }
+  await Deno.writeTextFile(`${root}/permissions/default.json`, "{}");
+  await Deno.writeTextFile(
+    `${root}/permissions/shared.json`,
+    JSON.stringify({ folders: [{ host: "../data", mount: "/data", mode: "rw" }] }),
+  );
+  await Deno.writeTextFile(
+    `${root}/permissions/reports.json`,
+    JSON.stringify({ folders: [{ host: "../data/reports", mount: "/reports", mode: "ro" }] }),
+  );
+  const config = await writeConfig(root, {
+    settings: { pool_size: 1, permissions_dir: "permissions" },
+  });
+  {
+    await using server = await startServer({ args: ["--config", config] });
+    const removed = await server.execute({
+      profile: "shared",
+      code: "import os\nos.rmdir('/data/reports')\nos.listdir('/data')",
+    });
+    assert.deepEqual(removed.result, [], removed.text);
+  }
+  await using server = await startServer({ args: ["--config", config] });
+  const refused = await server.execute({ profile: "reports", code: "1" });
+  assert.equal(refused.diagnostics?.error_type, "POLICY_VIOLATION", refused.text);
+  assert.match(refused.diagnostics!.message, /^Profile "reports" is unavailable: .*does not exist/);
+  assert.equal((await server.execute({ code: "6 * 7" })).result, 42, "the default profile works");
+  assert.equal((await server.execute({ profile: "shared", code: "1 + 1" })).result, 2);
+  await Deno.remove(root, { recursive: true });
+});

@@ -169,8 +169,9 @@ export interface ResolveContext {
 }
 
 /**
- * A folder refused for what it holds now (a link that may lead out, too many entries to check),
- * not for what the profile says: a script with write access there can cause it.
+ * A folder refused for what it holds now (a link that may lead out, too many entries to check)
+ * or for being gone, not for what the profile says: a script with write access there (or above
+ * it) can cause it.
  */
 export class FolderCheckError extends TypeError {}
 
@@ -278,9 +279,11 @@ function resolveFolder(item: unknown, where: string, ctx: ResolveContext): Folde
   } catch (cause) {
     const resolved = hostRaw === joined ? "" : ` (${joined}: a relative path starts from the ` +
       "profile's folder)";
-    throw new TypeError(`Cannot load ${where}.host: "${hostRaw}" does not exist${resolved}`, {
-      cause,
-    });
+    // A FolderCheckError: a script with write access above the folder could have removed it.
+    throw new FolderCheckError(
+      `Cannot load ${where}.host: "${hostRaw}" does not exist${resolved}`,
+      { cause },
+    );
   }
   if (host.includes(",")) {
     throw new TypeError(`Cannot load ${where}.host: "${host}" contains a comma`);
