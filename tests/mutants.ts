@@ -121,6 +121,21 @@ export const MUTATIONS: Mutation[] = [
     filter: "refuses",
   },
   {
+    name: "an interrupt during a blocking wait is raised in the event loop's callbacks",
+    file: "src/sandbox/prelude.py",
+    from: "    if _in_blocking_wait:\n        _interrupt_pending = True\n        return",
+    to: "    if False:\n        _interrupt_pending = True\n        return",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions",
+  },
+  {
+    name: "Python reads the interrupt buffer as CPython does (read, then write 0)",
+    file: "src/sandbox/interrupt_listener.ts",
+    from: "get: () => buffer[0] === 0 ? 0 : Atomics.exchange(buffer, 0, 0),\n    set: () => {},",
+    to: "get: () => buffer[0],\n    set: (value: number) => {\n      buffer[0] = value;\n    },",
+    tests: ["tests/interrupt_buffer_test.ts"],
+  },
+  {
     name: "a removed folder of one profile stops the whole start",
     file: "src/sandbox/profile.ts",
     from:
@@ -533,9 +548,9 @@ export const MUTATIONS: Mutation[] = [
     name:
       "a host that stalls past an interrupt's grace kills the session whose answer came in time",
     file: "src/sandbox/launcher.ts",
-    from:
-      "this.#grace = halfway\n      ? deadline(() => {\n        halfway();\n        this.#grace = deadline(halt, INTERRUPT_GRACE_MS / 2);\n      }, INTERRUPT_GRACE_MS / 2)\n      : deadline(halt, INTERRUPT_GRACE_MS);",
-    to: "this.#grace = { clear: clearTimeout.bind(null, setTimeout(halt, INTERRUPT_GRACE_MS)) };",
+    from: 'this.#grace = deadline(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);',
+    to:
+      'this.#grace = { clear: clearTimeout.bind(null, setTimeout(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS)) };',
     tests: ["tests/deadline_test.ts"],
   },
   {
@@ -603,14 +618,6 @@ export const MUTATIONS: Mutation[] = [
     to: "    if _interrupt_pending:\n        raise KeyboardInterrupt\n",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
-  },
-  {
-    name: "an interrupt lost on its way is not sent again",
-    file: "src/sandbox/launcher.ts",
-    from: "        halfway();\n",
-    to: "",
-    tests: ["tests/sessions_files_test.ts"],
-    filter: "persistent sessions",
   },
   {
     name: "a session's sandbox never says its script started",

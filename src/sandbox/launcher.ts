@@ -463,32 +463,18 @@ export class Sandbox implements AsyncDisposable {
   }
 
   #signalInterrupt(): void {
-    const signal = () => {
-      try {
-        this.#process.kill(INTERRUPT_SIGNAL);
-      } catch {
-        // already gone: the exit is reported as a crash
-      }
-    };
-    signal();
-    this.#startGrace(signal);
+    try {
+      this.#process.kill(INTERRUPT_SIGNAL);
+    } catch {
+      // already gone: the exit is reported as a crash
+    }
+    this.#startGrace();
   }
 
-  /**
-   * Kills the sandbox if the script has not stopped within INTERRUPT_GRACE_MS. `halfway` (the
-   * interrupt, sent again) runs at half that time: an interrupt lost on its way was seen on a
-   * loaded CI machine (a `while True: pass` outlived the grace), and its cause is not known.
-   */
-  #startGrace(halfway?: () => void): void {
+  #startGrace(): void {
     this.#grace?.clear();
     const message = `${this.#interrupted}; it did not stop when interrupted`;
-    const halt = () => this.#halt("TIMEOUT", message);
-    this.#grace = halfway
-      ? deadline(() => {
-        halfway();
-        this.#grace = deadline(halt, INTERRUPT_GRACE_MS / 2);
-      }, INTERRUPT_GRACE_MS / 2)
-      : deadline(halt, INTERRUPT_GRACE_MS);
+    this.#grace = deadline(() => this.#halt("TIMEOUT", message), INTERRUPT_GRACE_MS);
   }
 
   /** Ends the running script, if any, as `reason` says, and the process with it. */

@@ -41,7 +41,7 @@ import {
 } from "../rpc/sandbox_protocol.ts";
 import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import { readSparseTable, SNAPSHOT_HEADER_BYTES, sparseTableBytes } from "./snapshot_format.ts";
-import { INTERRUPT_LISTENER_JS } from "./interrupt_listener.ts";
+import { INTERRUPT_LISTENER_JS, takenAtomically } from "./interrupt_listener.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 import { redirectConsole } from "../_util/console_redirect.ts";
 
@@ -308,7 +308,7 @@ async function listenForInterrupts(
   onInterrupt: () => void,
 ): Promise<Int32Array> {
   const buffer = new Int32Array(new SharedArrayBuffer(4));
-  pyodide.setInterruptBuffer(buffer);
+  pyodide.setInterruptBuffer(takenAtomically(buffer));
   const source = new Blob([INTERRUPT_LISTENER_JS], { type: "application/javascript" });
   const listener = new Worker(URL.createObjectURL(source), { type: "module" });
   await new Promise<void>((resolve) => {

@@ -405,7 +405,7 @@ Embedded into TypeScript as src/sandbox/prelude_py.ts by \`deno task generate\`.
 changes the snapshot key, so the snapshot is rebuilt on next start.
 """
 import ast, asyncio, base64, builtins, gc, importlib, importlib.abc, importlib.util, json
-import linecache, os, shutil, sys, traceback, types
+import linecache, os, shutil, signal, sys, traceback, types
 import inspect
 from pyodide.ffi import run_sync
 
@@ -705,24 +705,48 @@ _interrupted_waiting = False
 _interrupt_pending = False
 
 
+# Whether the script is suspended in a blocking wait (see _on_interrupt).
+_in_blocking_wait = False
+
+
 def _wait_interruptibly(wait):
     """Runs a blocking wait of the script (a tool call, a sleep) and returns what it returns.
     An interrupt that found it waiting is raised where it returns, as KeyboardInterrupt (not to
     be taken by \`except Exception\`), once: whatever the cancelled wait raised, and also when it
     came as the wait ended, before Python resumed, with nothing left to cancel and the
     interrupt buffer cleared (a \`while True: time.sleep(0.1)\` ran on until it was killed)."""
-    global _interrupt_pending
+    global _interrupt_pending, _in_blocking_wait
+    outer = _in_blocking_wait
+    _in_blocking_wait = True
     try:
         result = wait()
     except BaseException:
+        _in_blocking_wait = outer
         if _interrupted_waiting:
             _interrupt_pending = False
             raise KeyboardInterrupt from None
         raise
+    _in_blocking_wait = outer
     if _interrupt_pending:
         _interrupt_pending = False
         raise KeyboardInterrupt
     return result
+
+
+def _on_interrupt(signum, frame):
+    """Python's SIGINT handler, which the host's interrupt runs: KeyboardInterrupt where the
+    script runs. While the script is suspended in a blocking wait, the Python that runs is the
+    event loop's callbacks, the one that resolves the wait among them (Pyodide's
+    \`_future_helper.set_result\`): a KeyboardInterrupt there was dropped with the resolution, and
+    the wait never ended, nor the script (1 interrupt in 12 of a \`while True: time.sleep(0.1)\`,
+    half of them with sleeps of 1 ms; the session was then killed). So it waits: the main
+    thread, told of the interrupt too, ends the wait (interrupt_waiting_script), or the wait
+    raises it as it returns."""
+    global _interrupt_pending
+    if _in_blocking_wait:
+        _interrupt_pending = True
+        return
+    raise KeyboardInterrupt
 
 
 def interrupt_waiting_script():
@@ -816,6 +840,7 @@ def warm_up():
     """Runs the execution path once so a booted sandbox answers its first script quickly
     (WebAssembly functions are compiled on first use). Leaves nothing behind."""
     _interruptible_sleep()
+    signal.signal(signal.SIGINT, _on_interrupt)
     install_modules("_codemode_warm", {"__init__": "x = 1", "m": _WARM_MODULE})
     run(
         "from _codemode_warm import m\\nimport asyncio\\nawait asyncio.sleep(0)\\n"
@@ -1319,6 +1344,14 @@ self.onmessage = (event) => {
   self.postMessage("listening");
 };
 `;
+function takenAtomically(buffer) {
+  const view = Object.defineProperty({}, 0, {
+    get: () => buffer[0] === 0 ? 0 : Atomics.exchange(buffer, 0, 0),
+    set: () => {
+    }
+  });
+  return view;
+}
 
 // src/_util/write_all.ts
 var encoder = new TextEncoder();
@@ -1496,7 +1529,7 @@ function dropAllPermissions() {
 }
 async function listenForInterrupts(pyodide, onInterrupt) {
   const buffer = new Int32Array(new SharedArrayBuffer(4));
-  pyodide.setInterruptBuffer(buffer);
+  pyodide.setInterruptBuffer(takenAtomically(buffer));
   const source = new Blob([
     INTERRUPT_LISTENER_JS
   ], {
