@@ -136,6 +136,13 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/interrupt_buffer_test.ts"],
   },
   {
+    name: "answers pass half a surrogate pair on to the client",
+    file: "src/host/well_formed_answers.ts",
+    from: "return (value.isWellFormed() ? value : value.toWellFormed()) as T;",
+    to: "return value;",
+    tests: ["tests/small_promises_test.ts"],
+  },
+  {
     name: "a removed folder of one profile stops the whole start",
     file: "src/sandbox/profile.ts",
     from:

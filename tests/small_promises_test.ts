@@ -26,6 +26,20 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
     }
   });
 
+  await t.step(
+    "results and errors are well-formed Unicode: half a character becomes U+FFFD",
+    async () => {
+      // JSON escapes a lone surrogate, but a client decoding to UTF-8 (the Python SDK) cannot
+      // read the message, and waits for it until its timeout.
+      const r = await server.execute({ code: "{'\\ud800key': ['\\ud800x', 'ok \\U0001F600']}" });
+      assert.deepEqual(r.result, { "\uFFFDkey": ["\uFFFDx", "ok \u{1F600}"] });
+      assert.ok(r.text.isWellFormed(), r.text);
+      const failed = await server.execute({ code: "raise ValueError('bad \\udc00 half')" });
+      assert.match(failed.diagnostics!.message, /bad \uFFFD half/);
+      assert.ok(failed.text.isWellFormed());
+    },
+  );
+
   await t.step("integers beyond 2**53 come back exactly, as digit strings", async () => {
     const r = await server.execute({ code: "[2**100, -(2**60), 2**53 - 1, True]" });
     assert.deepEqual(r.result, [

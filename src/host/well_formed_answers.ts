@@ -1,0 +1,51 @@
+/**
+ * Every answer the server gives is well-formed Unicode. A script's result or error, or an
+ * upstream's text passed on, may hold half a surrogate pair (`'\ud800'`): JSON escapes it, but a
+ * client that decodes strings to UTF-8 (the Python SDK; Rust's serde_json refuses the escape) cannot
+ * read the message, and waits for its answer until it times out. Such halves become U+FFFD.
+ */
+import type { McpServer } from "@modelcontextprotocol/server";
+
+/**
+ * Makes every request handler of `server` answer with well-formed strings, results and error
+ * messages alike. Call it before registering anything: it wraps the handlers as they are
+ * installed.
+ */
+export function answerWellFormed(server: McpServer): void {
+  const low = server.server;
+  const setRequestHandler = low.setRequestHandler.bind(low) as (...args: unknown[]) => void;
+  low.setRequestHandler = ((method: string, ...rest: unknown[]) => {
+    const handler = rest.at(-1) as (...args: unknown[]) => unknown;
+    rest[rest.length - 1] = async (...args: unknown[]) => {
+      try {
+        return wellFormed(await handler(...args));
+      } catch (error) {
+        if (error instanceof Error) error.message = error.message.toWellFormed();
+        throw error;
+      }
+    };
+    setRequestHandler(method, ...rest);
+  }) as typeof low.setRequestHandler;
+}
+
+/** `value` with every string (and key) well-formed; what needs no change is returned as is. */
+export function wellFormed<T>(value: T): T {
+  if (typeof value === "string") return (value.isWellFormed() ? value : value.toWellFormed()) as T;
+  if (Array.isArray(value)) {
+    const items = value.map(wellFormed);
+    return (items.every((item, i) => item === value[i]) ? value : items) as T;
+  }
+  if (value === null || typeof value !== "object" || !isPlain(value)) return value;
+  let changed = false;
+  const entries = Object.entries(value).map(([key, item]) => {
+    const fixed: [string, unknown] = [wellFormed(key), wellFormed(item)];
+    if (fixed[0] !== key || fixed[1] !== item) changed = true;
+    return fixed;
+  });
+  return (changed ? Object.fromEntries(entries) : value) as T;
+}
+
+function isPlain(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
