@@ -143,6 +143,20 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/small_promises_test.ts"],
   },
   {
+    name: "answers queue up for a stdio server that does not read",
+    file: "src/upstream/upstream_requests.ts",
+    from: "if (isAnswer(message) && stdinFull()) return Promise.resolve();",
+    to: "if (false) return Promise.resolve();",
+    tests: ["tests/upstream_requests_test.ts"],
+  },
+  {
+    name: "a stdio server's requests are all handled, however many",
+    file: "src/upstream/upstream_requests.ts",
+    from: "if (isRequest(message) && !bucket.take()) return;",
+    to: "if (false) return;",
+    tests: ["tests/upstream_requests_test.ts"],
+  },
+  {
     name: "a removed folder of one profile stops the whole start",
     file: "src/sandbox/profile.ts",
     from:
@@ -2332,8 +2346,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "upstream replies are read by the SDK's quadratic read buffer",
     file: "src/upstream/transport.ts",
-    from: "const transport = readLinesLinearly(",
-    to: "const transport = ((t) => t)(",
+    from: "readLinesLinearly(stdio),",
+    to: "stdio,",
     tests: ["tests/message_lines_test.ts"],
   },
   {

@@ -17,6 +17,7 @@ import { flooredReconnects } from "./reconnect_floor.ts";
 import { denoCommand } from "./deno_command.ts";
 import { serverEnvironment } from "./network_env.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
+import { answersOnlyWhileRead, requestsAtABoundedRate } from "./upstream_requests.ts";
 
 export type TransportFactory = (server: ServerConfig) => {
   transport: Transport;
@@ -33,7 +34,8 @@ export type TransportFactory = (server: ServerConfig) => {
  * is how a 2026-07-28 server is told. Every message is bounded, and all that one server's
  * replies hold at once (capped_fetch.ts, reply_budget.ts); a request's event stream ends once
  * it is answered or cancelled (request_streams.ts), and a server's `retry:` is floored
- * (reconnect_floor.ts).
+ * (reconnect_floor.ts). A stdio child that stops reading is sent no answers to its own requests,
+ * and its requests are taken at a bounded rate (upstream_requests.ts).
  */
 export const defaultTransportFactory: TransportFactory = (server) => {
   if (server.kind === "http") {
@@ -59,15 +61,18 @@ export const defaultTransportFactory: TransportFactory = (server) => {
   const env = serverEnvironment(base, readEnv, server.env);
   // A code mode server down the line knows how deep it is, and refuses an endless chain.
   env[NESTING_VARIABLE] = childNesting(readEnv(NESTING_VARIABLE));
-  const transport = readLinesLinearly(
-    new StdioClientTransport({
-      command: denoCommand(server.command),
-      args: server.args,
-      env,
-      cwd: server.cwd,
-      stderr: "pipe",
-    }),
-  );
+  const stdio = new StdioClientTransport({
+    command: denoCommand(server.command),
+    args: server.args,
+    env,
+    cwd: server.cwd,
+    stderr: "pipe",
+  });
+  const child = stdio as unknown as { _process?: { stdin?: { writableNeedDrain: boolean } } };
+  const transport = requestsAtABoundedRate(answersOnlyWhileRead(
+    readLinesLinearly(stdio),
+    () => child._process?.stdin?.writableNeedDrain === true,
+  ));
   return {
     transport,
     onStderr: (listener) => {
