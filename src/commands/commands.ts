@@ -325,9 +325,8 @@ function checkListenable(host: string, port: number): void {
   } catch (error) {
     const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
     if (error instanceof Deno.errors.AddrInUse) {
-      throw new UsageError(
-        `cannot listen on ${where}: the address is in use (pick another --port)`,
-      );
+      // Not a usage error (exit 1): the same command works once the port is free.
+      throw new Error(`cannot listen on ${where}: the address is in use (pick another --port)`);
     }
     if (error instanceof Deno.errors.AddrNotAvailable) {
       throw new UsageError(`cannot listen on ${where}: not an address of this machine (--host)`);
