@@ -272,6 +272,29 @@ Deno.test("a server whose stdin closes while it waits for the opening stops", as
   }
 });
 
+Deno.test("attack: a line that is JSON but no JSON-RPC message is answered, not left waiting", async () => {
+  // The SDK's transport dropped these with a log line, and the client waited until its timeout.
+  const invalid = [
+    [{ jsonrpc: "2.0", id: 3, method: "ping" }, { jsonrpc: "2.0", id: 4, method: "ping" }],
+    { jsonrpc: "2.0", id: null, method: "ping" },
+    { jsonrpc: "2.0", id: { a: 1 }, method: "ping" },
+    { jsonrpc: "2.0", id: 2 ** 60, method: "ping" },
+    { jsonrpc: "2.0", id: 1.5, method: "ping" },
+    { jsonrpc: "2.0", id: true, method: "ping" },
+    { id: "no-version", method: "ping" },
+    { jsonrpc: "2.0", id: null, result: {} }, // looks like an answer: not answered
+  ];
+  const messages = await rawSession(
+    [initialize({}, 1), ...invalid, { jsonrpc: "2.0", id: 9, method: "ping" }],
+    (m) => answersTo(m, 9).length > 0 && m.filter((a) => "error" in a).length >= 7,
+  );
+  const errors = messages.filter((m) => "error" in m);
+  assert.deepEqual(errors.map((m) => m.id), [null, null, null, 2 ** 60, 1.5, null, "no-version"]);
+  for (const m of errors) assert.equal((m.error as { code: number }).code, -32600);
+  assert.match((errors[0]!.error as { message: string }).message, /batches are not supported/);
+  assert.deepEqual(answersTo(messages, 9)[0]!.result, {}, "the connection goes on");
+});
+
 Deno.test("a client that waits before its initialize is answered by the SDK, once", async () => {
   const messages = await rawSession(
     [

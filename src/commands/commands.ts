@@ -30,6 +30,7 @@ import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
+import { invalidRequestAnswer } from "../rpc/invalid_request.ts";
 import { counted } from "../_util/counted.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
@@ -122,13 +123,18 @@ export async function serveUnavailable(
 }
 
 /**
- * The MCP stdio connection: lines read in linear time (one that is not JSON warned of), messages
+ * The MCP stdio connection: lines read in linear time (one that is not JSON warned of, one that is
+ * no JSON-RPC message answered with Invalid Request), messages
  * written without blocking the host (see async_stdout.ts); a client that leaves too much unread
  * is taken to be gone.
  */
 function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServerTransport {
   const stdout = asyncStdout({ onGone: (why) => void stop(why) });
-  return readLinesLinearly(new StdioServerTransport(process.stdin, stdout), notJsonWarning(log));
+  const transport = new StdioServerTransport(process.stdin, stdout);
+  return readLinesLinearly(transport, notJsonWarning(log), (value) => {
+    const answer = invalidRequestAnswer(value);
+    if (answer) void transport.send(answer).catch(() => {});
+  });
 }
 
 /** Calls `stop` once the client closes stdin (one that stops reading: see async_stdout.ts). */

@@ -29,6 +29,8 @@ export class MessageLines implements ReadBufferLike {
     readonly maxBytes = MAX_MESSAGE_BYTES,
     /** Told of each line skipped because it is not JSON (its start). */
     readonly onSkipped?: (start: string) => void,
+    /** Told of each line skipped because it is JSON but no JSON-RPC message (its value). */
+    readonly onInvalid?: (value: unknown) => void,
   ) {}
 
   append(chunk: Uint8Array): void {
@@ -54,7 +56,10 @@ export class MessageLines implements ReadBufferLike {
     this.#size += bytes.length;
   }
 
-  /** The next message, or null; a line that is not JSON is skipped (as the SDK does). */
+  /**
+   * The next message, or null; a line that is not JSON is skipped (as the SDK does), and so is
+   * one that is no JSON-RPC message when `onInvalid` is given (the SDK throws).
+   */
   readMessage(): JSONRPCMessage | null {
     while (this.#lines.length > 0) {
       const line = this.#decoder.decode(this.#lines.shift()!).replace(/\r$/, "");
@@ -65,7 +70,8 @@ export class MessageLines implements ReadBufferLike {
           this.onSkipped?.(line.slice(0, 80));
           continue;
         }
-        throw error;
+        if (!this.onInvalid) throw error;
+        this.onInvalid(JSON.parse(line));
       }
     }
     return null;
@@ -87,11 +93,12 @@ export class MessageLines implements ReadBufferLike {
 export function readLinesLinearly<T extends object>(
   transport: T,
   onSkipped?: (start: string) => void,
+  onInvalid?: (value: unknown) => void,
 ): T {
   const holder = transport as unknown as { _readBuffer?: ReadBufferLike };
   if (typeof holder._readBuffer?.readMessage !== "function") {
     throw new TypeError("this transport has no read buffer to replace");
   }
-  holder._readBuffer = new MessageLines(MAX_MESSAGE_BYTES, onSkipped);
+  holder._readBuffer = new MessageLines(MAX_MESSAGE_BYTES, onSkipped, onInvalid);
   return transport;
 }
