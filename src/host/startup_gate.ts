@@ -5,6 +5,7 @@
  * upstream server; a `tools/list` waits for the tool index it describes.
  */
 import type { McpServer } from "@modelcontextprotocol/server";
+import { wrapRequestHandlers } from "./request_handlers.ts";
 
 const HELD = /^(tools|resources)\//;
 
@@ -18,17 +19,12 @@ export function holdUntilStarted(server: McpServer, started: Promise<void>): voi
     () => null,
     (error) => new Error(`Cannot serve: the server failed to start (${(error as Error).message})`),
   );
-  const low = server.server;
-  const setRequestHandler = low.setRequestHandler.bind(low) as (...args: unknown[]) => void;
-  low.setRequestHandler = ((method: string, ...rest: unknown[]) => {
-    if (HELD.test(method)) {
-      const handler = rest.at(-1) as (...args: unknown[]) => unknown;
-      rest[rest.length - 1] = async (...args: unknown[]) => {
+  wrapRequestHandlers(server, (method, handler) =>
+    HELD.test(method)
+      ? async (...args) => {
         const error = await failed;
         if (error) throw error;
         return handler(...args);
-      };
-    }
-    setRequestHandler(method, ...rest);
-  }) as typeof low.setRequestHandler;
+      }
+      : handler);
 }

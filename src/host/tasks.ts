@@ -18,6 +18,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { type RequestHandler, wrapRequestHandlers } from "./request_handlers.ts";
 
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 /** How often a client is asked to poll. */
@@ -180,13 +181,13 @@ export interface TaskServing {
 export function serveLongCallsAsTasks(server: McpServer, serving: TaskServing): void {
   const low = server.server;
   low.registerCapabilities({ extensions: { [TASKS_EXTENSION]: {} } });
-  const setRequestHandler = low.setRequestHandler.bind(low) as (...args: unknown[]) => void;
-  low.setRequestHandler = ((method: string, ...rest: unknown[]) => {
-    if (method === "tools/call") {
-      rest[rest.length - 1] = asTaskWhenLong(rest.at(-1) as ToolCallHandler, serving);
-    }
-    setRequestHandler(method, ...rest);
-  }) as typeof low.setRequestHandler;
+  const setRequestHandler = wrapRequestHandlers(
+    server,
+    (method, handler) =>
+      method === "tools/call"
+        ? asTaskWhenLong(handler as ToolCallHandler, serving) as RequestHandler
+        : handler,
+  );
 
   const { store, owner } = serving;
   const known = (taskId: string) => {

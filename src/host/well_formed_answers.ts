@@ -5,6 +5,7 @@
  * read the message, and waits for its answer until it times out. Such halves become U+FFFD.
  */
 import type { McpServer } from "@modelcontextprotocol/server";
+import { wrapRequestHandlers } from "./request_handlers.ts";
 
 /**
  * Makes every request handler of `server` answer with well-formed strings, results and error
@@ -12,20 +13,14 @@ import type { McpServer } from "@modelcontextprotocol/server";
  * installed.
  */
 export function answerWellFormed(server: McpServer): void {
-  const low = server.server;
-  const setRequestHandler = low.setRequestHandler.bind(low) as (...args: unknown[]) => void;
-  low.setRequestHandler = ((method: string, ...rest: unknown[]) => {
-    const handler = rest.at(-1) as (...args: unknown[]) => unknown;
-    rest[rest.length - 1] = async (...args: unknown[]) => {
-      try {
-        return wellFormed(await handler(...args));
-      } catch (error) {
-        if (error instanceof Error) error.message = error.message.toWellFormed();
-        throw error;
-      }
-    };
-    setRequestHandler(method, ...rest);
-  }) as typeof low.setRequestHandler;
+  wrapRequestHandlers(server, (_method, handler) => async (...args) => {
+    try {
+      return wellFormed(await handler(...args));
+    } catch (error) {
+      if (error instanceof Error) error.message = error.message.toWellFormed();
+      throw error;
+    }
+  });
 }
 
 /** `value` with every string (and key) well-formed; what needs no change is returned as is. */
