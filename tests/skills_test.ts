@@ -4,8 +4,20 @@
  */
 import assert from "node:assert/strict";
 import { delay, ROOT, startServer, type TestServer, writeConfig } from "./_helpers.ts";
-import { SkillLimitError, SkillStore } from "../src/skills/skill_store.ts";
+import { SKILL_LIMITS, SkillLimitError, SkillStore } from "../src/skills/skill_store.ts";
+import { Catalog } from "../src/catalog/catalog.ts";
 import { silentLogger } from "../src/_util/log.ts";
+
+const emptyCatalog = new Catalog([]);
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function setUp() {
   const root = Deno.realPathSync(await Deno.makeTempDir());
@@ -273,6 +285,80 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     assert.equal(saved.filter((r) => r.status === "fulfilled").length, 3);
     assert.equal(others.list().length, 3);
   });
+});
+
+Deno.test("servers sharing a skills folder: no save is lost, each sees the other's changes", async (t) => {
+  const dir = await Deno.makeTempDir();
+  const code = (name: string, value: string) => ({
+    name,
+    code: `def ${name}():\n    return ${JSON.stringify(value)}\n`,
+    description: value,
+    signature: "()",
+    is_async: false,
+    tools: [],
+  });
+  await t.step(
+    "two processes saving the same skill get distinct versions, all archived",
+    async () => {
+      // Both load the folder, then start saving together.
+      const start = `${await Deno.makeTempDir()}/start`;
+      const saver = (tag: string) =>
+        new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            `${ROOT}tests/fixtures/skill_saver.ts`,
+            dir,
+            "shared",
+            "15",
+            tag,
+            start,
+          ],
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+      const savers = Promise.all([saver("one"), saver("two")]);
+      for (let i = 0; i < 500 && !(exists(`${start}.one`) && exists(`${start}.two`)); i++) {
+        await delay(20);
+      }
+      await Deno.writeTextFile(start, "");
+      const outputs = await savers;
+      const versions = outputs.flatMap((o) => {
+        assert.ok(o.success, new TextDecoder().decode(o.stderr));
+        return JSON.parse(new TextDecoder().decode(o.stdout)) as number[];
+      });
+      assert.deepEqual(versions.sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1));
+      const store = new SkillStore(dir, silentLogger);
+      await store.load();
+      assert.equal(store.get("shared")?.version, 30);
+      const archived = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) =>
+        /^shared\.v\d+\.json$/.test(n)
+      );
+      assert.equal(archived.length, SKILL_LIMITS.archivedVersions, archived.join(" "));
+    },
+  );
+  await t.step("a save, an overwrite and a delete by one are seen by the other", async () => {
+    const one = new SkillStore(dir, silentLogger);
+    const two = new SkillStore(dir, silentLogger);
+    await one.load();
+    await two.load();
+    const before = two.version;
+    await one.save(code("fresh", "first"));
+    assert.equal(two.get("fresh")?.description, "first");
+    assert.notEqual(two.version, before, "the sandboxes' modules are rebuilt");
+    await two.save(code("fresh", "second"));
+    assert.equal(one.get("fresh")?.version, 2);
+    assert.match(one.packages(emptyCatalog).skills!._skill_fresh!, /second/);
+    assert.equal(
+      JSON.parse(await Deno.readTextFile(`${dir}/fresh.v1.json`)).description,
+      "first",
+      "the version two replaced is archived",
+    );
+    await one.delete("fresh");
+    assert.equal(two.get("fresh"), undefined);
+    assert.ok(!two.list().some((s) => s.name === "fresh"));
+  });
+  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("skills_read_only: clients import and read skills, and cannot save or delete them", async () => {

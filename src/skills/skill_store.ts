@@ -2,6 +2,13 @@
  * Skills: named, documented Python functions kept by the server, one JSON file per skill in the
  * skills folder. Writes are atomic (temporary file + rename); saving over a skill keeps the
  * previous version as `<name>.v<N>.json`; a corrupt file is reported and skipped.
+ *
+ * Several servers may share the folder (two clients each starting code mode use the default
+ * one). A save or delete holds an exclusive lock on the folder's `.lock` file, reads the folder
+ * again if another server changed it, and marks its own change in `.generation`; every read
+ * first compares that mark with the one it last read, and reads the folder again when it moved.
+ * So no server saves over a version it has not seen (the version it replaces is archived), and
+ * each one serves what the folder holds.
  */
 import { join } from "node:path";
 import type { Catalog } from "../catalog/catalog.ts";
@@ -62,6 +69,8 @@ export class SkillStore {
   /** Files that could not be read, with why. */
   readonly problems: string[] = [];
   #version = 0;
+  /** The folder's change mark when this store last read it (undefined: not loaded). */
+  #generation: string | undefined;
 
   readonly #limits: SkillLimits;
   /** The save or delete running now: the next waits for it (see `save`). */
@@ -73,37 +82,59 @@ export class SkillStore {
     this.#limits = limits;
   }
 
-  /** Changes whenever a skill is saved or deleted. */
+  /** Changes whenever a skill is saved or deleted, here or by another server. */
   get version(): number {
+    this.#sync();
     return this.#version;
   }
 
   /** Reads every `<name>.json` in the folder (creating the folder when missing). */
   async load(): Promise<void> {
     await Deno.mkdir(this.dir, { recursive: true });
-    for await (const entry of Deno.readDir(this.dir)) {
+    this.#readFolder();
+  }
+
+  list(): Skill[] {
+    this.#sync();
+    return [...this.#skills.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): Skill | undefined {
+    this.#sync();
+    return this.#skills.get(name);
+  }
+
+  /** Reads the folder again when another server changed it since this one last read it. */
+  #sync(): void {
+    if (this.#generation !== undefined && readGeneration(this.dir) !== this.#generation) {
+      this.#readFolder();
+    }
+  }
+
+  /**
+   * Reads every skill file. The mark is read first: a change made while the files are read
+   * moves it, and the next read of the store reads them again.
+   */
+  #readFolder(): void {
+    this.#generation = readGeneration(this.dir);
+    this.#skills.clear();
+    this.problems.length = 0;
+    for (const entry of Deno.readDirSync(this.dir)) {
       const match = /^([a-z_][a-z0-9_]*)\.json$/.exec(entry.name);
       if (!entry.isFile || !match) continue;
       const file = join(this.dir, entry.name);
       try {
-        const skill = parseSkill(JSON.parse(await Deno.readTextFile(file)));
+        const skill = parseSkill(JSON.parse(Deno.readTextFileSync(file)));
         if (skill.name !== match[1]) throw new TypeError(`it names "${skill.name}"`);
         this.#skills.set(skill.name, skill);
       } catch (error) {
+        if (error instanceof Deno.errors.NotFound) continue; // deleted by another server
         const problem = `Cannot load skill file ${file}: ${(error as Error).message}`;
         this.problems.push(problem);
         this.#log.warn(problem);
       }
     }
     this.#version++;
-  }
-
-  list(): Skill[] {
-    return [...this.#skills.values()].sort((a, b) => a.name.localeCompare(b.name));
-  }
-
-  get(name: string): Skill | undefined {
-    return this.#skills.get(name);
   }
 
   /**
@@ -115,8 +146,24 @@ export class SkillStore {
     return this.#inTurn(() => this.#save(skill));
   }
 
+  /**
+   * Runs a change after the one before it, holding the folder's lock (other servers sharing the
+   * folder wait for it), on the folder as it is now; then marks the change for them.
+   */
   #inTurn<T>(work: () => Promise<T>): Promise<T> {
-    const done = this.#turn.then(work, work);
+    const locked = async () => {
+      using lock = await Deno.open(join(this.dir, LOCK_FILE), { write: true, create: true });
+      await lock.lock(true);
+      this.#sync();
+      const before = this.#version;
+      const result = await work();
+      if (this.#version !== before) {
+        this.#generation = crypto.randomUUID();
+        await writeFileAtomically(join(this.dir, GENERATION_FILE), this.#generation);
+      }
+      return result; // closing the file releases the lock
+    };
+    const done = this.#turn.then(locked, locked);
     this.#turn = done.catch(() => {});
     return done;
   }
@@ -204,7 +251,7 @@ export class SkillStore {
   /** The `skills` package for the sandbox: one lazily compiled module per skill. */
   packages(catalog: Catalog): Record<string, Record<string, string>> {
     const modules: Record<string, string> = { __init__: SKILLS_INIT };
-    for (const skill of this.#skills.values()) {
+    for (const skill of this.list()) {
       const { stale, reasons } = this.status(skill, catalog);
       const warning = stale
         ? `import warnings as _w\n_w.warn(${
@@ -222,6 +269,20 @@ export class SkillStore {
     return `${skill.is_async ? "async def" : "def"} ${skill.name}${
       skill.typed_signature ?? skill.signature
     }:\n    """${doc}\n    (skill v${skill.version}: from skills import ${skill.name}; types inferred from its code and the tools it calls)\n    """\n    ...\n`;
+  }
+}
+
+/** Files of the skills folder that are not skills: the writers' lock and the change mark. */
+const LOCK_FILE = ".lock";
+const GENERATION_FILE = ".generation";
+
+/** The folder's change mark: what the last save or delete wrote ("" before any). */
+function readGeneration(dir: string): string {
+  try {
+    return Deno.readTextFileSync(join(dir, GENERATION_FILE));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return "";
+    throw error;
   }
 }
 
