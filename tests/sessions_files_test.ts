@@ -395,6 +395,8 @@ Deno.test("files go in with the call and come back from outputs/", async () => {
     outputs.every((o) => !("data" in o)),
     "structured content lists files without their data",
   );
+  const summary = content.find((c) => c.type === "text")?.text ?? "";
+  assert.match(summary, /outputs\/huge\.bin .* omitted: .*output_files_bytes/);
 
   const bad = await server.client.callTool({
     name: "execute_code",

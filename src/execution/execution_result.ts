@@ -101,7 +101,8 @@ export function formatResultText(r: ExecutionResult): string {
         f.saved_to
           ? ` too large to return: saved at ${f.saved_to}`
           : f.omitted
-          ? " omitted: over the size limit"
+          ? " omitted: past what a result returns (the profile's output_files_bytes, and " +
+            "50 files); a profile with a read-write folder saves such files there"
           : ""
       }`
     );
