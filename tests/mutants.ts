@@ -2554,6 +2554,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "sharing a skills folder",
   },
   {
+    name: "a tool module or skill used without its import gets no hint",
+    file: "src/sandbox/prelude.py",
+    from: "for hint in (_socket_hint, _await_hint, _package_hint, _import_hint):",
+    to: "for hint in (_socket_hint, _await_hint, _package_hint):",
+    tests: ["tests/skills_test.ts"],
+    filter: "save, import",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

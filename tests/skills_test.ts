@@ -105,6 +105,23 @@ Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
     );
   });
 
+  await t.step("a skill or tool module used without its import says which import", async () => {
+    const cases: [string, RegExp][] = [
+      [`first_line(${poem})`, /a saved skill: write `from skills import first_line` first/],
+      [
+        "filesystem.list_allowed_directories()",
+        /a tool module: write `from mcp_tools import filesystem` first/,
+      ],
+      ["from skills import first_lines", /Did you mean: 'first_line'\?/],
+    ];
+    for (const [code, message] of cases) {
+      const r = await server.execute({ code });
+      assert.equal(r.success, false, code);
+      assert.match(r.diagnostics!.message, message);
+      assert.match(r.text, message, "the traceback's last line says it too");
+    }
+  });
+
   await t.step("saving over a skill makes a new version and keeps the old one", async () => {
     const saved = await call(server, "save_skill", {
       name: "first_line",

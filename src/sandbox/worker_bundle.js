@@ -1003,6 +1003,27 @@ def _package_hint(exc, message):
             "to execute_code, or name it in the script's PEP 723 block)")
 
 
+def _import_hint(exc, message):
+    """A tool module or skill used without its import (a NameError that says only "not
+    defined"), and \`from skills import x\` for a skill that is not there (Python's ImportError
+    says only "cannot import name")."""
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str):
+        return message
+    sources = _generated.sources
+    if type(exc) is NameError and "Did you mean" not in message:
+        if f"mcp_tools.{name}" in sources:
+            return f"{message} (a tool module: write \`from mcp_tools import {name}\` first)"
+        if f"skills._skill_{name}" in sources:
+            return f"{message} (a saved skill: write \`from skills import {name}\` first)"
+    if type(exc) is ImportError and name == "skills" and message.startswith("cannot import name"):
+        wanted = getattr(exc, "name_from", None)  # Python 3.12 on
+        known = sorted(n[len("skills._skill_"):] for n in sources if n.startswith("skills._skill_"))
+        if isinstance(wanted, str):
+            return _no_such_name(message, wanted, known) if known else f"{message} (no skills saved)"
+    return message
+
+
 def _await_hint(exc, message):
     """\`await server.tool(...)\`: the blocking function has run and returned its result, which
     Python then cannot await; the message says only that a dict can't be awaited."""
@@ -1053,7 +1074,9 @@ def _describe_error(exc):
         if last and "Did you mean" in last[0]:
             message = last[0].split(": ", 1)[-1]
     text = _one_suggestion("".join(te.format()), said)
-    hinted = _package_hint(exc, _await_hint(exc, _socket_hint(exc, _signature_hint(exc, message))))
+    hinted = _signature_hint(exc, message)
+    for hint in (_socket_hint, _await_hint, _package_hint, _import_hint):
+        hinted = hint(exc, hinted)
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.
         suffix = hinted[len(message):]
