@@ -125,6 +125,19 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
         /drop the await/,
         "said where the traceback ends",
       );
+      // Gathering the results of blocking calls: asyncio says only "unhashable type" (a dict)
+      // or that an awaitable is required (a str).
+      for (const value of ["{}", "'text'"]) {
+        const gathered = await server.execute({
+          code: `import asyncio\ndef tool():\n    return ${value}\n` +
+            "await asyncio.gather(tool(), tool())",
+        });
+        assert.equal(gathered.diagnostics?.error_type, "TypeError", gathered.text);
+        assert.match(
+          gathered.diagnostics!.message,
+          /asyncio\.gather takes awaitables.*gather the _async twins/,
+        );
+      }
       // A coroutine left as the result never ran: not a success that shows its repr.
       const unawaited = await server.execute({
         code: "ran = []\nasync def tool_async():\n    ran.append(1)\ntool_async()",

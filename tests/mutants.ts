@@ -2562,6 +2562,13 @@ export const MUTATIONS: Mutation[] = [
     filter: "save, import",
   },
   {
+    name: "gathering blocking calls' results gets no hint",
+    file: "src/sandbox/prelude.py",
+    from: "    if _raised_in(exc, \"gather\"):",
+    to: "    if False:",
+    tests: ["tests/execute_code_test.ts"],
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

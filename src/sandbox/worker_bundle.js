@@ -1026,13 +1026,30 @@ def _import_hint(exc, message):
 
 def _await_hint(exc, message):
     """\`await server.tool(...)\`: the blocking function has run and returned its result, which
-    Python then cannot await; the message says only that a dict can't be awaited."""
-    if type(exc) is not TypeError or not ("can't be awaited" in message
-                                          or "can't be used in 'await'" in message):
+    Python then cannot await; the message says only that a dict can't be awaited. The same in
+    \`asyncio.gather(server.tool(...), ...)\`, where it says "unhashable type: 'dict'"."""
+    if type(exc) is not TypeError:
         return message
-    return (f"{message} (a tool function such as server.tool(...) returns its result, and has "
-            "run by then: drop the await, or await its _async twin, "
-            "await server.tool_async(...))")
+    if "can't be awaited" in message or "can't be used in 'await'" in message:
+        return (f"{message} (a tool function such as server.tool(...) returns its result, and "
+                "has run by then: drop the await, or await its _async twin, "
+                "await server.tool_async(...))")
+    if _raised_in(exc, "gather"):
+        return (f"{message} (asyncio.gather takes awaitables, and a tool function such as "
+                "server.tool(...) has run and returned its result by then: gather the _async "
+                "twins, asyncio.gather(server.tool_async(...), ...))")
+    return message
+
+
+def _raised_in(exc, function):
+    """Whether \`exc\` was raised inside asyncio's \`function\` (its traceback passes there)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == function and "asyncio" in code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def describe_error(exc):
