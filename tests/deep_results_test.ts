@@ -24,12 +24,22 @@ Deno.test("depthOver() counts levels of arrays and objects, without recursion", 
 });
 
 Deno.test("capResult() gives a result nested too deep as its JSON text", () => {
-  assert.deepEqual(capResult(nested(MAX_RESULT_DEPTH, 1), 65_536), nested(MAX_RESULT_DEPTH, 1));
+  assert.deepEqual(capResult(nested(MAX_RESULT_DEPTH, 1), 65_536), {
+    value: nested(MAX_RESULT_DEPTH, 1),
+    cut: false,
+  });
   const deep = capResult(nested(3_500, 1), 65_536);
-  assert.equal(typeof deep, "string");
-  assert.match(deep as string, /^\[{3500}1\]{3500} \[result given as its JSON text: nested deeper/);
-  const deepAndLong = capResult(nested(40_000, 1), 65_536) as string;
-  assert.match(deepAndLong, /\[result truncated: nested deeper than 100 levels; 80001 chars/);
+  assert.equal(deep.cut, false, "given whole, as text");
+  assert.match(
+    deep.value as string,
+    /^\[{3500}1\]{3500} \[result given as its JSON text: nested deeper/,
+  );
+  const deepAndLong = capResult(nested(40_000, 1), 65_536);
+  assert.equal(deepAndLong.cut, true);
+  assert.match(
+    deepAndLong.value as string,
+    /\[result truncated: nested deeper than 100 levels; 80001 chars/,
+  );
 });
 
 Deno.test("scrubbing a value nested thousands deep finds its secret and does not overflow", () => {

@@ -192,6 +192,7 @@ function rawOutcome(fields: Partial<RawOutcome>): RawOutcome {
     stop: null,
     stdout: "",
     stderr: "",
+    truncated: [],
     violations: [],
     durationMs: 5,
     interrupted: null,
@@ -275,6 +276,18 @@ Deno.test("toExecutionResult() returns a success's result, truncated when over o
     big.result,
     `"${"x".repeat(39)}... [result truncated: 102 chars, limit 40]`,
   );
+  assert.deepEqual(big.truncated, ["result"]);
+  assert.equal(small.truncated, undefined);
+
+  // The sandbox cut it (its repr, within the limit), and output was cut too.
+  const cutThere = toExecutionResult(
+    rawOutcome({
+      reply: { ok: true, result: "'xx... [cut]", result_cut: true },
+      truncated: ["stderr"],
+    }),
+    facts(),
+  );
+  assert.deepEqual(cutThere.truncated, ["stderr", "result"]);
 });
 
 Deno.test("toExecutionResult() lists outputs with their MIME types and the gate's calls", () => {

@@ -99,11 +99,13 @@ Deno.test("exhausting resources stays inside the sandbox", async (t) => {
         new RegExp(`^'.*\\.\\.\\. \\[result truncated: ${size} chars, limit 65536\\]$`, "s"),
       );
       assert.ok(result.length > 20_000, "as much as fits is kept");
+      assert.deepEqual(r.truncated, ["result"], "flagged for a client to check");
     }
     // Non-ASCII text counts as the host counts it (one unit a letter, not the six of \u00e9): a
     // newcomer's 24 KB string came back cut to 6,900 characters, and a longer one to nothing.
     const accented = await server.execute({ code: "'é' * 40000" });
     assert.equal(accented.result, "é".repeat(40000));
+    assert.equal(accented.truncated, undefined);
     const chinese = await server.execute({ code: "{'text': '中文' * 6000}" });
     assert.deepEqual(chinese.result, { text: "中文".repeat(6000) });
     const control = await server.execute({ code: "'\\x01' * 100000" });

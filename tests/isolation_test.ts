@@ -130,6 +130,7 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
         assert.equal(r.diagnostics?.error_type, "OUTPUT_LIMIT");
         assert.ok(r.stdout.length <= 65536 + 200);
         assert.match(r.stdout, /stdout truncated: output exceeded the 65536-byte limit/);
+        assert.deepEqual(r.truncated, ["stdout"]);
         assert.match(r.diagnostics!.message, /write it to a file in outputs\//);
       },
     },

@@ -2564,9 +2564,30 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "gathering blocking calls' results gets no hint",
     file: "src/sandbox/prelude.py",
-    from: "    if _raised_in(exc, \"gather\"):",
+    from: '    if _raised_in(exc, "gather"):',
     to: "    if False:",
     tests: ["tests/execute_code_test.ts"],
+  },
+  {
+    name: "a result the sandbox cut is not flagged truncated",
+    file: "src/sandbox/prelude.py",
+    from: "        if cut:\n            outcome[\"result_cut\"] = True",
+    to: "        pass",
+    tests: ["tests/hostile_test.ts"],
+  },
+  {
+    name: "the host takes no note of a result the sandbox cut",
+    file: "src/execution/result_mapping.ts",
+    from: "reply.result_cut || capped.cut",
+    to: "capped.cut",
+    tests: ["tests/execution_stages_test.ts"],
+  },
+  {
+    name: "output cut at its limit is not flagged truncated",
+    file: "src/sandbox/launcher.ts",
+    from: "truncated: [this.#stdout, this.#stderr].filter((b) => b.overflowed).map((b) => b.stream),",
+    to: "truncated: [],",
+    tests: ["tests/isolation_test.ts"],
   },
   {
     name: "a deleted skill's archived versions stay on disk",

@@ -65,6 +65,8 @@ export interface ExecutionResult {
   protocol_violations: number;
   /** Files the script wrote to outputs/. */
   outputs: ResultFile[];
+  /** What was cut at its size limit, when anything was (the text says where, and the limit). */
+  truncated?: ("result" | "stdout" | "stderr")[];
   diagnostics: Diagnostics | null;
   /** The persistent session the run used, open for the next call (absent: none, or it ended). */
   session_id?: string;

@@ -85,6 +85,7 @@ export function toExecutionResult(outcome: RawOutcome, facts: RunFacts): Executi
     profile: profile.name,
     tool_calls: { count: calls.length, calls },
     protocol_violations: outcome.violations.length,
+    ...(outcome.truncated.length > 0 && { truncated: outcome.truncated }),
     // The session goes on: its id, for the next call (a new session's only way to learn it).
     ...(facts.session !== undefined && facts.lostSession === undefined &&
       { session_id: facts.session }),
@@ -105,7 +106,18 @@ export function toExecutionResult(outcome: RawOutcome, facts: RunFacts): Executi
       traceback: reply.ok ? undefined : reply.error.traceback,
     }, limit);
   } else if (reply.ok) {
-    return { ...base, success: true, result: capResult(reply.result, limit), diagnostics: null };
+    const capped = capResult(reply.result, limit);
+    const truncated = [
+      ...outcome.truncated,
+      ...(reply.result_cut || capped.cut ? ["result" as const] : []),
+    ];
+    return {
+      ...base,
+      success: true,
+      result: capped.value,
+      ...(truncated.length > 0 && { truncated }),
+      diagnostics: null,
+    };
   } else {
     const deniedCall = calls.find((c) => c.outcome === "denied");
     diagnostics = toDiagnostics({ raised: reply.error, deniedCall }, limit);
@@ -172,15 +184,20 @@ function describeOutput(file: OutputFile): ResultFile {
  * deeper than `MAX_RESULT_DEPTH` comes back as its JSON text: what handles it after this (the
  * scrubbing of secrets, the text a client shows) may walk it level by level.
  */
-export function capResult(value: unknown, limit: number): unknown {
+export function capResult(value: unknown, limit: number): { value: unknown; cut: boolean } {
   const text = JSON.stringify(value) ?? "null";
   const deep = depthOver(value, MAX_RESULT_DEPTH);
-  if (text.length <= limit && !deep) return value;
+  if (text.length <= limit && !deep) return { value, cut: false };
   const nested = `nested deeper than ${MAX_RESULT_DEPTH} levels`;
-  if (text.length <= limit) return `${text} [result given as its JSON text: ${nested}]`;
+  if (text.length <= limit) {
+    return { value: `${text} [result given as its JSON text: ${nested}]`, cut: false };
+  }
   const kept = text.slice(0, limit);
   const why = deep ? `${nested}; ` : "";
-  return `${kept}... [result truncated: ${why}${text.length} chars, limit ${limit}]`;
+  return {
+    value: `${kept}... [result truncated: ${why}${text.length} chars, limit ${limit}]`,
+    cut: true,
+  };
 }
 
 export const MAX_RESULT_DEPTH = 100;

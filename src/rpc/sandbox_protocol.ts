@@ -96,7 +96,13 @@ export interface ScriptError {
 }
 
 export type ExecuteReply =
-  | { ok: true; result: unknown; outputs?: OutputFile[] }
+  | {
+    ok: true;
+    result: unknown;
+    outputs?: OutputFile[];
+    /** The result was cut to the size limit (its repr, cut, is what `result` holds). */
+    result_cut?: boolean;
+  }
   | {
     ok: false;
     error: ScriptError;
@@ -347,7 +353,12 @@ export function parseExecuteReply(
 ): ExecuteReply | null {
   if (!isRecord(value)) return null;
   const outputs = parseOutputs(value.outputs, outputCap, savedIn);
-  if (value.ok === true) return { ok: true, result: value.result ?? null, outputs };
+  if (value.ok === true) {
+    const result = value.result ?? null;
+    return value.result_cut === true
+      ? { ok: true, result, outputs, result_cut: true }
+      : { ok: true, result, outputs };
+  }
   if (value.ok !== false || !isRecord(value.error)) return null;
   const e = value.error;
   const error: ScriptError = {

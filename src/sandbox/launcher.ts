@@ -88,6 +88,8 @@ export interface RawOutcome {
   stop: { reason: StopReason; message: string } | null;
   stdout: string;
   stderr: string;
+  /** The streams cut at their byte limit. */
+  truncated: OutputStream[];
   /** Protocol violations the host ignored. */
   violations: string[];
   durationMs: number;
@@ -385,6 +387,7 @@ export class Sandbox implements AsyncDisposable {
       stop: this.#stop,
       stdout: this.#stdout.text(),
       stderr: this.#stderr.text(),
+      truncated: [this.#stdout, this.#stderr].filter((b) => b.overflowed).map((b) => b.stream),
       violations: this.#violations,
       interrupted: this.#stop ? null : this.#interrupted,
       durationMs: performance.now() - started,

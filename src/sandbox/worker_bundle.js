@@ -1125,20 +1125,21 @@ def exact_ints(value):
 
 
 def json_safe(value, limit):
-    """The value if it survives a JSON round trip (and fits 'limit' bytes), else its repr.
-    Integers beyond 2**53 come back as strings of their digits, not rounded floats."""
+    """(value, cut): the value if it survives a JSON round trip (and fits 'limit' bytes), else
+    its repr, cut to the limit when it does not fit (then \`cut\` is True). Integers beyond 2**53
+    come back as strings of their digits, not rounded floats."""
     if value is None:
-        return None
+        return None, False
     try:
         text = _dumps(value, allow_nan=False, ensure_ascii=False)
         value = exact_ints(value)
     except (TypeError, ValueError, RecursionError):
         text = None
     if text is not None and _utf16_length(text) <= limit:
-        return value
+        return value, False
     shown = repr(value)
     if _json_length(shown) <= limit:
-        return shown
+        return shown, False
     # Cut so that the result, as the JSON the host measures, fits: the host would cut it again.
     # The longest start that fits, found by halving (a character may take 1 to 6 units).
     marker = f"... [result truncated: {len(shown)} chars, limit {limit}]"
@@ -1149,7 +1150,7 @@ def json_safe(value, limit):
             low = middle
         else:
             high = middle - 1
-    return shown[:low] + marker
+    return shown[:low] + marker, True
 
 
 def _json_length(text):
@@ -1227,7 +1228,10 @@ def run(code, result_limit, scope=None, started=None):
         if inspect.iscoroutine(value):
             value.close()  # never run: a result would read as if it had
             raise TypeError(_NOT_AWAITED.format(getattr(value, "__qualname__", "?")))
-        outcome = {"ok": True, "result": json_safe(value, result_limit)}
+        result, cut = json_safe(value, result_limit)
+        outcome = {"ok": True, "result": result}
+        if cut:
+            outcome["result_cut"] = True
     except BaseException as exc:
         if _interrupted_waiting:
             # Interrupted while it waited (interrupt_waiting_script), whatever that raised.

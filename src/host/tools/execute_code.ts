@@ -78,6 +78,7 @@ export const executionResultShape = {
     lineno: z.number().nullable().optional(),
   }).nullable(),
   session_id: z.string().optional(),
+  truncated: z.array(z.enum(["result", "stdout", "stderr"])).optional(),
 };
 
 export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeToolOptions) {
