@@ -11,6 +11,7 @@ import { type Executor, SandboxExecutor } from "./execution/executor.ts";
 import { StartingExecutor } from "./execution/starting_executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
+import { hostOwner } from "./execution/shared_write_modes.ts";
 import { OBSERVED_RESULTS_FILE, ObservedResults } from "./catalog/observed_results.ts";
 import { TokenCounter } from "./catalog/token_count.ts";
 import { SessionManager } from "./sandbox/sessions.ts";
@@ -237,6 +238,8 @@ export async function openApp(
   const allowed = new Set(config.settings.allowed_profiles);
   // Spans of each execution when Deno exports OpenTelemetry (OTEL_DENO=true), else none.
   const tracing = runtimeTracing();
+  // Read once, from a file made in the cache (read-write folders' entries go back to it).
+  const owner = hostOwner(runtime.cacheDir);
   const sandboxExecutor = (packages: PackageSources) =>
     new SandboxExecutor({
       pool,
@@ -257,6 +260,7 @@ export async function openApp(
       sessions,
       packages,
       tracing,
+      owner,
     });
   const executor = new StartingExecutor(
     started.then(() => sandboxesReady).then((ready) => sandboxExecutor(ready.packages)),

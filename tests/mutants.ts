@@ -2571,7 +2571,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a result the sandbox cut is not flagged truncated",
     file: "src/sandbox/prelude.py",
-    from: "        if cut:\n            outcome[\"result_cut\"] = True",
+    from: '        if cut:\n            outcome["result_cut"] = True',
     to: "        pass",
     tests: ["tests/hostile_test.ts"],
   },
@@ -2585,9 +2585,31 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "output cut at its limit is not flagged truncated",
     file: "src/sandbox/launcher.ts",
-    from: "truncated: [this.#stdout, this.#stderr].filter((b) => b.overflowed).map((b) => b.stream),",
+    from:
+      "truncated: [this.#stdout, this.#stderr].filter((b) => b.overflowed).map((b) => b.stream),",
     to: "truncated: [],",
     tests: ["tests/isolation_test.ts"],
+  },
+  {
+    name: "a read-write folder's entry a script gave away stays given",
+    file: "src/execution/shared_write_modes.ts",
+    from: "await Deno.chown(path, owner.uid, owner.gid); // clears setuid and setgid too",
+    to: "",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
+    name: "a symlink made during a run that leads out stays",
+    file: "src/execution/shared_write_modes.ts",
+    from: "if (changed && leadsOut(root, path, await Deno.readLink(path))) {",
+    to: "if (false) {",
+    tests: ["tests/shared_write_modes_test.ts"],
+  },
+  {
+    name: "the executor's sweep does not know the server's user",
+    file: "src/execution/executor.ts",
+    from: "watchSharedModes(profile, { owner: deps.owner })",
+    to: "watchSharedModes(profile)",
+    tests: ["tests/profiles_test.ts"],
   },
   {
     name: "a deleted skill's archived versions stay on disk",

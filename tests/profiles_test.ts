@@ -104,6 +104,25 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
         );
       }
       assert.equal((await Deno.stat(`${root}/ws/shared.txt`)).mode! & 0o777, 0o666);
+      // A server running as root lets a script give a folder away (Deno's chown): the other
+      // user could plant a symlink there that later scripts follow. The host takes it back.
+      const me = (await Deno.stat(`${root}/ws/shared.txt`)).uid;
+      const given = await server.execute({
+        profile: "workspace",
+        code: [
+          "import js, pyodide_js",
+          "host = pyodide_js.FS.lookupPath('/workspace').node.mount.opts.root",
+          "js.Deno.mkdirSync(host + '/given')",
+          "try:",
+          "    js.Deno.chownSync(host + '/given', 65534, 65534)",
+          "except Exception as e:",
+          "    print('not root:', e)",
+          "js.Deno.statSync(host + '/given').uid",
+        ].join("\n"),
+      });
+      assert.equal(given.success, true, given.text);
+      if (me === 0) assert.equal(given.result, 65534, "root's script gave it away");
+      assert.equal((await Deno.stat(`${root}/ws/given`)).uid, me, "and the host took it back");
       const isolated = await server.execute({
         code: "import os\nos.path.exists('/workspace/notes.txt')",
       });

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { silentLogger } from "../src/_util/log.ts";
-import { clearSharedWriteModes, watchSharedModes } from "../src/execution/shared_write_modes.ts";
+import {
+  clearSharedWriteModes,
+  hostOwner,
+  watchSharedModes,
+} from "../src/execution/shared_write_modes.ts";
 
 const modeOf = (path: string) => Deno.statSync(path).mode! & 0o777;
 
@@ -115,4 +119,29 @@ Deno.test("clearSharedWriteModes() takes back what a run shared, and closes a fo
     },
   );
   await Deno.remove(root, { recursive: true });
+});
+
+Deno.test("clearSharedWriteModes() takes back what a run gave another user, and the links they made", async () => {
+  const root = Deno.realPathSync(await Deno.makeTempDir());
+  const outside = await Deno.makeTempDir();
+  const folders = [{ host: root, mount: "/w", mode: "rw" as const }];
+  const owner = hostOwner(root);
+  assert.ok(owner, "the server's ids are read from a file it makes");
+  assert.deepEqual([...Deno.readDirSync(root)], [], "and the file is gone");
+  Deno.symlinkSync(outside, join(root, "theirs_before"));
+  await new Promise((r) => setTimeout(r, 2100)); // changes in the second before count
+  const since = new Date();
+  Deno.mkdirSync(join(root, "given"));
+  // As another user would, in a folder given to them: links out, and one inside.
+  Deno.symlinkSync(outside, join(root, "given", "out"));
+  Deno.symlinkSync("../given", join(root, "given", "in"));
+  // Only root may give a file away (as the script of a server running as root could).
+  if (Deno.uid() === 0) Deno.chownSync(join(root, "given"), 65534, 65534);
+  await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 100, owner });
+  assert.equal(Deno.lstatSync(join(root, "given")).uid, owner!.uid, "given back");
+  assert.throws(() => Deno.lstatSync(join(root, "given", "out")), Deno.errors.NotFound);
+  assert.ok(Deno.lstatSync(join(root, "given", "in")).isSymlink, "a link inside stays");
+  assert.ok(Deno.lstatSync(join(root, "theirs_before")).isSymlink, "one made before the run stays");
+  await Deno.remove(root, { recursive: true });
+  await Deno.remove(outside, { recursive: true });
 });

@@ -36,7 +36,7 @@ import { checkRequest, isRefusal } from "./request_checks.ts";
 import { refusedResult, toExecutionResult, verifyOutputs } from "./result_mapping.ts";
 import { acquireSandbox } from "./sandbox_lease.ts";
 import { scrubbedLines } from "./scrubbed_lines.ts";
-import { watchSharedModes } from "./shared_write_modes.ts";
+import { type Owner, watchSharedModes } from "./shared_write_modes.ts";
 
 /** What a caller asks to run; the `execute_code` tool's input schema (and its only source). */
 export const EXECUTE_REQUEST_SHAPE = {
@@ -106,6 +106,8 @@ export interface SandboxExecutorDeps {
   audit?: (record: AuditRecord) => void;
   /** Where spans go (absent: nowhere). */
   tracing?: Tracing;
+  /** The server's own user and group (read-write folders' entries go back to them). */
+  owner?: Owner;
 }
 
 export class SandboxExecutor implements Executor {
@@ -212,7 +214,7 @@ export class SandboxExecutor implements Executor {
     let outcome: RawOutcome | undefined;
     let released: ReturnType<typeof lease.release> = null;
     const sandbox = lease.sandbox;
-    const sharedModes = watchSharedModes(profile);
+    const sharedModes = watchSharedModes(profile, { owner: deps.owner });
     try {
       outcome = await tracing.span("sandbox.run", async (span) => {
         const ran = await sandbox.execute({

@@ -10,8 +10,14 @@
  * A folder the host cannot walk to the end (a script can fill it past what the host looks at,
  * or make a subfolder the server's user cannot list) is closed to group and others instead, so
  * that whatever the walk did not reach, nobody else can reach either.
+ *
+ * The same for ownership: a server running as root lets its scripts `chown` (Deno's, through
+ * `js`) in those folders, and a folder given to another user lets that user plant a symlink
+ * there that later scripts would follow out of the folder. An entry changed in the run and owned
+ * by another user is given back to the server's user; a symlink that appeared in the run (a
+ * sandbox cannot make one: someone else did) and leads out of the folder is removed.
  */
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Logger } from "../_util/log.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { SHARED_MODE_BITS } from "../rpc/sandbox_protocol.ts";
@@ -27,6 +33,30 @@ export interface SweepFs {
 }
 
 const REAL_FS: SweepFs = { lstat: Deno.lstat, readDir: Deno.readDir };
+
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * The user and group the server's files get, read from a file it makes in `writableDir` (Deno
+ * tells its own ids only with a system permission the host does not have); undefined when
+ * unknown.
+ */
+export function hostOwner(writableDir: string): Owner | undefined {
+  try {
+    const probe = Deno.makeTempFileSync({ dir: writableDir, prefix: ".owner-" });
+    try {
+      const { uid, gid } = Deno.lstatSync(probe);
+      return uid === null || gid === null ? undefined : { uid, gid };
+    } finally {
+      Deno.removeSync(probe);
+    }
+  } catch {
+    return undefined;
+  }
+}
 
 /** What the sweeps of one host process remember between runs. */
 export interface SweepState {
@@ -45,6 +75,8 @@ const PROCESS_SWEEPS: SweepState = { uncheckedSince: new Map(), running: new Map
 
 export interface SweepOptions {
   maxEntries?: number;
+  /** The server's own user and group: entries changed in a run and owned by others go back. */
+  owner?: Owner;
   fs?: SweepFs;
   state?: SweepState;
 }
@@ -78,7 +110,7 @@ export async function clearSharedWriteModes(
   profile: Pick<Profile, "folders">,
   since: Date,
   log: Logger,
-  { maxEntries = MAX_ENTRIES, fs = REAL_FS, state = PROCESS_SWEEPS }: SweepOptions = {},
+  { maxEntries = MAX_ENTRIES, fs = REAL_FS, state = PROCESS_SWEEPS, owner }: SweepOptions = {},
 ): Promise<void> {
   // ctime may be kept in whole seconds.
   const runFrom = Math.floor(since.getTime() / 1000) * 1000 - 1000;
@@ -86,7 +118,7 @@ export async function clearSharedWriteModes(
   for (const folder of profile.folders) {
     if (folder.mode !== "rw") continue;
     const from = Math.min(runFrom, unchecked.get(folder.host) ?? runFrom);
-    const unwalked = await clearIn(folder.host, from, maxEntries, fs);
+    const unwalked = await clearIn(folder.host, from, { maxEntries, fs, owner, log });
     const othersRunning = (state.running.get(folder.host) ?? 0) > 0;
     if (unwalked === null) {
       if (othersRunning) unchecked.set(folder.host, from);
@@ -118,8 +150,12 @@ export async function clearSharedWriteModes(
 async function clearIn(
   root: string,
   from: number,
-  maxEntries: number,
-  fs: SweepFs,
+  { maxEntries, fs, owner, log }: {
+    maxEntries: number;
+    fs: SweepFs;
+    owner: Owner | undefined;
+    log: Logger;
+  },
 ): Promise<string | null> {
   const pending = [root];
   let seen = 0;
@@ -128,8 +164,23 @@ async function clearIn(
     const path = pending.pop()!;
     try {
       const info = await fs.lstat(path);
-      if (info.isSymlink) continue; // never followed (a sandbox cannot create one)
       const changed = (info.ctime?.getTime() ?? Infinity) >= from;
+      if (info.isSymlink) {
+        // Never followed. A sandbox cannot make one: made in the run, it is someone else's,
+        // in a folder the script opened to them.
+        if (changed && leadsOut(root, path, await Deno.readLink(path))) {
+          await Deno.remove(path);
+          log.warn("removed a symlink made during a run that led out of a read-write folder", {
+            folder: root,
+            link: path,
+          });
+        }
+        continue;
+      }
+      if (changed && owner && info.uid !== null && info.uid !== owner.uid) {
+        await Deno.chown(path, owner.uid, owner.gid); // clears setuid and setgid too
+        info.mode = (await fs.lstat(path)).mode;
+      }
       if (changed && info.mode !== null && (info.mode & SHARED_MODE_BITS) !== 0) {
         await Deno.chmod(path, info.mode & 0o7777 & ~SHARED_MODE_BITS);
       }
@@ -144,4 +195,10 @@ async function clearIn(
     }
   }
   return unwalked;
+}
+
+/** Whether a link at `path` with this target leads out of `root` (as written, not resolved). */
+function leadsOut(root: string, path: string, target: string): boolean {
+  const to = resolve(dirname(path), target);
+  return to !== root && !to.startsWith(root + "/");
 }
