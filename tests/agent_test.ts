@@ -115,9 +115,12 @@ Deno.test("generate_and_execute repairs a buggy script from its error", async (t
 });
 
 Deno.test("generate_and_execute sends the model API no secret from the task or the tool catalog", async () => {
-  await using api = startFakeChatApi(["```python\nprint('ok')\n```"]);
+  // The model echoes both secrets back in its code.
+  await using api = startFakeChatApi([
+    `\`\`\`python\nprint('ok')  # test-key ${SECRET}\n\`\`\``,
+  ]);
   await using server = await startWithLeakyServer(modelEnv(api.baseURL));
-  const { result } = await generate(
+  const { reply, result } = await generate(
     server,
     `Get the billing token with key ${SECRET}; the model's key is test-key.`,
   );
@@ -130,6 +133,10 @@ Deno.test("generate_and_execute sends the model API no secret from the task or t
   assert.match(body, /broken: unavailable: .*\[REDACTED\]/, "the index is in the prompt");
   assertNoSecret(body, "the request to the model API");
   assert.ok(!body.includes("test-key"), "the model API key is in the request body");
+  const answer = JSON.stringify(reply);
+  assertNoSecret(answer, "the answer, with the model's code");
+  assert.ok(!answer.includes("test-key"), "the model API key is in the answer");
+  assert.match(result.final_code ?? "", /# \[REDACTED\] \[REDACTED\]/);
 });
 
 Deno.test("generate_and_execute gives up after max_attempts", async () => {
@@ -149,7 +156,10 @@ Deno.test("generate_and_execute gives up after max_attempts", async () => {
 });
 
 Deno.test("the agent CLI prints each attempt and the final output", async () => {
-  await using api = startFakeChatApi(["print(undefined_name)", "```python\nprint('fixed')\n```"]);
+  await using api = startFakeChatApi([
+    "print(undefined_name)  # \x1b]0;title\x07",
+    "```python\nprint('fixed')\n```",
+  ]);
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "-A", MAIN, "agent", "Print something"],
     env: childEnv(modelEnv(api.baseURL)),
@@ -165,8 +175,9 @@ Deno.test("the agent CLI prints each attempt and the final output", async () => 
   assert.equal(stdout, "fixed\n");
   assert.match(
     stderr,
-    /--- attempt 1 \(openai:scripted-model\): failed at execution ---\nprint\(undefined_name\)\nerror: NameError/,
+    /--- attempt 1 \(openai:scripted-model\): failed at execution ---\nprint\(undefined_name\) {2}# \\u\{1b\}\]0;title\\u\{7\}\nerror: NameError/,
   );
+  assert.ok(!stderr.includes("\x1b"), "the model's escape sequence reached the terminal");
   assert.match(stderr, /--- attempt 2 \(openai:scripted-model\): succeeded ---/);
   const noKey = await runCli(["agent", "Print something"]);
   assert.equal(noKey.code, 1);

@@ -2612,6 +2612,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/profiles_test.ts"],
   },
   {
+    name: "the model's code is not scrubbed of secrets",
+    file: "src/agent/agent.ts",
+    from: "const code = extractCode(deps.redact.text(reply.text));",
+    to: "const code = extractCode(reply.text);",
+    tests: ["tests/agent_test.ts"],
+    filter: "no secret",
+  },
+  {
+    name: "the agent command writes the model's code to the terminal unescaped",
+    file: "src/commands/commands.ts",
+    from: "      if (a.code) said(a.code.trimEnd());",
+    to: "      if (a.code) err(a.code.trimEnd());",
+    tests: ["tests/agent_test.ts"],
+    filter: "agent CLI",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -113,14 +113,16 @@ export async function runAgent(
       usage.completion_tokens += reply.usage.completion_tokens;
       usage.total_tokens += reply.usage.total_tokens;
     }
-    const code = extractCode(reply.text);
+    // The model's word is scrubbed like everything else: it may echo a secret it was never
+    // sent (the model API key), which would reach the sandbox, the result and the log.
+    const code = extractCode(deps.redact.text(reply.text));
     const attempt: AgentAttempt = {
       attempt: n,
       phase: "validation",
       code,
       error: null,
       usage: reply.usage,
-      notes: reply.notes,
+      notes: reply.notes.map((note) => deps.redact.text(note)),
     };
     attempts.push(attempt);
 

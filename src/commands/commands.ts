@@ -270,6 +270,9 @@ export async function runAgentCommand(
   });
   const model = selectModel(app.openAI, null);
   const err = (text: string) => writeAllSync(Deno.stderr, text + "\n");
+  // The model's code and the errors it led to are escaped as `run` escapes what it says about a
+  // failure: a model (or the script it wrote) could otherwise drive the operator's terminal.
+  const said = (text: string) => err(escapeUnsafe(text, { keepNewlines: true }));
   const result = await runAgent(
     { task, max_attempts: options.maxAttempts, profile: options.profile },
     app.agentDeps(model),
@@ -279,9 +282,9 @@ export async function runAgentCommand(
           a.error ? `failed at ${a.phase}` : "succeeded"
         } ---`,
       );
-      if (a.code) err(a.code.trimEnd());
-      if (a.error) err(`error: ${a.error}`);
-      for (const note of a.notes) err(`note: ${note}`);
+      if (a.code) said(a.code.trimEnd());
+      if (a.error) said(`error: ${a.error}`);
+      for (const note of a.notes) said(`note: ${note}`);
     },
   );
   if (options.json) {
@@ -296,7 +299,7 @@ export async function runAgentCommand(
         );
       }
     }
-    err(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);
+    said(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);
   }
   return result.success ? 0 : 1;
 }
