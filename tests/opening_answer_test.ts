@@ -180,10 +180,11 @@ async function rawSession(
   writeAfterMs = 0,
 ): Promise<Record<string, unknown>[]> {
   const child = spawnServe();
+  const deadline = killAfter(child, "SIGTERM"); // before writing: a server may stop reading
   const writer = child.stdin.getWriter();
   await delay(writeAfterMs);
-  await writer.write(new TextEncoder().encode(lines.map((l) => JSON.stringify(l) + "\n").join("")));
-  const deadline = killAfter(child, "SIGTERM");
+  void writer.write(new TextEncoder().encode(lines.map((l) => JSON.stringify(l) + "\n").join("")))
+    .catch(() => {});
   const messages: Record<string, unknown>[] = [];
   let buffered = "";
   const decoder = new TextDecoder();
@@ -293,6 +294,62 @@ Deno.test("attack: a line that is JSON but no JSON-RPC message is answered, not 
   for (const m of errors) assert.equal((m.error as { code: number }).code, -32600);
   assert.match((errors[0]!.error as { message: string }).message, /batches are not supported/);
   assert.deepEqual(answersTo(messages, 9)[0]!.result, {}, "the connection goes on");
+});
+
+Deno.test("attack: a message over the size limit is answered and skipped; the connection goes on", async () => {
+  // 17 MiB: past the limit (a request with 8 MiB of files as base64 is within it). Clients
+  // write the id last (the TypeScript SDK) or first (the Python SDK): found either way.
+  const big = "A".repeat(17 * 1024 * 1024);
+  const call = (id: number) => ({
+    method: "tools/call",
+    params: { name: "execute_code", arguments: { code: "1", files: { "a.txt": big } } },
+    jsonrpc: "2.0",
+    id,
+  });
+  const { method, params, ...head } = call(78);
+  const messages = await rawSession(
+    [
+      initialize({}, 1),
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      call(77),
+      { ...head, method, params },
+      { jsonrpc: "2.0", id: 79, method: "ping" },
+    ],
+    (m) => answersTo(m, 79).length > 0,
+  );
+  for (const id of [77, 78]) {
+    const [answer] = answersTo(messages, id);
+    assert.equal((answer?.error as { code: number } | undefined)?.code, -32600, `id ${id}`);
+    assert.match((answer!.error as { message: string }).message, /over 16777216 bytes/);
+  }
+  assert.deepEqual(answersTo(messages, 79)[0]!.result, {}, "the connection goes on");
+});
+
+Deno.test("attack: half a surrogate pair reaches no client, in answers or notifications", async () => {
+  const messages = await rawSession(
+    [
+      initialize({}, 1),
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: "ping \ud800", method: "ping" },
+      {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: {
+          name: "execute_code",
+          arguments: {
+            code: "import mcp_tools\nmcp_tools.report_progress(1, 2, 'half \\ud800 here')",
+          },
+          _meta: { progressToken: "p" },
+        },
+      },
+    ],
+    (m) => answersTo(m, 2).length > 0,
+  );
+  assert.deepEqual(answersTo(messages, "ping \uFFFD")[0]?.result, {}, "the id, well-formed");
+  const progress = messages.find((m) => m.method === "notifications/progress");
+  assert.equal((progress?.params as { message?: string })?.message, "half \uFFFD here");
+  for (const m of messages) assert.ok(JSON.stringify(m).isWellFormed(), JSON.stringify(m));
 });
 
 Deno.test("a client that waits before its initialize is answered by the SDK, once", async () => {

@@ -298,6 +298,10 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
       value: 100,
       imports: [`bottom_${tag}`],
       extraFiles: { "later.py": "WORD = 'lazy'\n" },
+      // Its code runs where the snapshot is built: an attempt to leave data on the host's disk.
+      initSuffix: "import js\ntry:\n" +
+        `    js.localStorage.setItem('planted', 'planted-${tag}')\n` +
+        "except Exception:\n    pass\n",
     });
     await Deno.remove(join(dir, "pyodide"), { recursive: true }).catch(() => {});
     await writeDistribution(
@@ -336,6 +340,25 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
     await t.step("a fresh sandbox of the profile starts with them imported", async () => {
       const r = await server.execute({ code: probe, profile: "data" });
       assert.deepEqual(r.result, [true, 101, "lazy"], r.text);
+    });
+    await t.step("the packages' code stored nothing in the host's Deno folder", async () => {
+      const denoDir = Deno.env.get("DENO_DIR") ??
+        join(Deno.env.get("XDG_CACHE_HOME") ?? join(Deno.env.get("HOME")!, ".cache"), "deno");
+      const found: string[] = [];
+      const look = async (path: string) => {
+        const entries = await Array.fromAsync(Deno.readDir(path)).catch(() => []);
+        for (const entry of entries) {
+          const child = join(path, entry.name);
+          if (entry.isDirectory) await look(child);
+          else if (
+            new TextDecoder().decode(await Deno.readFile(child)).includes(`planted-${tag}`)
+          ) {
+            found.push(child);
+          }
+        }
+      };
+      await look(join(denoDir, "location_data"));
+      assert.deepEqual(found, []);
     });
     await t.step("a profile without the list keeps the shared snapshot", async () => {
       const r = await server.execute({ code: `import sys\n'top_${tag}' in sys.modules` });

@@ -11,6 +11,8 @@ import {
   serveStdio as serveMcpStdio,
   StdioServerTransport,
 } from "@modelcontextprotocol/server/stdio";
+import type { JSONRPCMessage } from "@modelcontextprotocol/server";
+import { sendWellFormed } from "../host/well_formed_answers.ts";
 import { dropAnswerTo } from "../host/stdio_opening.ts";
 import { asyncStdout } from "../host/async_stdout.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
@@ -30,7 +32,7 @@ import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
-import { invalidRequestAnswer } from "../rpc/invalid_request.ts";
+import { invalidRequestAnswer, oversizedAnswer } from "../rpc/invalid_request.ts";
 import { counted } from "../_util/counted.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
@@ -130,12 +132,40 @@ export async function serveUnavailable(
  */
 function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServerTransport {
   const stdout = asyncStdout({ onGone: (why) => void stop(why) });
-  const transport = new StdioServerTransport(process.stdin, stdout);
-  return readLinesLinearly(transport, notJsonWarning(log), (value) => {
-    const answer = invalidRequestAnswer(value);
-    if (answer) void transport.send(answer).catch(() => {});
-  });
+  const transport = sendWellFormed(new StdioServerTransport(process.stdin, stdout));
+  const answer = (message: JSONRPCMessage | null) => {
+    if (message) void transport.send(message).catch(() => {});
+  };
+  readLinesLinearly(
+    transport,
+    notJsonWarning(log),
+    (value) => answer(invalidRequestAnswer(value)),
+    {
+      maxBytes: MAX_CLIENT_MESSAGE_BYTES,
+      onOversized: (start, end) => {
+        log.warn("stdin: a message over the size limit was skipped", {
+          bytes: MAX_CLIENT_MESSAGE_BYTES,
+        });
+        answer(oversizedAnswer(start, end, MAX_CLIENT_MESSAGE_BYTES));
+      },
+    },
+  );
+  // The SDK closes the transport on an error of its own, and reads no more: the client cannot
+  // be served, so the server stops (it would otherwise wait for stdin's end for good). Its
+  // `onclose` is the SDK's own (serveStdio sets it), so the close itself is watched.
+  const close = transport.close.bind(transport);
+  transport.close = async () => {
+    await close();
+    void stop("the stdio connection closed");
+  };
+  return transport;
 }
+
+/**
+ * A client's message over stdio, at most: a request with the most input files (8 MiB, as
+ * base64) and code fits.
+ */
+export const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 /** Calls `stop` once the client closes stdin (one that stops reading: see async_stdout.ts). */
 function stopWhenStdinEnds(stop: (why: string) => Promise<void>): void {

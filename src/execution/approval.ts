@@ -173,7 +173,8 @@ export const APPROVAL_FORM = {
 export function approvalRequest(question: ApprovalQuestion) {
   return {
     mode: "form" as const,
-    message: approvalMessage(question),
+    // Half a surrogate pair (from a script's arguments) as U+FFFD: see well_formed_answers.ts.
+    message: approvalMessage(question).toWellFormed(),
     requestedSchema: APPROVAL_FORM,
   };
 }

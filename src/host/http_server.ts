@@ -34,6 +34,7 @@ import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
 import { statelessLegacy } from "./stateless_legacy.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
+import { sendWellFormed } from "./well_formed_answers.ts";
 
 export interface HttpOptions {
   host: string;
@@ -234,20 +235,22 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     const host = newSessionHost(owner);
     const session: Session = {
       owner,
-      transport: new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
-        keepAliveMs: SSE_KEEP_ALIVE_MS,
-        onsessioninitialized: (sessionId: string) => {
-          release();
-          sessions.set(sessionId, session);
-          log.info("http session opened", { session: sessionId, sessions: sessions.size });
-        },
-        onsessionclosed: (sessionId: string) => {
-          if (sessions.get(sessionId) === session) sessions.delete(sessionId);
-          void close(session);
-          log.info("http session closed", { session: sessionId, sessions: sessions.size });
-        },
-      }),
+      transport: sendWellFormed(
+        new WebStandardStreamableHTTPServerTransport({
+          sessionIdGenerator: () => crypto.randomUUID(),
+          keepAliveMs: SSE_KEEP_ALIVE_MS,
+          onsessioninitialized: (sessionId: string) => {
+            release();
+            sessions.set(sessionId, session);
+            log.info("http session opened", { session: sessionId, sessions: sessions.size });
+          },
+          onsessionclosed: (sessionId: string) => {
+            if (sessions.get(sessionId) === session) sessions.delete(sessionId);
+            void close(session);
+            log.info("http session closed", { session: sessionId, sessions: sessions.size });
+          },
+        }),
+      ),
       host,
       active: 0,
       lastActive: Date.now(),

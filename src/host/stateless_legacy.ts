@@ -27,6 +27,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import { asLogLevel } from "./log_levels.ts";
+import { sendWellFormed } from "./well_formed_answers.ts";
 
 type RequestId = string | number;
 
@@ -68,10 +69,12 @@ export function statelessLegacy(
 
     logLevel = levelSetBy(body) ?? logLevel;
     const server = serve(logLevel);
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      keepAliveMs: options.keepAliveMs,
-    });
+    const transport = sendWellFormed(
+      new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        keepAliveMs: options.keepAliveMs,
+      }),
+    );
     const asked = new Map<RequestId, string>();
     const send = transport.send.bind(transport);
     transport.send = (message, options) => send(routeOut(message, asked), options);

@@ -23,6 +23,20 @@ export function answerWellFormed(server: McpServer): void {
   });
 }
 
+/**
+ * Makes every message `transport` sends well-formed: notifications too (a script's progress
+ * message, a task's output so far), and answers written outside the request handlers (an
+ * Invalid Request under the client's own id).
+ */
+export function sendWellFormed<T extends { send: (message: never, ...rest: never[]) => unknown }>(
+  transport: T,
+): T {
+  const send = transport.send.bind(transport) as (message: unknown, ...rest: unknown[]) => unknown;
+  transport.send =
+    ((message: unknown, ...rest: unknown[]) => send(wellFormed(message), ...rest)) as T["send"];
+  return transport;
+}
+
 /** `value` with every string (and key) well-formed; what needs no change is returned as is. */
 export function wellFormed<T>(value: T): T {
   if (typeof value === "string") return (value.isWellFormed() ? value : value.toWellFormed()) as T;

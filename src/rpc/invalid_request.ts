@@ -30,3 +30,39 @@ export function invalidRequestAnswer(value: unknown): JSONRPCMessage | null {
     error: { code: INVALID_REQUEST, message },
   } as unknown as JSONRPCMessage;
 }
+
+/** A message id as written in JSON: a string or an integer. */
+const ID = String.raw`("(?:[^"\\]|\\.){0,200}"|-?\d{1,16})`;
+const ID_AT_START = new RegExp(
+  String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}`,
+);
+const ID_AT_END = new RegExp(String.raw`"id"\s*:\s*${ID}\s*\}\s*$`);
+
+/**
+ * The error answer to a line longer than `maxBytes` that was skipped unread, under the id found
+ * at its start or end (where clients write it), so the client's wait ends; null for what looks
+ * like an answer to one of our own requests.
+ */
+export function oversizedAnswer(
+  start: string,
+  end: string,
+  maxBytes: number,
+): JSONRPCMessage | null {
+  if (/^\s*\{\s*"(?:result|error)"/.test(start)) return null;
+  const found = ID_AT_START.exec(start)?.[1] ?? ID_AT_END.exec(end)?.[1];
+  let id: string | number | null = null;
+  try {
+    const parsed = found === undefined ? null : JSON.parse(found);
+    if (typeof parsed === "string" || Number.isSafeInteger(parsed)) id = parsed;
+  } catch {
+    // not an id after all
+  }
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: INVALID_REQUEST,
+      message: `Invalid Request: the message is over ${maxBytes} bytes and was not read`,
+    },
+  } as unknown as JSONRPCMessage;
+}

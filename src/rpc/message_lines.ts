@@ -18,9 +18,16 @@ interface ReadBufferLike {
 /** The SDK's own bound on a message being read (it closes the connection past it). */
 export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 
+/** How much of a skipped line's start and end is kept, to find its id. */
+const EDGE_BYTES = 256;
+
 export class MessageLines implements ReadBufferLike {
   #parts: Uint8Array[] = [];
   #size = 0;
+  /** Reading past a line over the limit (with `onOversized`), up to its end: its first bytes. */
+  #skipping: Uint8Array | null = null;
+  /** The last bytes of the line skipped (up to EDGE_BYTES, in pieces). */
+  #skippedEnd: Uint8Array[] = [];
   /** Complete lines not read yet. */
   #lines: Uint8Array[] = [];
   readonly #decoder = new TextDecoder();
@@ -31,6 +38,12 @@ export class MessageLines implements ReadBufferLike {
     readonly onSkipped?: (start: string) => void,
     /** Told of each line skipped because it is JSON but no JSON-RPC message (its value). */
     readonly onInvalid?: (value: unknown) => void,
+    /**
+     * Told of each line skipped because it is longer than `maxBytes`, when it ends: its first
+     * and last bytes (where a message's id is). Without it, such a line throws, and what was
+     * read is dropped.
+     */
+    readonly onOversized?: (start: string, end: string) => void,
   ) {}
 
   append(chunk: Uint8Array): void {
@@ -39,7 +52,8 @@ export class MessageLines implements ReadBufferLike {
     const find = (from: number) => Uint8Array.prototype.indexOf.call(chunk, 10, from);
     for (let nl = find(0); nl !== -1; nl = find(start)) {
       this.#take(chunk.subarray(start, nl));
-      this.#lines.push(concatBytes(this.#parts, this.#size));
+      if (this.#skipping) this.#endSkipping();
+      else this.#lines.push(concatBytes(this.#parts, this.#size));
       this.#parts = [];
       this.#size = 0;
       start = nl + 1;
@@ -48,9 +62,22 @@ export class MessageLines implements ReadBufferLike {
   }
 
   #take(bytes: Uint8Array): void {
+    if (this.#skipping) {
+      this.#skippedEnd.push(bytes.slice(-EDGE_BYTES));
+      const kept = concatBytes(this.#skippedEnd);
+      this.#skippedEnd = [kept.subarray(-EDGE_BYTES)];
+      return;
+    }
     if (this.#size + bytes.length > this.maxBytes) {
-      this.clear();
-      throw new Error(`ReadBuffer exceeded maximum size of ${this.maxBytes} bytes`);
+      if (!this.onOversized) {
+        this.clear();
+        throw new Error(`ReadBuffer exceeded maximum size of ${this.maxBytes} bytes`);
+      }
+      this.#skipping = (this.#parts[0] ?? bytes).slice(0, EDGE_BYTES);
+      this.#skippedEnd = [bytes.slice(-EDGE_BYTES)];
+      this.#parts = [];
+      this.#size = 0;
+      return;
     }
     this.#parts.push(bytes);
     this.#size += bytes.length;
@@ -77,10 +104,21 @@ export class MessageLines implements ReadBufferLike {
     return null;
   }
 
+  #endSkipping(): void {
+    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    const start = decode(this.#skipping!);
+    const end = decode(concatBytes(this.#skippedEnd));
+    this.#skipping = null;
+    this.#skippedEnd = [];
+    this.onOversized!(start, end.replace(/\r$/, ""));
+  }
+
   clear(): void {
     this.#parts = [];
     this.#size = 0;
     this.#lines = [];
+    this.#skipping = null;
+    this.#skippedEnd = [];
   }
 }
 
@@ -94,11 +132,17 @@ export function readLinesLinearly<T extends object>(
   transport: T,
   onSkipped?: (start: string) => void,
   onInvalid?: (value: unknown) => void,
+  oversized?: { maxBytes: number; onOversized: (start: string, end: string) => void },
 ): T {
   const holder = transport as unknown as { _readBuffer?: ReadBufferLike };
   if (typeof holder._readBuffer?.readMessage !== "function") {
     throw new TypeError("this transport has no read buffer to replace");
   }
-  holder._readBuffer = new MessageLines(MAX_MESSAGE_BYTES, onSkipped, onInvalid);
+  holder._readBuffer = new MessageLines(
+    oversized?.maxBytes ?? MAX_MESSAGE_BYTES,
+    onSkipped,
+    onInvalid,
+    oversized?.onOversized,
+  );
   return transport;
 }

@@ -106,7 +106,11 @@ export function sandboxCommand(
   };
 }
 
-/** The command that builds the snapshot (trusted: no user code runs in it). */
+/**
+ * The command that builds the snapshot. A profile's preloaded packages are imported in it, their
+ * code run: like a sandbox, it gets no environment and a DENO_DIR that cannot exist, so that
+ * code stores nothing on the host's disk (`localStorage`, the Cache API, V8's code cache).
+ */
 export function snapshotBuildCommand(
   runtime: SandboxRuntime,
   outPath: string,
@@ -127,6 +131,7 @@ export function snapshotBuildCommand(
         "--no-prompt",
         "--no-config",
         "--cached-only",
+        "--no-code-cache",
         `--allow-read=${[
           runtime.pyodideDir,
           ...(preload ? [preload.specPath, preload.siteDir] : []),
@@ -135,10 +140,10 @@ export function snapshotBuildCommand(
         runtime.workerPath,
         ...args,
       ],
-      env: {},
+      env: { ...SANDBOX_ENV },
     };
   }
-  return { ...entry(runtime, args), env: {} };
+  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };
 }
 
 /**

@@ -7,7 +7,6 @@
  * snapshot_format.ts); a file whose bytes do not match is rebuilt. One file, renamed into place,
  * so concurrent builders cannot race.
  */
-import { readEnv } from "../config/environment.ts";
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
@@ -184,11 +183,11 @@ async function buildSnapshot(
   // The builder writes the bare snapshot here; the verified file is then written atomically.
   const raw = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    const { command, args } = snapshotBuildCommand(runtime, raw, preload);
+    const { command, args, env } = snapshotBuildCommand(runtime, raw, preload);
     const built = await new Deno.Command(command, {
       args,
       clearEnv: true,
-      env: childEnv(),
+      env,
       stdin: "null",
       stdout: "null",
       stderr: "piped",
@@ -253,17 +252,4 @@ export function keepInUse(paths: string[]): () => void {
 /** The file that marks the snapshot at `path` in use (its verification stamp). */
 export function inUseMark(path: string): string {
   return `${path}${STAMP_SUFFIX}`;
-}
-
-/**
- * The whole environment a sandbox or snapshot builder gets. Deno needs to find its cache; the
- * script cannot read any of this (no --allow-env).
- */
-export function childEnv(): Record<string, string> {
-  const env: Record<string, string> = { NO_COLOR: "1" };
-  for (const name of ["DENO_DIR", "HOME", "XDG_CACHE_HOME"] as const) {
-    const value = readEnv(name);
-    if (value !== undefined) env[name] = value;
-  }
-  return env;
 }

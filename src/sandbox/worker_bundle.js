@@ -1433,6 +1433,8 @@ async function buildSnapshot(moduleUrl, outPath, preloadSpecPath) {
   const loadPyodide = await importLoader(moduleUrl);
   const pyodide = await loadPyodide({
     _makeSnapshot: true,
+    // As the sandbox gives it (see bootFromSnapshot): no npm cache to guess it from either.
+    indexURL: fromFileUrl(new URL(".", moduleUrl)),
     stdout: logToStderr,
     stderr: logToStderr
   });

@@ -12,6 +12,7 @@ import {
 import type { ApprovalAnswer } from "../../execution/approval.ts";
 import { elicitingApprover, InteractiveRun, type ParkedRuns, playRound } from "../approvals.ts";
 import { z } from "zod";
+import { wellFormed } from "../well_formed_answers.ts";
 import { toolArguments } from "./tool_arguments.ts";
 import {
   EXECUTE_REQUEST_SHAPE,
@@ -167,14 +168,14 @@ export function liveFeedback(channel: FeedbackChannel) {
   return {
     onOutput: (stream: "stdout" | "stderr", text: string) => {
       const level = stream === "stderr" ? "warning" : "info";
-      track(channel.log(level, text, `execute_code.${stream}`));
+      track(channel.log(level, text.toWellFormed(), `execute_code.${stream}`));
     },
     onProgress: token === undefined ? undefined : (report: ProgressParams) => {
       lastProgress = performance.now();
       track(
         channel.notify({
           method: "notifications/progress",
-          params: { progressToken: token, ...report },
+          params: wellFormed({ progressToken: token, ...report }),
         }),
       );
     },
