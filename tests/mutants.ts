@@ -2654,8 +2654,10 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the snapshot builder runs preloaded packages' code with the host's Deno folder",
     file: "src/sandbox/sandbox_command.ts",
-    from: "      env: { ...SANDBOX_ENV },\n    };\n  }\n  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };",
-    to: "      env: { HOME: Deno.env.get(\"HOME\")!, DENO_DIR: Deno.env.get(\"DENO_DIR\") ?? \"\" },\n    };\n  }\n  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };",
+    from:
+      "      env: { ...SANDBOX_ENV },\n    };\n  }\n  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };",
+    to:
+      '      env: { HOME: Deno.env.get("HOME")!, DENO_DIR: Deno.env.get("DENO_DIR") ?? "" },\n    };\n  }\n  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };',
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "preloaded packages are in",
   },
