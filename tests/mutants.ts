@@ -2662,6 +2662,20 @@ export const MUTATIONS: Mutation[] = [
     filter: "preloaded packages are in",
   },
   {
+    name: "a PEP 723 block names as many packages as it likes",
+    file: "src/execution/request_checks.ts",
+    from: "if (wanted.length > MAX_PACKAGE_NAMES) {",
+    to: "if (false) {",
+    tests: ["tests/execution_stages_test.ts"],
+  },
+  {
+    name: "one execution installs packages of any size together",
+    file: "src/execution/request_checks.ts",
+    from: "if (bytes > MAX_PACKAGE_BYTES_PER_RUN) {",
+    to: "if (false) {",
+    tests: ["tests/execution_stages_test.ts"],
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -14,6 +14,18 @@ import type { Profile } from "../sandbox/profile.ts";
 import type { ExecuteRequest } from "./executor.ts";
 import type { HostOutcome } from "./outcomes.ts";
 
+/** Packages one execution may name, in `packages` and its PEP 723 block together. */
+export const MAX_PACKAGE_NAMES = 20;
+/**
+ * What one execution may install, as the base64 the sandbox is sent (40 MiB, 30 MiB of files):
+ * it travels in one message to the sandbox (at most 64 MiB), and a request holds it while it
+ * waits for one.
+ */
+export const MAX_PACKAGE_BYTES_PER_RUN = 40 * 1024 * 1024;
+
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
 export interface CheckedRequest {
   code: string;
   profile: Profile;
@@ -80,7 +92,14 @@ export async function checkRequest(
 
   // Named as a PEP 723 block names them ("pandas>=2"): the version is not evaluated.
   const named = (request.packages ?? []).map(requirementName);
-  const wanted = [...named, ...scriptDependencies(request.code)];
+  const wanted = [...new Set([...named, ...scriptDependencies(request.code)])];
+  if (wanted.length > MAX_PACKAGE_NAMES) {
+    return refuse(
+      "PACKAGE_UNAVAILABLE",
+      `Cannot install packages: at most ${MAX_PACKAGE_NAMES} may be named (in packages and the ` +
+        `script's PEP 723 block together), got ${wanted.length}`,
+    );
+  }
   let pythonPackages: ResolvedPackage[] = [];
   if (wanted.length > 0) {
     const found = deps.packages
@@ -94,6 +113,15 @@ export async function checkRequest(
       return refuse(
         "PACKAGE_UNAVAILABLE",
         `Cannot install packages: ${found.problems.join("; ")}${hosts}`,
+      );
+    }
+    const bytes = found.packages.reduce((n, p) => n + p.data.length, 0);
+    if (bytes > MAX_PACKAGE_BYTES_PER_RUN) {
+      return refuse(
+        "PACKAGE_UNAVAILABLE",
+        `Cannot install packages: with their dependencies they come to ${mib(bytes * 3 / 4)}, ` +
+          `over the ${mib(MAX_PACKAGE_BYTES_PER_RUN * 3 / 4)} one execution may install ` +
+          "(a profile's preload keeps large packages in its snapshot instead)",
       );
     }
     pythonPackages = found.packages;
