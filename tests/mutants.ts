@@ -2676,6 +2676,21 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/execution_stages_test.ts"],
   },
   {
+    name: "returned files are scrubbed as base64 text",
+    file: "src/execution/executor.ts",
+    from:
+      "result = scrubbedResult(await this.#run(request, options, log, span), this.#deps.redact);",
+    to: "result = this.#deps.redact.json(await this.#run(request, options, log, span));",
+    tests: ["tests/secret_surfaces_test.ts"],
+  },
+  {
+    name: "a binary returned file keeps a secret",
+    file: "src/execution/scrubbed_result.ts",
+    from: "  const clean = redact.text(binary);",
+    to: "  const clean = binary;",
+    tests: ["tests/secret_surfaces_test.ts"],
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -116,6 +116,36 @@ Deno.test("a secret in an upstream server's docs, replies and stderr reaches no 
     assertNoSecret(live.join(""), "live output, as a client shows it");
   });
 
+  await t.step("files the script writes to outputs/, text and binary", async () => {
+    const reply = await server.client.callTool({
+      name: "execute_code",
+      arguments: {
+        code: [
+          "import base64",
+          "from mcp_tools import leaky",
+          "wrapped = leaky.get_wrapped_token()",
+          "token = base64.b64decode(wrapped.replace('\\r\\n', '')).decode()[2:]",
+          "open('outputs/a.txt', 'w').write('xx ' + token + ' yy')",
+          "open('outputs/b.bin', 'wb').write(b'\\x00\\xff' + token.encode() + b'\\x01')",
+          "print('written')",
+        ].join("\n"),
+      },
+    });
+    // The SDK client read the answer: a blob is still base64 (a secret replaced inside the
+    // base64 made it invalid, and the client rejected the whole answer).
+    const result = reply.structuredContent as { success: boolean; stdout: string };
+    assert.equal(result.success, true, JSON.stringify(reply).slice(0, 2000));
+    assert.equal(result.stdout, "written\n", "the rest of the answer is kept");
+    const resources = (reply.content as { type: string; resource?: Record<string, string> }[])
+      .filter((c) => c.type === "resource").map((c) => c.resource!);
+    assert.equal(resources.find((r) => r.uri?.endsWith("a.txt"))?.text, "xx [REDACTED] yy");
+    const blob = resources.find((r) => r.uri?.endsWith("b.bin"))!.blob!;
+    const bytes = Uint8Array.from(atob(blob), (c) => c.charCodeAt(0));
+    assert.deepEqual([...bytes.subarray(0, 2)], [0, 255]);
+    assert.equal(new TextDecoder().decode(bytes.subarray(2, -1)), "[REDACTED]");
+    assertNoSecret(JSON.stringify(reply), "the returned files");
+  });
+
   await t.step("the host's log", () => {
     assert.match(server.stderr(), /cannot connect upstream server/);
     assertNoSecret(server.stderr(), "the log");

@@ -37,6 +37,7 @@ import { refusedResult, toExecutionResult, verifyOutputs } from "./result_mappin
 import { acquireSandbox } from "./sandbox_lease.ts";
 import { scrubbedLines } from "./scrubbed_lines.ts";
 import { type Owner, watchSharedModes } from "./shared_write_modes.ts";
+import { scrubbedResult } from "./scrubbed_result.ts";
 
 /** What a caller asks to run; the `execute_code` tool's input schema (and its only source). */
 export const EXECUTE_REQUEST_SHAPE = {
@@ -140,7 +141,7 @@ export class SandboxExecutor implements Executor {
     const log = withFields(this.#deps.log, { execution: id });
     let result: ExecutionResult;
     try {
-      result = this.#deps.redact.json(await this.#run(request, options, log, span));
+      result = scrubbedResult(await this.#run(request, options, log, span), this.#deps.redact);
     } catch (error) {
       // Not expected: every known failure is mapped in #run. Still an answer, never a throw.
       log.error("execution failed on the host", { error: String(error) });
