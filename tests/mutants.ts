@@ -2691,6 +2691,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/secret_surfaces_test.ts"],
   },
   {
+    name: "skills' archived versions pile up on disk without bound",
+    file: "src/skills/skill_store.ts",
+    from: "      if (total <= this.#limits.codeBytes) break;",
+    to: "      break;",
+    tests: ["tests/skills_test.ts"],
+    filter: "within their limits",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -209,14 +209,29 @@ export class SkillStore {
 
   /**
    * Removes archived versions of `name` older than the newest `archivedVersions` below
-   * `current` (all of them for Infinity).
+   * `current` (all of them for Infinity); then the oldest archives of any skill while all of
+   * them together take more than the skills' code may (`codeBytes`): archives are not sent to
+   * sandboxes, but they are kept on disk across restarts.
    */
   async #pruneArchives(name: string, current: number): Promise<void> {
     const oldestKept = current - this.#limits.archivedVersions;
+    const kept: { path: string; bytes: number; changed: number }[] = [];
     for await (const entry of Deno.readDir(this.dir)) {
       const match = /^([a-z_][a-z0-9_]*)\.v(\d+)\.json$/.exec(entry.name);
-      if (!entry.isFile || match?.[1] !== name || Number(match[2]) >= oldestKept) continue;
-      await Deno.remove(join(this.dir, entry.name)).catch(() => {});
+      if (!entry.isFile || !match) continue;
+      const path = join(this.dir, entry.name);
+      if (match[1] === name && Number(match[2]) < oldestKept) {
+        await Deno.remove(path).catch(() => {});
+        continue;
+      }
+      const info = await Deno.stat(path).catch(() => null);
+      if (info) kept.push({ path, bytes: info.size, changed: info.mtime?.getTime() ?? 0 });
+    }
+    let total = kept.reduce((n, a) => n + a.bytes, 0);
+    for (const archive of kept.sort((a, b) => a.changed - b.changed)) {
+      if (total <= this.#limits.codeBytes) break;
+      await Deno.remove(archive.path).catch(() => {});
+      total -= archive.bytes;
     }
   }
 
