@@ -139,6 +139,15 @@ Deno.test("generate_and_execute sends the model API no secret from the task or t
   assert.match(result.final_code ?? "", /# \[REDACTED\] \[REDACTED\]/);
 });
 
+Deno.test("attack: a model API's reply is read only up to its limit", async () => {
+  const huge = "x".repeat(9 * 1024 * 1024);
+  await using api = startFakeChatApi([huge, huge]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+  const { reply, result } = await generate(server, "Anything", 1);
+  assert.equal(reply.isError, true);
+  assert.match(result.message, /^Cannot get code from openai:scripted-model/, result.message);
+});
+
 Deno.test("generate_and_execute gives up after max_attempts", async () => {
   await using api = startFakeChatApi([
     "print(1)\nraise ValueError('a')",

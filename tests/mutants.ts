@@ -2699,6 +2699,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "within their limits",
   },
   {
+    name: "a model API's reply is read whole",
+    file: "src/agent/openai_model.ts",
+    from: "          if (seen > limit) {",
+    to: "          if (false) {",
+    tests: ["tests/agent_test.ts"],
+    filter: "up to its limit",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

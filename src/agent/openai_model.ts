@@ -70,6 +70,7 @@ export class OpenAIChatModel implements ChatModel {
 
 async function createClient(config: OpenAIModelConfig): Promise<OpenAI> {
   const { default: OpenAI, AzureOpenAI } = await import("openai");
+  const fetch = cappedFetch(MAX_MODEL_REPLY_BYTES);
   return config.kind === "azure"
     ? new AzureOpenAI({
       apiKey: config.apiKey,
@@ -78,11 +79,43 @@ async function createClient(config: OpenAIModelConfig): Promise<OpenAI> {
       apiVersion: config.apiVersion,
       timeout: config.timeoutMs,
       maxRetries: 1,
+      fetch,
     })
     : new OpenAI({
       apiKey: config.apiKey,
       baseURL: config.baseURL,
       timeout: config.timeoutMs,
       maxRetries: 1,
+      fetch,
     });
+}
+
+/**
+ * A model API's reply is read up to this many bytes (an answer of the 4,096 tokens asked for is
+ * some 20 KB); the client otherwise read any reply whole, into the host's memory.
+ */
+export const MAX_MODEL_REPLY_BYTES = 8 * 1024 * 1024;
+
+/** `fetch`, with each response's body ending in an error past `limit` bytes. */
+function cappedFetch(limit: number): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (response.body === null) return response;
+    let seen = 0;
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.length;
+          if (seen > limit) {
+            controller.error(new RangeError(`the model API's reply is over ${limit} bytes`));
+          } else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
 }
