@@ -159,8 +159,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a client's line that is no JSON-RPC message is left unanswered",
     file: "src/commands/commands.ts",
-    from: "if (answer) void transport.send(answer).catch(() => {});",
-    to: "if (false) void transport.send(answer!).catch(() => {});",
+    from: "(value) => answer(invalidRequestAnswer(value)),",
+    to: "() => {},",
     tests: ["tests/opening_answer_test.ts"],
     filter: "no JSON-RPC message",
   },
@@ -608,8 +608,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "awaiting a blocking tool function says only that a dict can't be awaited",
     file: "src/sandbox/prelude.py",
-    from: "_await_hint(exc, _socket_hint(exc, _signature_hint(exc, message)))",
-    to: "_socket_hint(exc, _signature_hint(exc, message))",
+    from: "for hint in (_socket_hint, _await_hint, _package_hint, _import_hint):",
+    to: "for hint in (_socket_hint, _package_hint, _import_hint):",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
   },
@@ -1851,8 +1851,9 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a tool called with arguments it does not take is answered without its parameters",
     file: "src/sandbox/prelude.py",
-    from: "    if type(exc) is not TypeError:\n        return message",
-    to: "    if True:\n        return message",
+    from:
+      "    if type(exc) is not TypeError:\n        return message\n    if _CALL_MISMATCH is None:",
+    to: "    if True:\n        return message\n    if _CALL_MISMATCH is None:",
     tests: ["tests/unavailable_server_test.ts"],
   },
   {
@@ -2080,8 +2081,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "stdio writes block the host when the client stops reading",
     file: "src/commands/commands.ts",
-    from: "const transport = new StdioServerTransport(process.stdin, stdout);",
-    to: "const transport = new StdioServerTransport();",
+    from: "sendWellFormed(new StdioServerTransport(process.stdin, stdout))",
+    to: "sendWellFormed(new StdioServerTransport())",
     tests: ["tests/opening_answer_test.ts"],
     filter: "stops reading cannot",
   },
