@@ -10,15 +10,6 @@ import { silentLogger } from "../src/_util/log.ts";
 
 const emptyCatalog = new Catalog([]);
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function setUp() {
   const root = Deno.realPathSync(await Deno.makeTempDir());
   await Deno.mkdir(`${root}/files`);
@@ -349,7 +340,8 @@ Deno.test("servers sharing a skills folder: no save is lost, each sees the other
           stderr: "piped",
         }).output();
       const savers = Promise.all([saver("one"), saver("two")]);
-      for (let i = 0; i < 500 && !(exists(`${start}.one`) && exists(`${start}.two`)); i++) {
+      const ready = (tag: string) => Deno.stat(`${start}.${tag}`).then(() => true, () => false);
+      for (let i = 0; i < 500 && !((await ready("one")) && (await ready("two"))); i++) {
         await delay(20);
       }
       await Deno.writeTextFile(start, "");
