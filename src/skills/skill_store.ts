@@ -291,13 +291,15 @@ export class SkillStore {
 const LOCK_FILE = ".lock";
 const GENERATION_FILE = ".generation";
 
-/** The folder's change mark: what the last save or delete wrote ("" before any). */
+/**
+ * The folder's change mark: what the last save or delete wrote ("" before any, or when it cannot
+ * be read: serving the skills read last beats failing every execution).
+ */
 function readGeneration(dir: string): string {
   try {
-    return Deno.readTextFileSync(join(dir, GENERATION_FILE));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return "";
-    throw error;
+    return Deno.readTextFileSync(join(dir, GENERATION_FILE)).slice(0, 100);
+  } catch {
+    return "";
   }
 }
 
