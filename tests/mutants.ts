@@ -2708,6 +2708,15 @@ export const MUTATIONS: Mutation[] = [
     filter: "up to its limit",
   },
   {
+    name: "an unreadable skills change mark fails every read of the skills",
+    file: "src/skills/skill_store.ts",
+    from: '  } catch {\n    return "";\n  }',
+    to:
+      '  } catch (error) {\n    if (error instanceof Deno.errors.NotFound) return "";\n    throw error;\n  }',
+    tests: ["tests/skills_test.ts"],
+    filter: "sharing a skills folder",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -381,6 +381,14 @@ Deno.test("servers sharing a skills folder: no save is lost, each sees the other
     assert.equal(two.get("fresh"), undefined);
     assert.ok(!two.list().some((s) => s.name === "fresh"));
   });
+  await t.step("a change mark that cannot be read leaves the skills served", async () => {
+    const store = new SkillStore(dir, silentLogger);
+    await store.load();
+    await Deno.remove(`${dir}/.generation`);
+    await Deno.mkdir(`${dir}/.generation`); // as a hostile neighbour could leave it
+    assert.equal(store.get("shared")?.version, 30);
+    assert.ok(store.list().length > 0);
+  });
   await Deno.remove(dir, { recursive: true });
 });
 
