@@ -22,7 +22,7 @@ import { ToolCatalog } from "./upstream/tool_catalog.ts";
 import type { AgentDeps } from "./agent/agent.ts";
 import type { ChatModel } from "./agent/chat_model.ts";
 import { openAIConfigFromEnv, type OpenAIModelConfig } from "./agent/model_config.ts";
-import type { Profile } from "./sandbox/profile.ts";
+import { type Profile, profileSummary } from "./sandbox/profile.ts";
 import { createHost, type Host, type HostContext } from "./host/server.ts";
 import { ParkedRuns } from "./host/approvals.ts";
 import { TaskStore } from "./host/tasks.ts";
@@ -322,6 +322,9 @@ export async function openApp(
         catalog: () => tools.current,
         onCatalogChange: (listener) => tools.onChange(listener),
         profiles: config.settings.allowed_profiles,
+        profileSummary: profileSummary(
+          config.settings.allowed_profiles.flatMap((name) => config.profiles.get(name) ?? []),
+        ),
         defaultProfile: defaultProfile.name,
         openAI,
         agent: agentDepsWith(run),

@@ -46,8 +46,9 @@ Usage:
                                                     clients use in the Host header
   mcp-code-mode run FILE.py [--profile P] [--json] [--timeout S] [--config PATH]
                                                     run one script (FILE "-" reads stdin);
-                                                    exit 0 on success, 1 when it fails, 3 when
-                                                    it cannot run (config, start-up)
+                                                    exit 0 on success, 1 when it fails, 2 on
+                                                    bad usage, 3 when it cannot run (config,
+                                                    start-up)
   mcp-code-mode agent "TASK" [--max-attempts N] [--profile P] [--json] [--config PATH]
                                                     a model writes Python for TASK, runs it and
                                                     repairs it; needs OPENAI_API_KEY (see README)

@@ -827,8 +827,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a claimed saved output is not checked on the host",
     file: "src/execution/result_mapping.ts",
-    from: "return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;",
-    to: "return { ...rest, saved_to: savedTo };",
+    from: "          size: stat.size,\n",
+    to: "",
     tests: ["tests/host_facts_test.ts"],
     filter: "come from the file",
   },
@@ -2715,6 +2715,13 @@ export const MUTATIONS: Mutation[] = [
       '  } catch (error) {\n    if (error instanceof Deno.errors.NotFound) return "";\n    throw error;\n  }',
     tests: ["tests/skills_test.ts"],
     filter: "sharing a skills folder",
+  },
+  {
+    name: "execute_code's profile parameter does not say what the profiles grant",
+    file: "src/host/tools/execute_code.ts",
+    from: '(options.profileSummary ? `\\n${options.profileSummary}` : ""),',
+    to: '"",',
+    tests: ["tests/profiles_test.ts"],
   },
   {
     name: "a deleted skill's archived versions stay on disk",

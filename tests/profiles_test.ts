@@ -130,6 +130,15 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
     },
   );
 
+  await t.step("an agent can read what each profile grants in execute_code's schema", async () => {
+    const { tools } = await server.client.listTools();
+    const schema = tools.find((tool: { name: string }) => tool.name === "execute_code")!
+      .inputSchema as { properties: { profile: { description: string } } };
+    const said = schema.properties.profile.description;
+    assert.match(said, /^workspace: .*folders \/workspace \(read-write\)/m, said);
+    assert.match(said, /^default: .*no host folders/m, said);
+  });
+
   await t.step("workspace: an output too large to return is left in the workspace", async () => {
     const r = await server.execute({
       profile: "workspace",
@@ -139,6 +148,7 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
     assert.equal(r.success, true, r.text);
     const big = r.outputs.find((o) => o.name === "big.bin")!;
     assert.equal(big.saved_to, "/workspace/outputs/big.bin");
+    assert.equal(big.saved_on_host, `${root}/ws/outputs/big.bin`);
     assert.equal((await Deno.stat(`${root}/ws/outputs/big.bin`)).size, 3 * 1024 * 1024);
     assert.match(r.text, /too large to return: saved at \/workspace\/outputs\/big\.bin/);
   });

@@ -27,13 +27,19 @@ export interface ChatModel {
   complete(messages: ChatMessage[], options: { maxTokens: number }): Promise<ChatReply>;
 }
 
-/** Neither an API key nor client sampling is available. */
+/**
+ * Neither an API key nor client sampling is available. Without a client (the `agent` command),
+ * only the API key is named: sampling needs one.
+ */
 export class NoModelError extends Error {
-  constructor() {
+  constructor(withClient = true) {
     super(
-      "Cannot generate code: no model is available. Either set OPENAI_API_KEY (with OPENAI_BASE_URL " +
+      "Cannot generate code: no model is available. Set OPENAI_API_KEY (with OPENAI_BASE_URL " +
         "and CODEMODE_MODEL for an OpenAI-compatible API, or the AZURE_OPENAI_* variables for Azure " +
-        "OpenAI), or connect with an MCP client that supports sampling (sampling/createMessage).",
+        "OpenAI)" +
+        (withClient
+          ? ", or connect with an MCP client that supports sampling (sampling/createMessage)."
+          : "."),
     );
     this.name = "NoModelError";
   }

@@ -14,5 +14,5 @@ export function selectModel(
 ): ChatModel {
   if (openAI) return new OpenAIChatModel(openAI);
   if (client && client.declared !== false) return new SamplingChatModel(client);
-  throw new NoModelError();
+  throw new NoModelError(client !== null);
 }

@@ -50,6 +50,8 @@ export interface ResultFile {
   omitted?: boolean;
   /** Where an omitted file was saved (a path inside the sandbox's writable host folder). */
   saved_to?: string;
+  /** Where that is on the host. */
+  saved_on_host?: string;
 }
 
 export interface ExecutionResult {
@@ -101,7 +103,9 @@ export function formatResultText(r: ExecutionResult): string {
     const lines = r.outputs.map((f) =>
       `outputs/${f.name} (${f.size} bytes, ${f.mime_type})${
         f.saved_to
-          ? ` too large to return: saved at ${f.saved_to}`
+          ? ` too large to return: saved at ${f.saved_to}${
+            f.saved_on_host ? ` (on the host: ${f.saved_on_host})` : ""
+          }`
           : f.omitted
           ? " omitted: past what a result returns (the profile's output_files_bytes, and " +
             "50 files); a profile with a read-write folder saves such files there"

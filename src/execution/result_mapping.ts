@@ -164,7 +164,14 @@ export async function verifyOutputs(files: OutputFile[], profile: Profile): Prom
     if (!folder) return rest;
     try {
       const stat = await Deno.lstat(`${folder.onHost}/${file.name}`);
-      return stat.isFile ? { ...rest, size: stat.size, saved_to: savedTo } : rest;
+      return stat.isFile
+        ? {
+          ...rest,
+          size: stat.size,
+          saved_to: savedTo,
+          saved_on_host: `${folder.onHost}/${file.name}`,
+        }
+        : rest;
     } catch {
       return rest; // not there: listed as omitted, not as saved
     }

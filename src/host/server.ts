@@ -46,6 +46,8 @@ export interface HostDeps {
    */
   onCatalogChange: (listener: () => void) => () => void;
   profiles: string[];
+  /** What each of `profiles` grants, a line each (see `profileSummary`). */
+  profileSummary?: string;
   defaultProfile: string;
   /** The agent's API model settings (null: use the client's model through sampling). */
   openAI: OpenAIModelConfig | null;
@@ -125,6 +127,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
     },
     description: deps.describeExecuteCode,
     profiles: deps.profiles,
+    profileSummary: deps.profileSummary,
     defaultProfile: deps.defaultProfile,
   });
   registerToolDiscovery(server, deps.catalog, () => skillSearchEntries(deps.skills.store));

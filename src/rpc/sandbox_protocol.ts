@@ -86,6 +86,8 @@ export interface OutputFile {
    * takes it only as "saved" and states the path itself.
    */
   saved_to?: string;
+  /** The same file's path on the host (set by the host once it has seen the file there). */
+  saved_on_host?: string;
 }
 
 export interface ScriptError {

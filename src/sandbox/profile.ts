@@ -343,3 +343,23 @@ function arrayOf<T>(value: unknown, where: string, each: (item: unknown, i: numb
   if (!Array.isArray(value)) throw new TypeError(`Cannot load ${where}: must be an array`);
   return value.map(each);
 }
+
+/**
+ * One line per profile for an agent choosing one: its description, the folders it mounts (and
+ * how) and the hosts it reaches; the agent otherwise learns them only by trying. Pure.
+ */
+export function profileSummary(profiles: readonly Profile[]): string {
+  return profiles.map((p) => {
+    const folders = p.folders.map((f) =>
+      `${f.mount} (${f.mode === "rw" ? "read-write" : "read-only"})`
+    );
+    const parts = [
+      p.description.trim().replace(/\s+/g, " ").slice(0, 200),
+      folders.length > 0 ? `folders ${folders.join(", ")}` : "no host folders",
+      p.net.length > 0
+        ? `network ${p.net.slice(0, 5).join(", ")}${p.net.length > 5 ? ", ..." : ""}`
+        : "",
+    ].filter(Boolean);
+    return `${p.name}: ${parts.join("; ")}`;
+  }).join("\n");
+}

@@ -184,7 +184,8 @@ export class SessionManager implements AsyncDisposable {
     }
     if (session.sandbox.profile.name !== profile.name) {
       throw new SessionError(
-        `Session "${id}" runs under profile "${session.sandbox.profile.name}", not "${profile.name}"`,
+        `Session "${id}" runs under profile "${session.sandbox.profile.name}", not "${profile.name}": ` +
+          `leave out profile to use it, or open a new session (session_id "${NEW_SESSION}") under "${profile.name}"`,
       );
     }
     if (session.busy) throw new SessionBusyError(id);

@@ -37,6 +37,8 @@ export interface ExecuteCodeToolOptions {
   /** The tool description (sandbox rules plus the tool index); see `describeExecuteCode`. */
   description: () => string;
   profiles: string[];
+  /** What each profile grants, a line each. */
+  profileSummary?: string;
   defaultProfile: string;
 }
 
@@ -69,6 +71,7 @@ export const executionResultShape = {
     mime_type: z.string(),
     omitted: z.boolean().optional(),
     saved_to: z.string().optional(),
+    saved_on_host: z.string().optional(),
   })),
   diagnostics: z.object({
     error_type: z.string(),
@@ -87,7 +90,8 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
     ...EXECUTE_REQUEST_SHAPE,
     // Only the profiles callers may use, by name, so clients can offer them.
     profile: z.enum(options.profiles as [string, ...string[]]).optional().describe(
-      `Permission profile (default "${options.defaultProfile}").`,
+      `Permission profile (default "${options.defaultProfile}").` +
+        (options.profileSummary ? `\n${options.profileSummary}` : ""),
     ),
   } satisfies Record<keyof ExecuteRequest, z.ZodType>;
   return server.registerTool("execute_code", {
