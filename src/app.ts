@@ -240,6 +240,15 @@ export async function openApp(
   const tracing = runtimeTracing();
   // Read once, from a file made in the cache (read-write folders' entries go back to it).
   const owner = hostOwner(runtime.cacheDir);
+  if (owner === undefined) {
+    log.warn(
+      "cannot tell the server's own user (the cache folder is not writable): entries a " +
+        "script gives other users in read-write folders are not given back",
+      {
+        cache: runtime.cacheDir,
+      },
+    );
+  }
   const sandboxExecutor = (packages: PackageSources) =>
     new SandboxExecutor({
       pool,

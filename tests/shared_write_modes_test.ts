@@ -128,18 +128,28 @@ Deno.test("clearSharedWriteModes() takes back what a run gave another user, and 
   const owner = hostOwner(root);
   assert.ok(owner, "the server's ids are read from a file it makes");
   assert.deepEqual([...Deno.readDirSync(root)], [], "and the file is gone");
+  const firstStart = hostOwner(join(outside, "cache-not-made-yet"));
+  assert.deepEqual(firstStart, owner, "known on a first start too, before the cache exists");
   Deno.symlinkSync(outside, join(root, "theirs_before"));
   await new Promise((r) => setTimeout(r, 2100)); // changes in the second before count
   const since = new Date();
   Deno.mkdirSync(join(root, "given"));
-  // As another user would, in a folder given to them: links out, and one inside.
+  // As another user would, in a folder given to them: links out, and one inside; and a link
+  // whose text stays inside but climbs out through another link (to the folder itself).
   Deno.symlinkSync(outside, join(root, "given", "out"));
   Deno.symlinkSync("../given", join(root, "given", "in"));
+  Deno.mkdirSync(join(root, "given", "a1", "a2"), { recursive: true });
+  Deno.symlinkSync(root, join(root, "given", "a1", "a2", "t"));
+  const depth = root.split("/").filter(Boolean).length; // t/.. climbs above the folder
+  const climbs = "a1/a2/t/" + "../".repeat(depth) + outside.split("/").filter(Boolean).join("/");
+  Deno.symlinkSync(climbs, join(root, "given", "climbs"));
+  assert.equal(Deno.realPathSync(join(root, "given", "climbs")), outside, "it does lead out");
   // Only root may give a file away (as the script of a server running as root could).
   if (Deno.uid() === 0) Deno.chownSync(join(root, "given"), 65534, 65534);
   await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 100, owner });
   assert.equal(Deno.lstatSync(join(root, "given")).uid, owner!.uid, "given back");
   assert.throws(() => Deno.lstatSync(join(root, "given", "out")), Deno.errors.NotFound);
+  assert.throws(() => Deno.lstatSync(join(root, "given", "climbs")), Deno.errors.NotFound);
   assert.ok(Deno.lstatSync(join(root, "given", "in")).isSymlink, "a link inside stays");
   assert.ok(Deno.lstatSync(join(root, "theirs_before")).isSymlink, "one made before the run stays");
   await Deno.remove(root, { recursive: true });

@@ -17,7 +17,7 @@
  * by another user is given back to the server's user; a symlink that appeared in the run (a
  * sandbox cannot make one: someone else did) and leads out of the folder is removed.
  */
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Logger } from "../_util/log.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { SHARED_MODE_BITS } from "../rpc/sandbox_protocol.ts";
@@ -46,6 +46,7 @@ export interface Owner {
  */
 export function hostOwner(writableDir: string): Owner | undefined {
   try {
+    Deno.mkdirSync(writableDir, { recursive: true }); // a first start has none yet
     const probe = Deno.makeTempFileSync({ dir: writableDir, prefix: ".owner-" });
     try {
       const { uid, gid } = Deno.lstatSync(probe);
@@ -168,7 +169,7 @@ async function clearIn(
       if (info.isSymlink) {
         // Never followed. A sandbox cannot make one: made in the run, it is someone else's,
         // in a folder the script opened to them.
-        if (changed && leadsOut(root, path, await Deno.readLink(path))) {
+        if (changed && await leadsOut(root, path)) {
           await Deno.remove(path);
           log.warn("removed a symlink made during a run that led out of a read-write folder", {
             folder: root,
@@ -197,8 +198,16 @@ async function clearIn(
   return unwalked;
 }
 
-/** Whether a link at `path` with this target leads out of `root` (as written, not resolved). */
-function leadsOut(root: string, path: string, target: string): boolean {
-  const to = resolve(dirname(path), target);
-  return to !== root && !to.startsWith(root + "/");
+/**
+ * Whether the link at `path` leads out of `root`, followed to the end (a link's text can stay
+ * inside while a link it passes through climbs out); one that cannot be followed (it dangles, or
+ * ends where the host may not look) counts as leading out.
+ */
+async function leadsOut(root: string, path: string): Promise<boolean> {
+  try {
+    const to = await Deno.realPath(path);
+    return to !== root && !to.startsWith(root + "/");
+  } catch {
+    return true;
+  }
 }

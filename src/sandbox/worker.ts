@@ -211,6 +211,32 @@ function maskSharedModes(pyodide: PyodideLike): void {
 }
 
 /**
+ * Takes away the calls that change a file's owner: with a read-write folder (`--allow-write`),
+ * Deno lets a script `chown` there, and a server running as root would let it give a folder to
+ * another local user, who could then plant a symlink that scripts follow out of the folder. Deno's
+ * own (`Deno.chown`), Node's (`node:fs`, callbacks, sync and promises) and the internals that
+ * reach the underlying calls (`Deno[Deno.internal]`) are removed before any script runs; the host
+ * still gives back what changed owner when a run ends (shared_write_modes.ts).
+ */
+function withoutOwnershipChanges(): void {
+  const denied = () => new Deno.errors.PermissionDenied("a sandbox cannot change a file's owner");
+  const refuse = () => {
+    throw denied();
+  };
+  const deno = Deno as unknown as Record<PropertyKey, unknown>;
+  delete deno[(Deno as unknown as { internal: symbol }).internal];
+  delete deno.chown;
+  delete deno.chownSync;
+  const nodeFs = (process as unknown as {
+    getBuiltinModule(name: string): Record<string, unknown> & { promises: Record<string, unknown> };
+  }).getBuiltinModule("node:fs");
+  for (const name of ["chown", "chownSync", "lchown", "lchownSync", "fchown", "fchownSync"]) {
+    nodeFs[name] = refuse;
+  }
+  for (const name of ["chown", "lchown"]) nodeFs.promises[name] = () => Promise.reject(denied());
+}
+
+/**
  * Installs package files the way `pyodide.loadPackage` does (unpacked into site-packages or the
  * shared-library folder, and their shared libraries loaded), in the order given: dependencies
  * first. The files were chosen and checked by the host; nothing is fetched here.
@@ -376,6 +402,7 @@ async function serve(): Promise<void> {
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
     maskSharedModes(pyodide);
+    withoutOwnershipChanges();
   }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);

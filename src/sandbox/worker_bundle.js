@@ -1492,6 +1492,31 @@ function maskSharedModes(pyodide) {
     nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~SHARED_MODE_BITS, dev);
   }
 }
+function withoutOwnershipChanges() {
+  const denied = () => new Deno.errors.PermissionDenied("a sandbox cannot change a file's owner");
+  const refuse = () => {
+    throw denied();
+  };
+  const deno = Deno;
+  delete deno[Deno.internal];
+  delete deno.chown;
+  delete deno.chownSync;
+  const nodeFs = process2.getBuiltinModule("node:fs");
+  for (const name of [
+    "chown",
+    "chownSync",
+    "lchown",
+    "lchownSync",
+    "fchown",
+    "fchownSync"
+  ]) {
+    nodeFs[name] = refuse;
+  }
+  for (const name of [
+    "chown",
+    "lchown"
+  ]) nodeFs.promises[name] = () => Promise.reject(denied());
+}
 async function installPackages(pyodide, files, into) {
   for (const file of files) {
     const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
@@ -1642,6 +1667,7 @@ async function serve() {
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
     maskSharedModes(pyodide);
+    withoutOwnershipChanges();
   }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
