@@ -167,7 +167,7 @@ Deno.test("generate_and_execute gives up after max_attempts", async () => {
 Deno.test("the agent CLI prints each attempt and the final output", async () => {
   await using api = startFakeChatApi([
     "print(undefined_name)  # \x1b]0;title\x07",
-    "```python\nprint('fixed')\n```",
+    "```python\nprint('fixed\\x1b[2J')\n```",
   ]);
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "-A", MAIN, "agent", "Print something"],
@@ -181,7 +181,7 @@ Deno.test("the agent CLI prints each attempt and the final output", async () => 
   const stdout = new TextDecoder().decode(out.stdout);
   const stderr = new TextDecoder().decode(out.stderr);
   assert.equal(out.code, 0, stderr);
-  assert.equal(stdout, "fixed\n");
+  assert.equal(stdout, "fixed\\u{1b}[2J\n", "the model's script's output, escaped too");
   assert.match(
     stderr,
     /--- attempt 1 \(openai:scripted-model\): failed at execution ---\nprint\(undefined_name\) {2}# \\u\{1b\}\]0;title\\u\{7\}\nerror: NameError/,

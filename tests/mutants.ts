@@ -2738,6 +2738,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/profiles_test.ts"],
   },
   {
+    name: "the agent command prints its model's script's output unescaped",
+    file: "src/commands/commands.ts",
+    from: "const shown = (text: string) => options.out(escapeUnsafe(text, { keepNewlines: true }));",
+    to: "const shown = (text: string) => options.out(text);",
+    tests: ["tests/agent_test.ts"],
+    filter: "agent CLI",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

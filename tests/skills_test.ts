@@ -388,6 +388,11 @@ Deno.test("servers sharing a skills folder: no save is lost, each sees the other
     await Deno.mkdir(`${dir}/.generation`); // as a hostile neighbour could leave it
     assert.equal(store.get("shared")?.version, 30);
     assert.ok(store.list().length > 0);
+    // A FIFO: reading it would block the host's one thread until someone writes to it.
+    await Deno.remove(`${dir}/.generation`);
+    const made = await new Deno.Command("mkfifo", { args: [`${dir}/.generation`] }).output();
+    assert.ok(made.success);
+    assert.equal(store.get("shared")?.version, 30);
   });
   await Deno.remove(dir, { recursive: true });
 });

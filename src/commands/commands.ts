@@ -322,11 +322,11 @@ export async function runAgentCommand(
   } else {
     const run = result.execution;
     if (result.success && run) {
-      if (run.stdout) options.out(run.stdout);
+      // Unlike `run`'s script, this one is the model's: its output is escaped too.
+      const shown = (text: string) => options.out(escapeUnsafe(text, { keepNewlines: true }));
+      if (run.stdout) shown(run.stdout);
       if (run.result !== null && run.result !== undefined) {
-        options.out(
-          (typeof run.result === "string" ? run.result : JSON.stringify(run.result)) + "\n",
-        );
+        shown((typeof run.result === "string" ? run.result : JSON.stringify(run.result)) + "\n");
       }
     }
     said(formatAgentResult({ ...result, attempts: [] }).split("\n")[0]!);

@@ -296,8 +296,11 @@ const GENERATION_FILE = ".generation";
  * be read: serving the skills read last beats failing every execution).
  */
 function readGeneration(dir: string): string {
+  const path = join(dir, GENERATION_FILE);
   try {
-    return Deno.readTextFileSync(join(dir, GENERATION_FILE)).slice(0, 100);
+    // Only a plain file: reading a FIFO a neighbour put there would block the host's thread.
+    if (!Deno.lstatSync(path).isFile) return "";
+    return Deno.readTextFileSync(path).slice(0, 100);
   } catch {
     return "";
   }
