@@ -54,6 +54,33 @@ Deno.test("MessageLines refuses a message past its bound, as the SDK does", () =
   assert.deepEqual(lines.readMessage(), { jsonrpc: "2.0", id: 3, method: "ping" });
 });
 
+Deno.test("attack: a line past the bound is skipped whole, and told with its start and end, however it is cut", () => {
+  const line = '{"jsonrpc":"2.0","id":"start-id","method":"ping","params":{"pad":"' +
+    "z".repeat(500) + '"},"end":"tail"}';
+  for (const cut of [1, 7, 12, 100, 400]) {
+    const told: [string, string][] = [];
+    const lines = new MessageLines(
+      300,
+      undefined,
+      undefined,
+      (start, end) => told.push([start, end]),
+    );
+    const bytes = encoder.encode(`{"jsonrpc":"2.0","id":1,"method":"ping"}\n${line}\n`);
+    const at = bytes.indexOf(10) + 1 + cut; // the long line's start split after `cut` bytes
+    for (let i = 0; i < at; i += 3) lines.append(bytes.subarray(i, Math.min(i + 3, at)));
+    lines.append(bytes.subarray(at));
+    lines.append(encoder.encode('{"jsonrpc":"2.0","id":2,"method":"ping"}\n'));
+    assert.deepEqual(lines.readMessage(), { jsonrpc: "2.0", id: 1, method: "ping" });
+    assert.deepEqual(lines.readMessage(), { jsonrpc: "2.0", id: 2, method: "ping" }, "goes on");
+    assert.equal(told.length, 1, `cut ${cut}`);
+    assert.ok(
+      told[0]![0].startsWith('{"jsonrpc":"2.0","id":"start-id"'),
+      `cut ${cut}: ${told[0]![0]}`,
+    );
+    assert.ok(told[0]![1].endsWith('"end":"tail"}'), `cut ${cut}`);
+  }
+});
+
 Deno.test("readLinesLinearly() takes the place of both SDK stdio transports' read buffers", () => {
   const client = readLinesLinearly(new StdioClientTransport({ command: "true" }));
   const server = readLinesLinearly(new StdioServerTransport());

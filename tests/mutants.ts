@@ -2740,10 +2740,18 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the agent command prints its model's script's output unescaped",
     file: "src/commands/commands.ts",
-    from: "const shown = (text: string) => options.out(escapeUnsafe(text, { keepNewlines: true }));",
+    from:
+      "const shown = (text: string) => options.out(escapeUnsafe(text, { keepNewlines: true }));",
     to: "const shown = (text: string) => options.out(text);",
     tests: ["tests/agent_test.ts"],
     filter: "agent CLI",
+  },
+  {
+    name: "an oversized line's start is only its first read",
+    file: "src/rpc/message_lines.ts",
+    from: "this.#skipping = firstBytes([...this.#parts, bytes], EDGE_BYTES);",
+    to: "this.#skipping = (this.#parts[0] ?? bytes).slice(0, EDGE_BYTES);",
+    tests: ["tests/message_lines_test.ts"],
   },
   {
     name: "a deleted skill's archived versions stay on disk",

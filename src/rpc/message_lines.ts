@@ -73,7 +73,7 @@ export class MessageLines implements ReadBufferLike {
         this.clear();
         throw new Error(`ReadBuffer exceeded maximum size of ${this.maxBytes} bytes`);
       }
-      this.#skipping = (this.#parts[0] ?? bytes).slice(0, EDGE_BYTES);
+      this.#skipping = firstBytes([...this.#parts, bytes], EDGE_BYTES);
       this.#skippedEnd = [bytes.slice(-EDGE_BYTES)];
       this.#parts = [];
       this.#size = 0;
@@ -145,4 +145,17 @@ export function readLinesLinearly<T extends object>(
     oversized?.onOversized,
   );
   return transport;
+}
+
+/** The first `count` bytes of `parts` together (a line's start may span several reads). */
+function firstBytes(parts: Uint8Array[], count: number): Uint8Array {
+  const taken: Uint8Array[] = [];
+  let size = 0;
+  for (const part of parts) {
+    if (size >= count) break;
+    const piece = part.subarray(0, count - size);
+    taken.push(piece);
+    size += piece.length;
+  }
+  return concatBytes(taken, size).slice();
 }
