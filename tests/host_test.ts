@@ -10,6 +10,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { type ExecutionResult, formatResultText } from "../src/execution/execution_result.ts";
 import type { ExecuteOptions, ExecuteRequest, Executor } from "../src/execution/executor.ts";
 import { createHost } from "../src/host/server.ts";
+import { liveFeedback, MAX_PROGRESS_TOKEN_CHARS } from "../src/host/tools/execute_code.ts";
 import { testHostDeps } from "./_host.ts";
 import type { Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
@@ -270,4 +271,22 @@ Deno.test("the handshake is answered at once; tools/list waits for the start-up,
   } finally {
     await broken.close();
   }
+});
+
+Deno.test("attack: a long progress token gets no progress (each report would carry it again)", async () => {
+  const sent: unknown[] = [];
+  const channel = (progressToken: string) => ({
+    progressToken,
+    log: () => Promise.resolve(),
+    notify: (n: unknown) => {
+      sent.push(n);
+      return Promise.resolve();
+    },
+  });
+  const long = liveFeedback(channel("t".repeat(MAX_PROGRESS_TOKEN_CHARS + 1)));
+  assert.equal(long.onProgress, undefined);
+  const short = liveFeedback(channel("t".repeat(MAX_PROGRESS_TOKEN_CHARS)));
+  short.onProgress!({ progress: 1 });
+  await short.flush();
+  assert.equal(sent.length, 1);
 });

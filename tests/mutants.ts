@@ -2754,6 +2754,13 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/message_lines_test.ts"],
   },
   {
+    name: "progress is reported under a token of any length",
+    file: "src/host/tools/execute_code.ts",
+    from: "      channel.progressToken.length > MAX_PROGRESS_TOKEN_CHARS",
+    to: "      false",
+    tests: ["tests/host_test.ts"],
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -160,6 +160,9 @@ export function requestFeedback(ctx: ServerContext, floor?: LoggingLevel): Feedb
  * notifications when the client sent a progressToken. Both go with the request, so they reach
  * the client on stdio and on HTTP alike.
  */
+/** The longest progress token a client's progress is reported under. */
+export const MAX_PROGRESS_TOKEN_CHARS = 256;
+
 export function liveFeedback(channel: FeedbackChannel) {
   const pending = new Set<Promise<void>>();
   let lastProgress = 0;
@@ -168,7 +171,12 @@ export function liveFeedback(channel: FeedbackChannel) {
     pending.add(settled);
     void settled.finally(() => pending.delete(settled));
   };
-  const token = channel.progressToken;
+  // Each report carries the token again: a long one (a client's 2 MiB token times a script's
+  // reports, buffered for a client that does not read) gets no progress.
+  const token = typeof channel.progressToken === "string" &&
+      channel.progressToken.length > MAX_PROGRESS_TOKEN_CHARS
+    ? undefined
+    : channel.progressToken;
   return {
     onOutput: (stream: "stdout" | "stderr", text: string) => {
       const level = stream === "stderr" ? "warning" : "info";
