@@ -148,6 +148,19 @@ Deno.test("attack: a model API's reply is read only up to its limit", async () =
   assert.match(result.message, /^Cannot get code from openai:scripted-model/, result.message);
 });
 
+Deno.test("attack: a model's script past the code limit is not run, nor repeated whole", async () => {
+  const long = "```python\n" + "x = 1\n".repeat(40_000) + "```";
+  await using api = startFakeChatApi([long, long]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+  const { reply, result } = await generate(server, "Anything", 2);
+  assert.equal(result.success, false);
+  for (const attempt of result.attempts) {
+    assert.match(attempt.error ?? "", /not run: it has 240000 characters, over the 100000/);
+    assert.ok(attempt.code.length <= 2000, `${attempt.code.length}`);
+  }
+  assert.ok(JSON.stringify(reply).length < 100_000, `${JSON.stringify(reply).length}`);
+});
+
 Deno.test("generate_and_execute gives up after max_attempts", async () => {
   await using api = startFakeChatApi([
     "print(1)\nraise ValueError('a')",

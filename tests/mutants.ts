@@ -2761,6 +2761,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/host_test.ts"],
   },
   {
+    name: "a model's script of any length is checked and run",
+    file: "src/agent/agent.ts",
+    from: "    if (code.length > MAX_MODEL_CODE_CHARS) {\n      attempt.error",
+    to: "    if (false) {\n      attempt.error",
+    tests: ["tests/agent_test.ts"],
+    filter: "past the code limit",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

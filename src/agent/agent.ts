@@ -58,6 +58,10 @@ export interface AgentRequest {
   profile?: string;
 }
 
+/** The longest script a model may answer with; and how much of a longer one is kept. */
+export const MAX_MODEL_CODE_CHARS = 100_000;
+const SHOWN_LONG_CODE_CHARS = 2000;
+
 export async function runAgent(
   request: AgentRequest,
   deps: AgentDeps,
@@ -119,12 +123,20 @@ export async function runAgent(
     const attempt: AgentAttempt = {
       attempt: n,
       phase: "validation",
-      code,
+      code: code.length > MAX_MODEL_CODE_CHARS ? code.slice(0, SHOWN_LONG_CODE_CHARS) : code,
       error: null,
       usage: reply.usage,
-      notes: reply.notes.map((note) => deps.redact.text(note)),
+      notes: reply.notes.map((note) => deps.redact.text(note).slice(0, 2000)),
     };
     attempts.push(attempt);
+    // The answer repeats each attempt's code (and the next prompt too): a model's reply of
+    // megabytes, ten times over, took the host past a gigabyte.
+    if (code.length > MAX_MODEL_CODE_CHARS) {
+      attempt.error = `The script was not run: it has ${code.length} characters, over the ` +
+        `${MAX_MODEL_CODE_CHARS} a script may have (its start is kept above)`;
+      onAttempt(attempt);
+      continue;
+    }
 
     const problems = await validate(code, deps);
     if (problems.length > 0) {
