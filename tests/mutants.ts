@@ -2769,6 +2769,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "past the code limit",
   },
   {
+    name: "package resolution reads every dependency, however many or large",
+    file: "src/packages/package_sources.ts",
+    from: "      seen.size > limits.packages || bytes > limits.bytes",
+    to: "      false",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "cannot pull in",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -432,6 +432,39 @@ async function hostileSources(
 
 const notFound = () => new Response("no", { status: 404 });
 
+Deno.test("attack: one package cannot pull in more than an execution may install", async (t) => {
+  const dir = await Deno.makeTempDir();
+  const deps = Array.from({ length: 150 }, (_, i) => `dep-${i}`);
+  for (
+    const wheel of await Promise.all([
+      buildWheel({ name: "wide", value: 1, requires: deps }),
+      ...deps.map((name) => buildWheel({ name, value: 1 })),
+    ])
+  ) {
+    await Deno.writeFile(join(dir, wheel.file), wheel.bytes);
+  }
+  const sources = new PackageSources({
+    wheelsDir: dir,
+    distribution: null,
+    index: null,
+    platform: PLATFORM,
+  });
+  await t.step("past 100 packages with dependencies, resolution stops and says why", async () => {
+    const found = await sources.resolve(["wide"], []);
+    assert.match(
+      found.problems.join(),
+      /^wide: more than one execution may install \(100 packages/,
+    );
+    assert.ok(found.packages.length <= 101, `${found.packages.length} read`);
+  });
+  await t.step("past the bytes, it stops before reading the rest", async () => {
+    const found = await sources.resolve(["wide"], [], { packages: 1000, bytes: 5000 });
+    assert.match(found.problems.join(), /more than one execution may install/);
+    assert.ok(found.packages.length < 20, `${found.packages.length} read`);
+  });
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("attack: an index link's text cannot steer where the host writes", async () => {
   const wheel = await buildWheel({ name: "foo", value: 1 });
   const sha = await sha256Hex(wheel.bytes);

@@ -6,7 +6,7 @@
  */
 import { checkCodeSize } from "../policy/code_size.ts";
 import { checkInputFiles } from "../policy/input_files.ts";
-import type { PackageSources } from "../packages/package_sources.ts";
+import { type PackageSources, RESOLVE_LIMITS } from "../packages/package_sources.ts";
 import type { ResolvedPackage } from "../packages/package_sources.ts";
 import { requirementName, scriptDependencies } from "../packages/wheels.ts";
 import type { InputFile } from "../rpc/sandbox_protocol.ts";
@@ -21,7 +21,7 @@ export const MAX_PACKAGE_NAMES = 20;
  * it travels in one message to the sandbox (at most 64 MiB), and a request holds it while it
  * waits for one.
  */
-export const MAX_PACKAGE_BYTES_PER_RUN = 40 * 1024 * 1024;
+export const MAX_PACKAGE_BYTES_PER_RUN = RESOLVE_LIMITS.bytes;
 
 function mib(bytes: number): string {
   return `${(bytes / 2 ** 20).toFixed(1)} MiB`;

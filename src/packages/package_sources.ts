@@ -33,6 +33,15 @@ export interface ResolvedPackage {
   install_dir: "site" | "dynlib";
 }
 
+/**
+ * What one execution may install: packages (dependencies included) and their files, as the
+ * base64 the sandbox is sent (40 MiB, 30 MiB of files). The files travel in one message to the
+ * sandbox (at most 64 MiB), and a request holds them while it waits for one; resolution stops
+ * at either bound, so a package with thousands of dependencies, or large ones, is refused before
+ * they are all read.
+ */
+export const RESOLVE_LIMITS = { packages: 100, bytes: 40 * 1024 * 1024 };
+
 /** How long one request's package resolution may spend downloading, all files together. */
 const RESOLVE_DEADLINE_MS = 180_000;
 
@@ -83,7 +92,11 @@ export class PackageSources {
    * The files `names` need, dependencies first, or problems naming each package that cannot be
    * had and why. `allowedHosts` are the calling profile's `net` entries.
    */
-  async resolve(names: string[], allowedHosts: readonly string[]): Promise<Resolution> {
+  async resolve(
+    names: string[],
+    allowedHosts: readonly string[],
+    limits: { packages: number; bytes: number } = RESOLVE_LIMITS,
+  ): Promise<Resolution> {
     const invalid = names.filter((name) => !isPackageName(name));
     if (invalid.length > 0) {
       return {
@@ -105,7 +118,21 @@ export class PackageSources {
     const distributionLock = () =>
       lock ??= this.#distribution!.lock(allowedHosts).catch((e) => (e as Error).message);
 
+    let bytes = 0;
+    const tooMuch = () =>
+      seen.size > limits.packages || bytes > limits.bytes
+        ? `more than one execution may install (${limits.packages} packages with their ` +
+          `dependencies, ${mib(limits.bytes * 3 / 4)} of files)`
+        : null;
+    let stopped = false; // past a bound: told once, nothing more is read
     const need = async (name: string, neededBy: string | null): Promise<void> => {
+      if (stopped) return;
+      const over = tooMuch();
+      if (over) {
+        stopped = true;
+        fail(names.join(", "), over);
+        return;
+      }
       // A dependency's name comes from a lock or a wheel: checked like a caller's before use.
       if (!isPackageName(name)) {
         fail(
@@ -128,7 +155,11 @@ export class PackageSources {
       const reasons: string[] = [];
 
       const local = await this.#local.find(key);
-      if (local.wheel) return await this.#addWheel(key, local.wheel, packages, need);
+      if (local.wheel) {
+        await this.#addWheel(key, local.wheel, packages, need);
+        bytes += local.wheel.data.length;
+        return;
+      }
       reasons.push(
         ...local.refused,
         ...(local.refused.length > 0 ? [] : [
@@ -153,6 +184,7 @@ export class PackageSources {
               data,
               install_dir: entry.install_dir,
             });
+            bytes += data.length;
           } catch (error) {
             fail(label, `${this.#distribution.where}: ${(error as Error).message}`);
           }
@@ -161,11 +193,17 @@ export class PackageSources {
       }
 
       const indexed = await this.#fromIndex(key, allowedHosts, deadline);
-      if (typeof indexed !== "string") return await this.#addWheel(key, indexed, packages, need);
+      if (typeof indexed !== "string") {
+        await this.#addWheel(key, indexed, packages, need);
+        bytes += indexed.data.length;
+        return;
+      }
       reasons.push(indexed);
       fail(label, reasons.join("; "));
     };
     for (const name of names) await need(name, null);
+    const over = tooMuch();
+    if (over && !stopped) fail(names.join(", "), over);
     const problems = [...failed].map(([reason, labels]) => `${labels.join(", ")}: ${reason}`);
     return { packages, problems };
   }
@@ -272,4 +310,8 @@ export class PackageSources {
 /** The file beside a cached index wheel that says where it was downloaded from. */
 function originFile(cacheDir: string, wheel: string): string {
   return join(cacheDir, `${wheel}.origin`);
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
