@@ -1919,7 +1919,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a server whose stdin closed during the opening read runs on",
     file: "src/commands/commands.ts",
-    from: 'if (process.stdin.readableEnded) void stop("stdin closed");',
+    from: '    void stop("the stdio connection closed");',
     to: "",
     tests: ["tests/opening_answer_test.ts"],
   },
@@ -2708,11 +2708,10 @@ export const MUTATIONS: Mutation[] = [
     filter: "up to its limit",
   },
   {
-    name: "an unreadable skills change mark fails every read of the skills",
+    name: "a skills folder no server has marked yet cannot be read",
     file: "src/skills/skill_store.ts",
     from: '  } catch {\n    return "";\n  }',
-    to:
-      '  } catch (error) {\n    if (error instanceof Deno.errors.NotFound) return "";\n    throw error;\n  }',
+    to: "  } catch (error) {\n    throw error;\n  }",
     tests: ["tests/skills_test.ts"],
     filter: "sharing a skills folder",
   },

@@ -147,6 +147,16 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
       }
       assert.equal(uid, me, "the folder is still the server's user's");
       assert.equal((await Deno.stat(`${root}/ws/given`)).uid, me);
+      // Another way may still be found: the host gives back what changed owner in a run.
+      await Deno.mkdir(`${root}/ws/midrun`);
+      const running = server.execute({
+        profile: "workspace",
+        code: "import time\ntime.sleep(1.5)",
+      });
+      await delay(500);
+      if (me === 0) await Deno.chown(`${root}/ws/midrun`, 65534, 65534); // as the run's doing
+      assert.equal((await running).success, true);
+      assert.equal((await Deno.stat(`${root}/ws/midrun`)).uid, me, "given back when the run ended");
       const isolated = await server.execute({
         code: "import os\nos.path.exists('/workspace/notes.txt')",
       });

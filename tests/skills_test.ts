@@ -274,6 +274,12 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     assert.deepEqual(files.sort(), ["a.json", "a.v4.json", "a.v5.json"]);
     assert.equal(store.get("a")?.version, 6);
   });
+  await t.step("deleting a skill deletes its archived versions too", async () => {
+    await store.delete("a");
+    for await (const entry of Deno.readDir(dir)) {
+      assert.ok(!entry.name.startsWith("a."), entry.name);
+    }
+  });
   await t.step("archived versions take no more room than the skills' code may", async () => {
     // Each version just under the limit (as JSON): past versions must not pile up on disk.
     const big = (i: number) => `def big():\n    return ${i}\n#${"x".repeat(1500)}\n`;
@@ -287,12 +293,6 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     assert.ok(archived <= 2000, `archives take ${archived} bytes`);
     assert.ok(Deno.statSync(`${dir}/big.json`).isFile, "the current version stays");
     await store.delete("big");
-  });
-  await t.step("deleting a skill deletes its archived versions too", async () => {
-    await store.delete("a");
-    for await (const entry of Deno.readDir(dir)) {
-      assert.ok(!entry.name.startsWith("a."), entry.name);
-    }
   });
   await t.step("saves at the same time cannot all pass the count", async () => {
     const others = new SkillStore(await Deno.makeTempDir(), silentLogger, {

@@ -150,9 +150,10 @@ function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServ
       },
     },
   );
-  // The SDK closes the transport on an error of its own, and reads no more: the client cannot
-  // be served, so the server stops (it would otherwise wait for stdin's end for good). Its
-  // `onclose` is the SDK's own (serveStdio sets it), so the close itself is watched.
+  // The SDK closes the transport when stdin ends (also when it had ended before the transport
+  // started: closed while the opening was read) and on an error of its own, after which it reads
+  // no more: either way the client cannot be served, so the server stops. Its `onclose` is the
+  // SDK's own (serveStdio sets it), so the close itself is watched.
   const close = transport.close.bind(transport);
   transport.close = async () => {
     await close();
@@ -171,8 +172,6 @@ export const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024 * 1024;
 function stopWhenStdinEnds(stop: (why: string) => Promise<void>): void {
   process.stdin.resume(); // paused if the opening was read early
   process.stdin.on("end", () => void stop("stdin closed"));
-  // Closed while the opening was read: that "end" has come and gone.
-  if (process.stdin.readableEnded) void stop("stdin closed");
 }
 
 /** Warns of lines on stdin that are not JSON (the first few): MCP takes one message a line. */
