@@ -1,4 +1,4 @@
-/** Byte arrays: joining parts, and reading a stream with a bound. */
+/** Byte arrays: joining parts, reading a stream with a bound, base64, and sizes as people read them. */
 
 /** The parts as one array; `size` is their total length. */
 export function concatBytes(
@@ -31,4 +31,26 @@ export async function readAtMost(
     parts.push(part);
   }
   return concatBytes(parts, size);
+}
+
+/** Each byte as one character (U+0000 to U+00FF), in chunks: a spread of megabytes overflows. */
+export function bytesToBinary(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return binary;
+}
+
+export function encodeBase64(bytes: Uint8Array): string {
+  return btoa(bytesToBinary(bytes));
+}
+
+export function decodeBase64(data: string): Uint8Array {
+  return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+}
+
+/** A size in MiB, one decimal (`4.0 MiB`). */
+export function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }

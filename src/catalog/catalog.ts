@@ -3,6 +3,7 @@
  * the `execute_code` description, and search. Built from a snapshot of the upstream tools; the
  * host rebuilds it when a server's tool list changes.
  */
+import { mib } from "../_util/bytes.ts";
 import { assignIdentifiers } from "./identifiers.ts";
 import { closestName } from "../config/did_you_mean.ts";
 import { type SearchDocument, ToolSearch } from "./tool_search.ts";
@@ -63,7 +64,6 @@ export interface CatalogOptions {
 
 /** Why a module of `size` characters is not sent after `sent` of others, or null. */
 function withheldBecause(size: number, sent: number): string | null {
-  const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
   if (size > MAX_SERVER_MODULE_CHARS) {
     return `their Python module would be ${mib(size)}, over the ${
       mib(MAX_SERVER_MODULE_CHARS)

@@ -4,6 +4,7 @@
  * files and the Python packages (resolved to files, dependencies included). A request that passes becomes a `CheckedRequest`
  * the later stages trust; one that does not becomes a `Refusal`.
  */
+import { mib } from "../_util/bytes.ts";
 import { checkCodeSize } from "../policy/code_size.ts";
 import { checkInputFiles } from "../policy/input_files.ts";
 import { type PackageSources, RESOLVE_LIMITS } from "../packages/package_sources.ts";
@@ -23,9 +24,6 @@ export const MAX_PACKAGE_NAMES = 20;
  */
 export const MAX_PACKAGE_BYTES_PER_RUN = RESOLVE_LIMITS.bytes;
 
-function mib(bytes: number): string {
-  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-}
 export interface CheckedRequest {
   code: string;
   profile: Profile;

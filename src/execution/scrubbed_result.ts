@@ -5,6 +5,7 @@
  * client rejected the whole answer. A file that held a secret comes back with it replaced.
  */
 import type { Redactor } from "../policy/redaction.ts";
+import { bytesToBinary, decodeBase64, encodeBase64 } from "../_util/bytes.ts";
 import type { ExecutionResult, ResultFile } from "./execution_result.ts";
 
 export function scrubbedResult(result: ExecutionResult, redact: Redactor): ExecutionResult {
@@ -25,7 +26,7 @@ function withoutData({ data: _, ...meta }: ResultFile): ResultFile {
 
 /** A file's base64 content with the secrets in it replaced (as UTF-8 text when it is that). */
 function scrubbedContent(base64: string, redact: Redactor): { data: string; size?: number } {
-  const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  const bytes = decodeBase64(base64);
   let text: string | null;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -36,24 +37,12 @@ function scrubbedContent(base64: string, redact: Redactor): { data: string; size
     const clean = redact.text(text);
     if (clean === text) return { data: base64 };
     const out = new TextEncoder().encode(clean);
-    return { data: toBase64(out), size: out.length };
+    return { data: encodeBase64(out), size: out.length };
   }
   // Binary: one character per byte, so a secret's bytes are found wherever they are.
   const binary = bytesToBinary(bytes);
   const clean = redact.text(binary);
   if (clean === binary) return { data: base64 };
   const out = Uint8Array.from(clean, (c) => c.charCodeAt(0) & 0xff);
-  return { data: toBase64(out), size: out.length };
-}
-
-function bytesToBinary(bytes: Uint8Array): string {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return text;
-}
-
-function toBase64(bytes: Uint8Array): string {
-  return btoa(bytesToBinary(bytes));
+  return { data: encodeBase64(out), size: out.length };
 }

@@ -9,7 +9,7 @@ import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
 import { PYODIDE_VERSION } from "../_util/version.ts";
 import { lockMismatch, type LockPackage, parseLock, type PyodideLock } from "./pyodide_lock.ts";
-import { encodeBase64 } from "../policy/input_files.ts";
+import { encodeBase64 } from "../_util/bytes.ts";
 import { hostAllowed, isHttpUrl } from "./hosts.ts";
 import {
   download,

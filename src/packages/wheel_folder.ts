@@ -3,7 +3,7 @@
  * finds the newest wheel of a name that runs in this Pyodide, with what it requires.
  */
 import { join } from "node:path";
-import { encodeBase64 } from "../policy/input_files.ts";
+import { encodeBase64 } from "../_util/bytes.ts";
 import { BoundedCache } from "../_util/bounded_cache.ts";
 import { PACKAGE_CACHE_BYTES } from "./capped_download.ts";
 import { readWheelMetadata, requiredNames } from "./wheel_metadata.ts";

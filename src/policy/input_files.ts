@@ -3,6 +3,7 @@
  * is capped. Decided on the host before a sandbox is touched.
  */
 import type { InputFile } from "../rpc/sandbox_protocol.ts";
+import { encodeBase64 } from "../_util/bytes.ts";
 
 export type FileContent = string | { base64: string };
 
@@ -45,12 +46,4 @@ export function checkInputFiles(files: Record<string, FileContent>): InputFile[]
     out.push({ name, data });
   }
   return out;
-}
-
-export function encodeBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
 }

@@ -10,6 +10,7 @@
  * So no server saves over a version it has not seen (the version it replaces is archived), and
  * each one serves what the folder holds.
  */
+import { mib } from "../_util/bytes.ts";
 import { join } from "node:path";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Logger } from "../_util/log.ts";
@@ -350,10 +351,6 @@ function parseSkill(raw: unknown): Skill {
 
 function codeBytes(code: string): number {
   return new TextEncoder().encode(JSON.stringify(code)).length;
-}
-
-function mib(bytes: number): string {
-  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
 function toJson(skill: Skill): string {

@@ -13,6 +13,7 @@ import type { ApprovalAnswer } from "../../execution/approval.ts";
 import { elicitingApprover, InteractiveRun, type ParkedRuns, playRound } from "../approvals.ts";
 import { z } from "zod";
 import { wellFormed } from "../well_formed_answers.ts";
+import { decodeBase64 } from "../../_util/bytes.ts";
 import { toolArguments } from "./tool_arguments.ts";
 import {
   EXECUTE_REQUEST_SHAPE,
@@ -225,8 +226,4 @@ export function toToolResult(result: ExecutionResult) {
     structuredContent: { ...result, outputs: listed } as unknown as Record<string, unknown>,
     isError: !result.success,
   };
-}
-
-function decodeBase64(data: string): Uint8Array {
-  return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
 }
