@@ -2770,7 +2770,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "package resolution reads every dependency, however many or large",
     file: "src/packages/package_sources.ts",
-    from: "      seen.size > limits.packages || bytes > limits.bytes",
+    from: "      seen.size > limits.packages || bytes() > limits.bytes",
     to: "      false",
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "cannot pull in",

@@ -6,6 +6,7 @@
  * their host. The result lists every file dependencies first, or says for each package that
  * cannot be had why not.
  */
+import { mib } from "../_util/bytes.ts";
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
@@ -118,9 +119,9 @@ export class PackageSources {
     const distributionLock = () =>
       lock ??= this.#distribution!.lock(allowedHosts).catch((e) => (e as Error).message);
 
-    let bytes = 0;
+    const bytes = () => packages.reduce((n, p) => n + p.data.length, 0);
     const tooMuch = () =>
-      seen.size > limits.packages || bytes > limits.bytes
+      seen.size > limits.packages || bytes() > limits.bytes
         ? `more than one execution may install (${limits.packages} packages with their ` +
           `dependencies, ${mib(limits.bytes * 3 / 4)} of files)`
         : null;
@@ -155,11 +156,7 @@ export class PackageSources {
       const reasons: string[] = [];
 
       const local = await this.#local.find(key);
-      if (local.wheel) {
-        await this.#addWheel(key, local.wheel, packages, need);
-        bytes += local.wheel.data.length;
-        return;
-      }
+      if (local.wheel) return await this.#addWheel(key, local.wheel, packages, need);
       reasons.push(
         ...local.refused,
         ...(local.refused.length > 0 ? [] : [
@@ -184,7 +181,6 @@ export class PackageSources {
               data,
               install_dir: entry.install_dir,
             });
-            bytes += data.length;
           } catch (error) {
             fail(label, `${this.#distribution.where}: ${(error as Error).message}`);
           }
@@ -193,11 +189,7 @@ export class PackageSources {
       }
 
       const indexed = await this.#fromIndex(key, allowedHosts, deadline);
-      if (typeof indexed !== "string") {
-        await this.#addWheel(key, indexed, packages, need);
-        bytes += indexed.data.length;
-        return;
-      }
+      if (typeof indexed !== "string") return await this.#addWheel(key, indexed, packages, need);
       reasons.push(indexed);
       fail(label, reasons.join("; "));
     };
@@ -310,8 +302,4 @@ export class PackageSources {
 /** The file beside a cached index wheel that says where it was downloaded from. */
 function originFile(cacheDir: string, wheel: string): string {
   return join(cacheDir, `${wheel}.origin`);
-}
-
-function mib(bytes: number): string {
-  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }

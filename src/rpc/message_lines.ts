@@ -105,9 +105,8 @@ export class MessageLines implements ReadBufferLike {
   }
 
   #endSkipping(): void {
-    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-    const start = decode(this.#skipping!);
-    const end = decode(concatBytes(this.#skippedEnd));
+    const start = this.#decoder.decode(this.#skipping!);
+    const end = this.#decoder.decode(concatBytes(this.#skippedEnd));
     this.#skipping = null;
     this.#skippedEnd = [];
     this.onOversized!(start, end.replace(/\r$/, ""));
