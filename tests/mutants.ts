@@ -1645,6 +1645,31 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/http_test.ts"],
     filter: "checkBind",
   },
+  // Compilation hints (issue 16)
+  {
+    name: "sandboxes start without V8 reading compilation hints",
+    file: "src/sandbox/profile.ts",
+    from: "--no-wasm-inlining,--experimental-wasm-compilation-hints",
+    to: "--no-wasm-inlining",
+    tests: ["tests/compilation_hints_test.ts"],
+    filter: "sandbox's Pyodide",
+  },
+  {
+    name: "Pyodide's module is instantiated without its hints",
+    file: "src/sandbox/worker.ts",
+    from: "hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES)",
+    to: "hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, 1)",
+    tests: ["tests/compilation_hints_test.ts"],
+    filter: "sandbox's Pyodide",
+  },
+  {
+    name: "hinted functions are compiled early but not optimized",
+    file: "src/sandbox/compilation_hints.ts",
+    from: "const hint = [...leb128(0), ...leb128(0)];",
+    to: "const hint = [...leb128(0)];",
+    tests: ["tests/compilation_hints_test.ts"],
+    filter: "V8 optimizes",
+  },
   // Start-up and the pool
   {
     name: "tool requests are answered before the start-up finished",
@@ -2946,7 +2971,7 @@ export const MUTATIONS: Mutation[] = [
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
 /** Files whose change needs the sandbox worker bundled again. */
 const WORKER_SOURCES =
-  /^src\/(sandbox\/worker\.ts|sandbox\/prelude\.py|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener)\.ts|_util\/(write_all|console_redirect)\.ts)/;
+  /^src\/(sandbox\/worker\.ts|sandbox\/prelude\.py|rpc\/|execution\/outcomes\.ts|sandbox\/(prelude_py|snapshot_format|snapshot_modules|interrupt_listener|compilation_hints|hot_functions)\.ts|_util\/(write_all|console_redirect|version)\.ts)/;
 
 async function run(command: string[], cwd: string, env: Record<string, string>) {
   const out = await new Deno.Command(command[0]!, {

@@ -74,22 +74,40 @@ export interface RuntimeFiles {
 /**
  * V8 tuning of sandbox processes (not a permission). A very high tiering budget keeps Pyodide's
  * WebAssembly on V8's baseline code (Liftoff), except CPython's eval loop, which boot and warm-up
- * run enough to be optimized anyway: about 0.2 CPU-s of compiling per process, which the worker
- * waits out before it says ready (see `compilationSettled` in worker.ts), so a pooled sandbox is
- * idle at zero CPU and every script gets the optimized eval loop.
+ * run enough to be optimized anyway, and the functions compute-bound Python leans on, which the
+ * worker names to V8 in the module's compilation hints (`--experimental-wasm-compilation-hints`,
+ * see compilation_hints.ts and `HOT_FUNCTIONS`): V8 optimizes those in the background from
+ * instantiation on. The worker waits that out before it says ready (see `compilationSettled` in
+ * worker.ts), so a pooled sandbox is idle at zero CPU and every script runs on optimized code.
  *
- * The trade-off, measured side by side with a shared interpreter that has had everything
- * optimized for long (BENCHMARKS.md, "Side by side"): compute-bound scripts run about 2x slower
- * than there (loops and JSON), because the C functions they call (integer and string operations,
- * the JSON codec) stay on baseline code (the pool keeps the replacement's boot off the cores
- * while a script runs: REFILL_DELAY_MS in pool.ts). Measured alternatives, each in fresh
- * sandboxes: V8's default budget optimizes those during the script, on a background thread: a
- * 2e6-iteration loop ran about 15 % faster, for 0.12 CPU-s more per boot and 0.15 CPU-s more
- * per compute-bound script; a 1 MB JSON round trip was no faster (it ends before optimized code
- * pays off) and spent 0.2 to 0.3 CPU-s more. Optimizing everything hot before the first script
- * (V8's synchronous tier-up) took the boot from about 0.6 to 2.2 CPU-s. Deno keeps no compiled
- * WebAssembly between processes, so a fresh process per execution pays for whatever it optimizes;
- * this budget keeps that to the eval loop.
+ * The trade-off of the hints, measured in fresh sandboxes as the pool starts them, 8 interleaved
+ * rounds (2026-11-25, 2 cores): a 2e6-iteration loop took 310 ms against 397 without them, a 1 MB
+ * JSON round trip 97 ms against 166, and a sandbox's boot cost 0.83 CPU-s against 0.66 (the
+ * optimizing compiler's work for about 135 functions, on V8's background threads, before the
+ * sandbox is ready). The workload that chose them (src/_build/hot_functions.ts) is kept to what
+ * agents' scripts do most, since every function named costs every sandbox its compile time;
+ * naming everything a broader workload made hot (about 200 functions: regex, sorting, classes,
+ * float loops) cost 0.25 CPU-s per boot for no more speed on these two scripts.
+ *
+ * What the hints let in: with the flag, V8 reads the hints sections of every module compiled in
+ * the process, a script's own too. A script can do no more with them than ask V8 to compile its
+ * own functions early; V8 decodes them with a decoder of their own whose errors are ignored (the
+ * module still compiles), and prints nothing unless a trace flag is set. Call-target hints only
+ * steer inlining, which `--no-wasm-inlining` turns off. A corpus of malformed sections is run in
+ * tests/compilation_hints_test.ts.
+ *
+ * Before the hints, measured side by side with a shared interpreter that has had everything
+ * optimized for long (BENCHMARKS.md, "Side by side"): compute-bound scripts ran about 1.35x
+ * slower than there (loops and JSON), because the C functions they call (integer and string
+ * operations, the JSON codec) stayed on baseline code (the pool keeps the replacement's boot off
+ * the cores while a script runs: REFILL_DELAY_MS in pool.ts). Measured alternatives, each in
+ * fresh sandboxes: V8's default budget optimizes those during the script, on a background
+ * thread: a 2e6-iteration loop ran about 15 % faster, for 0.12 CPU-s more per boot and 0.15
+ * CPU-s more per compute-bound script; a 1 MB JSON round trip was no faster (it ends before
+ * optimized code pays off) and spent 0.2 to 0.3 CPU-s more. Optimizing everything hot before the
+ * first script (V8's synchronous tier-up) took the boot from about 0.6 to 2.2 CPU-s. Deno keeps no
+ * compiled WebAssembly between processes, so a fresh process per execution pays for whatever it
+ * optimizes; this budget and the hints keep that to the eval loop and the functions named.
  *
  * `--no-wasm-inlining`: V8 otherwise inlines small callees into the optimized eval loop, chosen
  * by call counts from boot and warm-up. Without it, measured in fresh sandboxes, 8-10
@@ -110,14 +128,11 @@ export interface RuntimeFiles {
  * whose hash it chose at the profile, and V8's testing-only parser); Deno never tears the module
  * down, so V8 cannot write the profile itself (it has to be made
  * from `--trace-wasm-compilation-times` output, a developer flag); and a profile that does not
- * match the module aborts the process. Worth revisiting as an opt-in for compute-heavy profiles
- * if the protocol moves off stdout. To repeat it: boot a sandbox with the default budget and
- * `--trace-wasm-compilation-times`, run a training script, collect the `#N using TurboFan`
- * indices; write `profile-wasm-<hash>` (the name V8 prints as "No Wasm PGO data found") into the
- * sandbox's working folder: one 0 byte (no call feedback), then one byte per declared function
- * of pyodide.asm.wasm (N minus the 268 imported ones), 2 for each tiered-up one.
+ * match the module aborts the process. The compilation hints above get such compiling done from
+ * the module's own bytes, with none of these.
  */
-export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000,--no-wasm-inlining";
+export const SANDBOX_V8_TUNING =
+  "--wasm-tiering-budget=2000000000,--no-wasm-inlining,--experimental-wasm-compilation-hints";
 
 /**
  * What a sandbox process is booted with under `profile`: its folders, hosts and memory flag.

@@ -43,6 +43,13 @@ import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import { readSparseTable, SNAPSHOT_HEADER_BYTES, sparseTableBytes } from "./snapshot_format.ts";
 import { INTERRUPT_LISTENER_JS, takenAtomically } from "./interrupt_listener.ts";
 import { writeAllSync } from "../_util/write_all.ts";
+import { hintNextInstantiation } from "./compilation_hints.ts";
+import {
+  HOT_FUNCTIONS,
+  HOT_FUNCTIONS_MODULE_BYTES,
+  HOT_FUNCTIONS_PYODIDE,
+} from "./hot_functions.ts";
+import { PYODIDE_VERSION } from "../_util/version.ts";
 import { redirectConsole } from "../_util/console_redirect.ts";
 
 // Pyodide's private loader options (stable for the exact version pinned in deno.json).
@@ -592,6 +599,11 @@ async function bootFromSnapshot(
     }
     restored = true;
   };
+  // Pyodide's hot functions are optimized in the background from instantiation on (see
+  // compilation_hints.ts); indices found for another Pyodide would name other functions.
+  const hints = HOT_FUNCTIONS_PYODIDE === PYODIDE_VERSION
+    ? hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES)
+    : null;
   try {
     const pyodide = await loadPyodide({
       _loadSnapshot: snapshot,
@@ -601,9 +613,13 @@ async function bootFromSnapshot(
       stderr: logToStderr,
     });
     if (!restored) throw new Error("Cannot boot: Pyodide did not restore the snapshot's memory");
+    if (hints && !hints.applied()) {
+      logToStderr("sandbox: Pyodide's module got no compilation hints");
+    }
     return pyodide;
   } finally {
     typedArray.set = set;
+    hints?.restore();
   }
 }
 

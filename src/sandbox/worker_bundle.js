@@ -1404,6 +1404,239 @@ function writeAllSync(target, data) {
   while (bytes.length > 0) bytes = bytes.subarray(target.writeSync(bytes));
 }
 
+// src/sandbox/compilation_hints.ts
+var COMPILATION_PRIORITY_SECTION = "metadata.code.compilation_priority";
+var CODE_SECTION_ID = 10;
+var WASM_HEADER_BYTES = 8;
+function withCompilationHints(wasm, functions) {
+  const codeAt = codeSectionOffset(wasm);
+  const indices = [
+    ...new Set(functions)
+  ].sort((a, b) => a - b);
+  const name = new TextEncoder().encode(COMPILATION_PRIORITY_SECTION);
+  const body = [
+    ...leb128(name.length),
+    ...name,
+    ...leb128(indices.length)
+  ];
+  for (const index of indices) {
+    const hint = [
+      ...leb128(0),
+      ...leb128(0)
+    ];
+    body.push(...leb128(index), ...leb128(0), ...leb128(hint.length), ...hint);
+  }
+  const section = [
+    0,
+    ...leb128(body.length),
+    ...body
+  ];
+  const out = new Uint8Array(wasm.length + section.length);
+  out.set(wasm.subarray(0, codeAt));
+  out.set(section, codeAt);
+  out.set(wasm.subarray(codeAt), codeAt + section.length);
+  return out;
+}
+function codeSectionOffset(wasm) {
+  let at = WASM_HEADER_BYTES;
+  while (at < wasm.length) {
+    const id = wasm[at];
+    const [size, payload] = readLeb128(wasm, at + 1);
+    if (id === CODE_SECTION_ID) return at;
+    at = payload + size;
+  }
+  throw new TypeError("Cannot add compilation hints: the module has no code section");
+}
+function leb128(value) {
+  const out = [];
+  do {
+    let byte = value & 127;
+    value >>>= 7;
+    if (value !== 0) byte |= 128;
+    out.push(byte);
+  } while (value !== 0);
+  return out;
+}
+function readLeb128(bytes, at) {
+  let value = 0;
+  let shift = 0;
+  for (; ; ) {
+    if (at >= bytes.length || shift > 28) {
+      throw new TypeError("Cannot add compilation hints: the module is cut short or malformed");
+    }
+    const byte = bytes[at++];
+    value |= (byte & 127) << shift;
+    if ((byte & 128) === 0) return [
+      value >>> 0,
+      at
+    ];
+    shift += 7;
+  }
+}
+function hintNextInstantiation(webAssembly, functions, moduleBytes) {
+  const { instantiate } = webAssembly;
+  let applied = false;
+  webAssembly.instantiate = function(source, imports) {
+    if (applied || !ArrayBuffer.isView(source) || source.byteLength !== moduleBytes) {
+      return instantiate.call(webAssembly, source, imports);
+    }
+    const bytes = new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    const hinted = withCompilationHints(bytes, functions);
+    applied = true;
+    return instantiate.call(webAssembly, hinted, imports);
+  };
+  return {
+    applied: () => applied,
+    restore() {
+      webAssembly.instantiate = instantiate;
+    }
+  };
+}
+
+// src/sandbox/hot_functions.ts
+var HOT_FUNCTIONS_PYODIDE = "314.0.7";
+var HOT_FUNCTIONS_MODULE_BYTES = 9598218;
+var HOT_FUNCTIONS = [
+  14535,
+  4651,
+  2417,
+  2437,
+  2103,
+  2126,
+  2118,
+  2026,
+  3815,
+  2112,
+  1974,
+  2025,
+  2043,
+  2472,
+  2127,
+  868,
+  5208,
+  2027,
+  1971,
+  2598,
+  2601,
+  820,
+  2558,
+  2561,
+  4218,
+  4238,
+  2131,
+  2168,
+  4210,
+  2015,
+  3278,
+  1710,
+  2110,
+  892,
+  8718,
+  2125,
+  3136,
+  4215,
+  13470,
+  3138,
+  3323,
+  6098,
+  6093,
+  6076,
+  5145,
+  3309,
+  2145,
+  5153,
+  2441,
+  3308,
+  3232,
+  2108,
+  5155,
+  2045,
+  5139,
+  2134,
+  14271,
+  5150,
+  6079,
+  4228,
+  2150,
+  4707,
+  3306,
+  5149,
+  6086,
+  3307,
+  13915,
+  1895,
+  5144,
+  2018,
+  2435,
+  1715,
+  1903,
+  2101,
+  2170,
+  2166,
+  2438,
+  1934,
+  3796,
+  3296,
+  3325,
+  2100,
+  2219,
+  4705,
+  2136,
+  1975,
+  3301,
+  0,
+  997,
+  1623,
+  5209,
+  3387,
+  1622,
+  1930,
+  1909,
+  4650,
+  2826,
+  2824,
+  3791,
+  2427,
+  4224,
+  4232,
+  8717,
+  2156,
+  2133,
+  949,
+  1109,
+  1708,
+  1709,
+  5138,
+  5137,
+  1992,
+  1902,
+  14277,
+  1932,
+  4219,
+  4236,
+  3289,
+  2046,
+  2594,
+  1905,
+  4203,
+  2434,
+  4180,
+  3636,
+  3888,
+  5061,
+  2591,
+  1927,
+  1712,
+  14297,
+  5152,
+  2111,
+  2107,
+  4226
+];
+
+// src/_util/version.ts
+var PYODIDE_VERSION = "314.0.7";
+
 // src/_util/console_redirect.ts
 import { Console } from "node:console";
 import process from "node:process";
@@ -1824,6 +2057,7 @@ async function bootFromSnapshot(loadPyodide, moduleUrl, path) {
     }
     restored = true;
   };
+  const hints = HOT_FUNCTIONS_PYODIDE === PYODIDE_VERSION ? hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES) : null;
   try {
     const pyodide = await loadPyodide({
       _loadSnapshot: snapshot,
@@ -1833,9 +2067,13 @@ async function bootFromSnapshot(loadPyodide, moduleUrl, path) {
       stderr: logToStderr
     });
     if (!restored) throw new Error("Cannot boot: Pyodide did not restore the snapshot's memory");
+    if (hints && !hints.applied()) {
+      logToStderr("sandbox: Pyodide's module got no compilation hints");
+    }
     return pyodide;
   } finally {
     typedArray.set = set;
+    hints?.restore();
   }
 }
 async function compilationSettled() {

@@ -1,0 +1,299 @@
+/**
+ * Compilation hints (src/sandbox/compilation_hints.ts): V8 optimizes the hinted functions of a
+ * module before they ever run, and a sandbox's Pyodide gets its hot functions so. Whether a
+ * function runs optimized code is asked of V8 itself (`%IsTurboFanFunction`, in a process
+ * started with `--allow-natives-syntax` for the test).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  COMPILATION_PRIORITY_SECTION,
+  withCompilationHints,
+} from "../src/sandbox/compilation_hints.ts";
+import {
+  HOT_FUNCTIONS,
+  HOT_FUNCTIONS_MODULE_BYTES,
+  HOT_FUNCTIONS_PYODIDE,
+} from "../src/sandbox/hot_functions.ts";
+import { PYODIDE_VERSION } from "../src/_util/version.ts";
+import { locateRuntime } from "../src/sandbox/runtime.ts";
+import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
+import { sandboxCommand } from "../src/sandbox/sandbox_command.ts";
+import { SANDBOX_V8_TUNING } from "../src/sandbox/profile.ts";
+import { silentLogger } from "../src/_util/log.ts";
+import { plainProfile } from "./_profiles.ts";
+import { startServer } from "./_helpers.ts";
+
+const HINTS_MODULE = new URL("../src/sandbox/compilation_hints.ts", import.meta.url).href;
+
+/**
+ * A module of two exported functions `(i32, i32) -> i32`: "hot" (index 0) and "cold" (index 1),
+ * each adding its arguments.
+ */
+const TWO_FUNCTIONS = new Uint8Array([
+  0x00,
+  0x61,
+  0x73,
+  0x6d,
+  0x01,
+  0x00,
+  0x00,
+  0x00,
+  0x01,
+  0x07,
+  0x01,
+  0x60,
+  0x02,
+  0x7f,
+  0x7f,
+  0x01,
+  0x7f, // type: (i32, i32) -> i32
+  0x03,
+  0x03,
+  0x02,
+  0x00,
+  0x00, // two functions of that type
+  0x07,
+  0x0e,
+  0x02,
+  0x03,
+  0x68,
+  0x6f,
+  0x74,
+  0x00,
+  0x00,
+  0x04,
+  0x63,
+  0x6f,
+  0x6c,
+  0x64,
+  0x00,
+  0x01,
+  0x0a,
+  0x11,
+  0x02, // code: two bodies
+  0x07,
+  0x00,
+  0x20,
+  0x00,
+  0x20,
+  0x01,
+  0x6a,
+  0x0b, // local.get 0, local.get 1, i32.add
+  0x07,
+  0x00,
+  0x20,
+  0x00,
+  0x20,
+  0x01,
+  0x6a,
+  0x0b,
+]);
+
+Deno.test("the hints section sits before the code section and keeps the module valid", () => {
+  const hinted = withCompilationHints(TWO_FUNCTIONS, [0, 0]);
+  assert.ok(WebAssembly.validate(hinted as BufferSource));
+  const module = new WebAssembly.Module(hinted as BufferSource);
+  const [section] = WebAssembly.Module.customSections(module, COMPILATION_PRIORITY_SECTION);
+  // One function (duplicates dropped): index 0, offset 0, 2 hint bytes: priorities 0 and 0.
+  assert.deepEqual([...new Uint8Array(section!)], [1, 0, 0, 2, 0, 0]);
+  const codeAt = TWO_FUNCTIONS.indexOf(0x0a, 8);
+  assert.equal(hinted[hinted.length - (TWO_FUNCTIONS.length - codeAt)], 0x0a);
+  assert.throws(
+    () => withCompilationHints(TWO_FUNCTIONS.subarray(0, codeAt), [0]),
+    /no code section/,
+  );
+});
+
+/** Runs `source` in a Deno process with V8's natives syntax and `flags`; returns its stdout. */
+async function runWithNatives(source: string, flags: string[]): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = join(dir, "probe.js");
+    await Deno.writeTextFile(file, source);
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-read", `--v8-flags=--allow-natives-syntax,${flags.join(",")}`, file],
+      stderr: "inherit",
+    }).output();
+    assert.ok(out.success, "the probe failed");
+    return new TextDecoder().decode(out.stdout).trim();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("V8 optimizes a hinted function before it runs, and only that one", async () => {
+  const probe = (hinted: boolean, waitMs: number) => `
+    import { hintNextInstantiation } from ${JSON.stringify(HINTS_MODULE)};
+    const optimized = new Function("f", "return %IsTurboFanFunction(f)");
+    // Hints are meant for a module of this length only: another length gets none.
+    const hints = hintNextInstantiation(WebAssembly, [0], ${
+    TWO_FUNCTIONS.length + (hinted ? 0 : 1)
+  });
+    const { instance } = await WebAssembly.instantiate(
+      new Uint8Array(${JSON.stringify([...TWO_FUNCTIONS])}), {});
+    hints.restore();
+    const deadline = Date.now() + ${waitMs};
+    while (!optimized(instance.exports.hot) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    console.log(JSON.stringify({
+      hot: optimized(instance.exports.hot),
+      cold: optimized(instance.exports.cold),
+      applied: hints.applied(),
+      restored: WebAssembly.instantiate.name === "instantiate",
+    }));`;
+  // Tiering as a sandbox has it: nothing is optimized for being hot during the probe.
+  const flags = ["--wasm-tiering-budget=2000000000", "--experimental-wasm-compilation-hints"];
+  assert.deepEqual(JSON.parse(await runWithNatives(probe(true, 10_000), flags)), {
+    hot: true,
+    cold: false,
+    applied: true,
+    restored: true,
+  });
+  // Without the hints, the same wait optimizes nothing (the probe would pass without them).
+  assert.deepEqual(JSON.parse(await runWithNatives(probe(false, 1000), flags)), {
+    hot: false,
+    cold: false,
+    applied: false,
+    restored: true,
+  });
+});
+
+Deno.test("the hot functions were found for the pinned Pyodide", () => {
+  assert.equal(
+    HOT_FUNCTIONS_PYODIDE,
+    PYODIDE_VERSION,
+    "run `deno task hot-functions` after changing Pyodide",
+  );
+  assert.ok(HOT_FUNCTIONS.length > 0);
+  const wasm = join(locateRuntime().pyodideDir, "pyodide.asm.wasm");
+  assert.equal(Deno.statSync(wasm).size, HOT_FUNCTIONS_MODULE_BYTES);
+});
+
+Deno.test("a sandbox's Pyodide runs its hot functions optimized before the first script", async () => {
+  const runtime = locateRuntime();
+  const snapshot = await ensureSnapshot(runtime, silentLogger);
+  const command = sandboxCommand(runtime, snapshot, plainProfile("hints"));
+  // The production command, V8's natives syntax added for the probe.
+  const args = command.args.map((arg) =>
+    arg.startsWith("--v8-flags=") ? `${arg},--allow-natives-syntax` : arg
+  );
+  assert.ok(args.some((arg) => arg.includes(SANDBOX_V8_TUNING)));
+  const child = new Deno.Command(command.command, {
+    args,
+    env: command.env,
+    clearEnv: true,
+    cwd: command.cwd,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const send = (message: unknown) =>
+    writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const next = async (): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const newline = buffer.indexOf("\n");
+      if (newline >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        return JSON.parse(line);
+      }
+      const { value, done } = await lines.read();
+      if (done) throw new Error("the sandbox exited");
+      buffer += value;
+    }
+  };
+  try {
+    await send({ jsonrpc: "2.0", method: "boot", params: command.boot });
+    while ((await next()).method !== "ready");
+    // PyLong_FromLong is among the hot functions; with V8's tiering as a sandbox has it, nothing
+    // before the first script makes it hot enough to be optimized otherwise.
+    const code = "import pyodide_js\nfrom js import Function\n" +
+      "optimized = Function.new('m', 'return %IsTurboFanFunction(m._PyLong_FromLong)')\n" +
+      "print(optimized(pyodide_js._module))";
+    await send({ jsonrpc: "2.0", id: 1, method: "execute", params: { code, result_bytes: 1000 } });
+    let output = "";
+    for (;;) {
+      const message = await next();
+      const params = message.params as { text?: string } | undefined;
+      if (message.method === "output" && params?.text) output += params.text;
+      if (message.id === 1) break;
+    }
+    assert.equal(output.trim(), "True");
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
+    await lines.cancel().catch(() => {});
+  }
+});
+
+/** Custom sections a script might aim at V8's hints decoders: wrong, oversized, out of range. */
+function hostileHintSections(): number[][] {
+  const named = (name: string, payload: number[]) => {
+    const bytes = [...new TextEncoder().encode(name)];
+    const body = [bytes.length, ...bytes, ...payload];
+    return [0, ...leb(body.length), ...body];
+  };
+  const priority = (payload: number[]) => named(COMPILATION_PRIORITY_SECTION, payload);
+  const frequencies = (payload: number[]) => named("metadata.code.instr_freq", payload);
+  const targets = (payload: number[]) => named("metadata.code.call_targets", payload);
+  const huge = [0xff, 0xff, 0xff, 0xff, 0x0f];
+  return [
+    priority(huge), // a count of 2^32 - 1 with nothing after it
+    priority([1, 5, 0, 2, 0, 0]), // function 5 of 2
+    priority([1, ...huge, 0, 2, 0, 0]), // function 2^32 - 1
+    priority([2, 1, 0, 2, 0, 0, 0, 0, 2, 0, 0]), // out of order
+    priority([1, 0, 0, ...huge, 0, 0]), // a hint longer than the section
+    priority([1, 0, 0, 3, 0, 0xc8, 0x01]), // an optimization priority too large
+    [...priority([1, 0, 0, 2, 0, 0]), ...priority([1, 1, 0, 2, 0, 0])], // twice
+    priority([0xff, 0xff]), // cut short
+    frequencies([1, 0, 1, ...huge, 1, 64]), // an offset past the function
+    frequencies([1, 0, 1, 2, 0, 64]), // a zero-length hint
+    targets([1, 0, 1, 2, 3, 7, 100]), // a call to function 7 of 2
+    targets([1, 0, 1, 2, 5, 0, 90, 1, 90]), // percentages over 100
+    targets([1, 1, 1, 2, ...huge, 0]), // a hint longer than the section
+  ];
+}
+
+function leb(value: number): number[] {
+  const out: number[] = [];
+  do {
+    out.push((value & 0x7f) | (value >= 0x80 ? 0x80 : 0));
+    value = Math.floor(value / 128);
+  } while (value > 0);
+  return out;
+}
+
+Deno.test("a script's own modules with hostile hints sections neither crash nor hang a sandbox", async () => {
+  await using server = await startServer();
+  const codeAt = TWO_FUNCTIONS.indexOf(0x0a, 8);
+  const modules = hostileHintSections().map((section) => [
+    ...TWO_FUNCTIONS.subarray(0, codeAt),
+    ...section,
+    ...TWO_FUNCTIONS.subarray(codeAt),
+  ]);
+  const probe = `(async () => {
+    const results = [];
+    for (const bytes of ${JSON.stringify(modules)}) {
+      try {
+        const { instance } = await WebAssembly.instantiate(new Uint8Array(bytes), {});
+        results.push(instance.exports.hot(2, 3) + instance.exports.cold(4, 5));
+      } catch (error) {
+        results.push(String(error));
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return JSON.stringify(results);
+  })()`;
+  const r = await server.execute({
+    code: `import js\nprint(await js.eval(${JSON.stringify(probe)}))`,
+  });
+  assert.equal(r.success, true, r.text);
+  assert.deepEqual(JSON.parse(r.stdout!), modules.map(() => 14));
+  const after = await server.execute({ code: "print(6 * 7)" });
+  assert.equal(after.stdout, "42\n");
+});
