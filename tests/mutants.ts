@@ -1708,9 +1708,17 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the boot's wrapped TypedArray set is left in place for scripts",
     file: "src/sandbox/worker.ts",
-    from: "  } finally {\n    typedArray.set = set;\n  }",
-    to: "  } finally {\n  }",
+    from: "  } finally {\n    typedArray.set = set;\n    hints?.restore();\n  }",
+    to: "  } finally {\n    hints?.restore();\n  }",
     tests: ["tests/snapshot_test.ts"],
+  },
+  {
+    name: "the boot's wrapped WebAssembly.instantiate is left in place for scripts",
+    file: "src/sandbox/worker.ts",
+    from: "    typedArray.set = set;\n    hints?.restore();\n",
+    to: "    typedArray.set = set;\n",
+    tests: ["tests/compilation_hints_test.ts"],
+    filter: "sandbox's Pyodide",
   },
   {
     name: "a snapshot stamp hides a changed file",
