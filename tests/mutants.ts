@@ -1655,6 +1655,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "sandbox's Pyodide",
   },
   {
+    name: "wasm inlining is on beside the hints, so a script's call-target hints steer it",
+    file: "src/sandbox/profile.ts",
+    from: '"--wasm-tiering-budget=2000000000,--no-wasm-inlining,',
+    to: '"--wasm-tiering-budget=2000000000,',
+    tests: ["tests/compilation_hints_test.ts"],
+    filter: "steer no inlining",
+  },
+  {
     name: "Pyodide's module is instantiated without its hints",
     file: "src/sandbox/worker.ts",
     from: "hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES)",
