@@ -381,6 +381,7 @@ Deno.test("parseBootParams() accepts only a complete boot message", async (t) =>
     mounts: [{ host: "/h", mount: "/workspace" }],
     interruptible: false,
     drop_permissions: true,
+    compilation_hints: false,
   };
   await t.step("a complete message, extra fields dropped", () => {
     assert.deepEqual(
@@ -396,6 +397,7 @@ Deno.test("parseBootParams() accepts only a complete boot message", async (t) =>
     ["a null mount", { ...good, mounts: [null] }],
     ["interruptible not a boolean", { ...good, interruptible: "no" }],
     ["drop_permissions missing", { ...good, drop_permissions: undefined }],
+    ["compilation_hints not a boolean", { ...good, compilation_hints: "yes" }],
     ["null", null],
   ];
   for (const [what, value] of broken) {

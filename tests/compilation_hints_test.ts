@@ -19,10 +19,16 @@ import { PYODIDE_VERSION } from "../src/_util/version.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { sandboxCommand } from "../src/sandbox/sandbox_command.ts";
-import { SANDBOX_V8_TUNING } from "../src/sandbox/profile.ts";
+import {
+  COMPILATION_HINTS_FLAG,
+  type Profile,
+  profileSummary,
+  resolveProfile,
+  sandboxKey,
+  sandboxV8Flags,
+} from "../src/sandbox/profile.ts";
 import { silentLogger } from "../src/_util/log.ts";
 import { plainProfile } from "./_profiles.ts";
-import { startServer } from "./_helpers.ts";
 
 const HINTS_MODULE = new URL("../src/sandbox/compilation_hints.ts", import.meta.url).href;
 
@@ -171,15 +177,17 @@ Deno.test("the hot functions were found for the pinned Pyodide", () => {
   assert.equal(Deno.statSync(wasm).size, HOT_FUNCTIONS_MODULE_BYTES);
 });
 
-Deno.test("a sandbox's Pyodide runs its hot functions optimized before the first script", async () => {
+/**
+ * Boots a production sandbox of `profile` (V8's natives syntax added for probes), runs `code`,
+ * and returns its output. Every line the sandbox writes must be a protocol message.
+ */
+async function runInSandbox(profile: Profile, code: string): Promise<string> {
   const runtime = locateRuntime();
   const snapshot = await ensureSnapshot(runtime, silentLogger);
-  const command = sandboxCommand(runtime, snapshot, plainProfile("hints"));
-  // The production command, V8's natives syntax added for the probe.
+  const command = sandboxCommand(runtime, snapshot, profile);
   const args = command.args.map((arg) =>
     arg.startsWith("--v8-flags=") ? `${arg},--allow-natives-syntax` : arg
   );
-  assert.ok(args.some((arg) => arg.includes(SANDBOX_V8_TUNING)));
   const child = new Deno.Command(command.command, {
     args,
     env: command.env,
@@ -210,27 +218,61 @@ Deno.test("a sandbox's Pyodide runs its hot functions optimized before the first
   try {
     await send({ jsonrpc: "2.0", method: "boot", params: command.boot });
     while ((await next()).method !== "ready");
-    // PyLong_FromLong is among the hot functions; with V8's tiering as a sandbox has it, nothing
-    // before the first script makes it hot enough to be optimized otherwise.
-    const code = "import pyodide_js\nfrom js import Function\n" +
-      "optimized = Function.new('m', 'return %IsTurboFanFunction(m._PyLong_FromLong)')\n" +
-      "print(optimized(pyodide_js._module))\n" +
-      // The boot's wrapper is gone before any script runs.
-      "from js import WebAssembly\nprint('[native code]' in WebAssembly.instantiate.toString())";
     await send({ jsonrpc: "2.0", id: 1, method: "execute", params: { code, result_bytes: 1000 } });
     let output = "";
     for (;;) {
       const message = await next();
       const params = message.params as { text?: string } | undefined;
       if (message.method === "output" && params?.text) output += params.text;
-      if (message.id === 1) break;
+      if (message.id === 1) return output;
     }
-    assert.equal(output, "True\nTrue\n");
   } finally {
     child.kill("SIGKILL");
     await child.status;
     await lines.cancel().catch(() => {});
   }
+}
+
+/**
+ * Whether Pyodide's `PyLong_FromLong`, among the hot functions, runs optimized before the first
+ * script in a sandbox of `profile`, and whether the boot's wrapper of `WebAssembly.instantiate`
+ * is gone by then. With V8's tiering as a sandbox has it, nothing before the first script makes
+ * that function hot enough to be optimized otherwise.
+ */
+async function hotFunctionOptimized(profile: Profile): Promise<[boolean, boolean]> {
+  const output = await runInSandbox(
+    profile,
+    "import pyodide_js\nfrom js import Function\n" +
+      "optimized = Function.new('m', 'return %IsTurboFanFunction(m._PyLong_FromLong)')\n" +
+      "print(optimized(pyodide_js._module))\n" +
+      "from js import WebAssembly\nprint('[native code]' in WebAssembly.instantiate.toString())",
+  );
+  const [optimized, native] = output.trim().split("\n");
+  return [optimized === "True", native === "True"];
+}
+
+Deno.test("a sandbox's Pyodide runs its hot functions optimized before the first script, under optimize_compute only", async () => {
+  const computing = { ...plainProfile("hints"), optimize_compute: true };
+  assert.deepEqual(await hotFunctionOptimized(computing), [true, true]);
+  assert.deepEqual(await hotFunctionOptimized(plainProfile("plain")), [false, true]);
+});
+
+Deno.test("optimize_compute is a profile's choice: checked, and its sandboxes pooled apart", () => {
+  const ctx = { baseDir: "/", realPath: (path: string) => path, protectedPaths: [] };
+  const raw = { folders: [], net: [] };
+  assert.equal(resolveProfile("p", raw, ctx).optimize_compute, undefined);
+  const computing = resolveProfile("p", { ...raw, optimize_compute: true }, ctx);
+  assert.equal(computing.optimize_compute, true);
+  assert.throws(
+    () => resolveProfile("p", { ...raw, optimize_compute: "yes" }, ctx),
+    /profile "p", field "optimize_compute": must be true or false/,
+  );
+  assert.notEqual(sandboxKey(computing), sandboxKey(resolveProfile("p", raw, ctx)));
+  assert.ok(sandboxV8Flags(computing).split(",").includes(COMPILATION_HINTS_FLAG));
+  assert.ok(!sandboxV8Flags(plainProfile("plain")).includes(COMPILATION_HINTS_FLAG));
+  // The `profile` parameter's summary tells an agent which profile is the faster one.
+  assert.match(profileSummary([computing]), /compute-bound Python optimized/);
+  assert.doesNotMatch(profileSummary([plainProfile("plain")]), /optimized/);
 });
 
 /** Custom sections a script might aim at V8's hints decoders: wrong, oversized, out of range. */
@@ -310,7 +352,6 @@ const WITH_IMPORT = new Uint8Array([
 ]);
 
 Deno.test("a script's own modules with hostile hints sections neither crash nor hang a sandbox", async () => {
-  await using server = await startServer();
   // Each section before the code section (where V8 reads it while compiling) and after it, in
   // both modules, compiled from bytes and by streaming in small chunks (built in the script:
   // the code's length is bounded).
@@ -352,20 +393,20 @@ Deno.test("a script's own modules with hostile hints sections neither crash nor 
     await new Promise((resolve) => setTimeout(resolve, 200));
     return JSON.stringify(results);
   })()`;
-  const r = await server.execute({
-    code: `import js\nprint(await js.eval(${JSON.stringify(probe)}))`,
-  });
-  assert.equal(r.success, true, r.text);
-  assert.deepEqual(JSON.parse(r.stdout!), Array(count).fill(14));
-  const after = await server.execute({ code: "print(6 * 7)" });
-  assert.equal(after.stdout, "42\n");
+  // In a sandbox whose V8 reads hints (a stray line on its stdout fails the read).
+  const computing = { ...plainProfile("hints"), optimize_compute: true };
+  const output = await runInSandbox(
+    computing,
+    `import js\nprint(await js.eval(${JSON.stringify(probe)}))`,
+  );
+  assert.deepEqual(JSON.parse(output), Array(count).fill(14));
 });
 
 Deno.test("hints sections of a script's modules steer no inlining: wasm inlining stays off", () => {
   // With inlining on, V8 inlines call targets the hints name (a script's own modules' too): a
   // far larger surface than compiling early. The hints flag is only safe with inlining off.
-  const flags = SANDBOX_V8_TUNING.split(",");
-  assert.ok(flags.includes("--experimental-wasm-compilation-hints"));
+  const flags = sandboxV8Flags({ ...plainProfile("hints"), optimize_compute: true }).split(",");
+  assert.ok(flags.includes(COMPILATION_HINTS_FLAG));
   assert.ok(flags.includes("--no-wasm-inlining"));
   assert.ok(!flags.includes("--wasm-inlining"));
 });

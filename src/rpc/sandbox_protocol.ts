@@ -152,6 +152,8 @@ export interface BootParams {
   interruptible: boolean;
   /** Revoke every permission after boot (the single binary; see sandbox_command.ts). */
   drop_permissions: boolean;
+  /** Give Pyodide's module its compilation hints (a profile's `optimize_compute`). */
+  compilation_hints: boolean;
 }
 
 /** The boot message as the worker trusts it, or null when it is malformed. */
@@ -160,6 +162,7 @@ export function parseBootParams(value: unknown): BootParams | null {
   const v = value as Record<string, unknown>;
   if (typeof v.pyodide_module_url !== "string" || typeof v.snapshot_path !== "string") return null;
   if (typeof v.interruptible !== "boolean" || typeof v.drop_permissions !== "boolean") return null;
+  if (typeof v.compilation_hints !== "boolean") return null;
   if (!Array.isArray(v.mounts)) return null;
   const mounts: BootParams["mounts"] = [];
   for (const m of v.mounts) {
@@ -172,6 +175,7 @@ export function parseBootParams(value: unknown): BootParams | null {
     mounts,
     interruptible: v.interruptible,
     drop_permissions: v.drop_permissions,
+    compilation_hints: v.compilation_hints,
   };
 }
 

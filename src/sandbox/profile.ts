@@ -63,6 +63,12 @@ export interface Profile {
    * snapshot.
    */
   preload?: string[];
+  /**
+   * Optimize the functions compute-bound Python leans on while each sandbox boots (compilation
+   * hints, see `COMPILATION_HINTS_FLAG`): scripts' loops and JSON run 20-40 % faster, for about
+   * 0.17 CPU-s more per sandbox. Absent: false.
+   */
+  optimize_compute?: boolean;
   limits: Limits;
 }
 
@@ -74,14 +80,13 @@ export interface RuntimeFiles {
 /**
  * V8 tuning of sandbox processes (not a permission). A very high tiering budget keeps Pyodide's
  * WebAssembly on V8's baseline code (Liftoff), except CPython's eval loop, which boot and warm-up
- * run enough to be optimized anyway, and the functions compute-bound Python leans on, which the
- * worker names to V8 in the module's compilation hints (`--experimental-wasm-compilation-hints`,
- * see compilation_hints.ts and `HOT_FUNCTIONS`): V8 optimizes those in the background from
- * instantiation on. The worker waits that out before it says ready (see `compilationSettled` in
- * worker.ts), so a pooled sandbox is idle at zero CPU and every script runs on optimized code.
+ * run enough to be optimized anyway. The worker waits that out before it says ready (see
+ * `compilationSettled` in worker.ts), so a pooled sandbox is idle at zero CPU and every script
+ * runs on the optimized eval loop. A profile with `optimize_compute` adds `COMPILATION_HINTS_FLAG`
+ * (below): the functions compute-bound Python leans on are optimized during boot as well.
  *
- * The trade-off of the hints, measured in fresh sandboxes as the pool starts them, 8 interleaved
- * rounds (2026-11-25, 2 cores): a 2e6-iteration loop took 310 ms against 397 without them, a 1 MB
+ * The trade-off of the hints (`optimize_compute`), measured in fresh sandboxes as the pool starts
+ * them, 8 interleaved rounds (2026-11-25, 2 cores): a 2e6-iteration loop took 310 ms against 397 without them, a 1 MB
  * JSON round trip 97 ms against 166, and a sandbox's boot cost 0.83 CPU-s against 0.66 (the
  * optimizing compiler's work for about 135 functions, on V8's background threads, before the
  * sandbox is ready). The workload that chose them (src/_build/hot_functions.ts) is kept to what
@@ -96,15 +101,15 @@ export interface RuntimeFiles {
  *
  * What the hints let in: with the flag, V8 reads the hints sections of every module compiled in
  * the process, a script's own too. A script can do no more with them than ask V8 to compile its
- * own functions early; V8 decodes them with a decoder of their own whose errors are ignored (the
+ * own functions early, with the optimizing compiler at once; V8 decodes them with a decoder of their own whose errors are ignored (the
  * module still compiles), and prints nothing unless a trace flag is set. Call-target hints only
  * steer inlining, which `--no-wasm-inlining` turns off. A corpus of malformed sections is run in
  * tests/compilation_hints_test.ts.
  *
- * Before the hints, measured side by side with a shared interpreter that has had everything
- * optimized for long (BENCHMARKS.md, "Side by side"): compute-bound scripts ran about 1.35x
+ * Without the hints, measured side by side with a shared interpreter that has had everything
+ * optimized for long (BENCHMARKS.md, "Side by side"): compute-bound scripts run 1.4 to 2x
  * slower than there (loops and JSON), because the C functions they call (integer and string
- * operations, the JSON codec) stayed on baseline code (the pool keeps the replacement's boot off
+ * operations, the JSON codec) stay on baseline code (the pool keeps the replacement's boot off
  * the cores while a script runs: REFILL_DELAY_MS in pool.ts). Measured alternatives, each in
  * fresh sandboxes: V8's default budget optimizes those during the script, on a background
  * thread: a 2e6-iteration loop ran about 15 % faster, for 0.12 CPU-s more per boot and 0.15
@@ -136,8 +141,23 @@ export interface RuntimeFiles {
  * match the module aborts the process. The compilation hints above get such compiling done from
  * the module's own bytes, with none of these.
  */
-export const SANDBOX_V8_TUNING =
-  "--wasm-tiering-budget=2000000000,--no-wasm-inlining,--experimental-wasm-compilation-hints";
+export const SANDBOX_V8_TUNING = "--wasm-tiering-budget=2000000000,--no-wasm-inlining";
+
+/**
+ * The flag a profile with `optimize_compute` adds: V8 reads the compilation hints the worker puts
+ * in Pyodide's module (compilation_hints.ts). Not the default: through the server, the extra
+ * boot CPU took sustained fresh-sandbox executions at concurrency 4 from 3.23 to 2.56 per second
+ * and the first result after a start from 1216 to 1425 ms (BENCHMARKS.md, 2026-11-25), where
+ * the default profile's targets are 3 per second and 1000 ms.
+ */
+export const COMPILATION_HINTS_FLAG = "--experimental-wasm-compilation-hints";
+
+/** The `--v8-flags` value of a sandbox process under `profile` (pure). */
+export function sandboxV8Flags(profile: Profile): string {
+  const flags = [`--max-old-space-size=${profile.limits.memory_mb}`, SANDBOX_V8_TUNING];
+  if (profile.optimize_compute === true) flags.push(COMPILATION_HINTS_FLAG);
+  return flags.join(",");
+}
 
 /**
  * What a sandbox process is booted with under `profile`: its folders, hosts and memory flag.
@@ -152,6 +172,7 @@ export function sandboxKey(profile: Profile): string {
     profile.net,
     profile.limits.memory_mb,
     profile.preload ?? [],
+    profile.optimize_compute === true,
   ]);
 }
 
@@ -166,7 +187,7 @@ export function toDenoFlags(profile: Profile, runtime: RuntimeFiles): string[] {
   const flags = ["--no-prompt", `--allow-read=${read.join(",")}`];
   if (write.length > 0) flags.push(`--allow-write=${write.join(",")}`);
   if (profile.net.length > 0) flags.push(`--allow-net=${unique(profile.net).join(",")}`);
-  flags.push(`--v8-flags=--max-old-space-size=${profile.limits.memory_mb},${SANDBOX_V8_TUNING}`);
+  flags.push(`--v8-flags=${sandboxV8Flags(profile)}`);
   return flags;
 }
 
@@ -231,6 +252,7 @@ export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext):
     "allowed_tools",
     "approve",
     "preload",
+    "optimize_compute",
     "limits",
     "$comment",
   ]);
@@ -268,6 +290,9 @@ export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext):
     }
     return package_;
   });
+  if (raw.optimize_compute !== undefined && typeof raw.optimize_compute !== "boolean") {
+    throw new TypeError(`Cannot load ${where("optimize_compute")}: must be true or false`);
+  }
   const limits = resolveLimits(raw.limits, where("limits"));
   return {
     name,
@@ -277,6 +302,7 @@ export function resolveProfile(name: string, raw: unknown, ctx: ResolveContext):
     allowed_tools,
     approve,
     ...(preload.length > 0 ? { preload } : {}),
+    ...(raw.optimize_compute === true ? { optimize_compute: true } : {}),
     limits,
   };
 }
@@ -379,6 +405,7 @@ export function profileSummary(profiles: readonly Profile[]): string {
       p.net.length > 0
         ? `network ${p.net.slice(0, 5).join(", ")}${p.net.length > 5 ? ", ..." : ""}`
         : "",
+      p.optimize_compute ? "compute-bound Python optimized (loops, JSON: 20-40 % faster)" : "",
     ].filter(Boolean);
     return `${p.name}: ${parts.join("; ")}`;
   }).join("\n");

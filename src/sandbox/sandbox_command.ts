@@ -10,7 +10,7 @@
  *   The same mode runs under plain `deno run -A` for tests.
  */
 import { type BootParams, PRELOAD_MOUNT, workerArgs } from "../rpc/sandbox_protocol.ts";
-import { type Profile, SANDBOX_V8_TUNING, toDenoFlags } from "./profile.ts";
+import { type Profile, sandboxV8Flags, toDenoFlags } from "./profile.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { MEMORY_WATCHER_ENTRY } from "./memory_watcher.ts";
 
@@ -67,6 +67,7 @@ export function sandboxCommand(
     mounts: [...preload, ...profile.folders.map(({ host, mount }) => ({ host, mount }))],
     interruptible: options.interruptible ?? false,
     drop_permissions: runtime.mode === "drop",
+    compilation_hints: profile.optimize_compute === true,
   };
   if (runtime.mode === "flags") {
     // The preloaded packages' folder is read-only: no write flag names it.
@@ -99,7 +100,7 @@ export function sandboxCommand(
     ...entry(runtime, workerArgs({ mode: "serve" })),
     env: {
       ...SANDBOX_ENV,
-      DENO_V8_FLAGS: `--max-old-space-size=${profile.limits.memory_mb},${SANDBOX_V8_TUNING}`,
+      DENO_V8_FLAGS: sandboxV8Flags(profile),
     },
     cwd: "/",
     boot,

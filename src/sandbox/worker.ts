@@ -404,7 +404,12 @@ async function serve(): Promise<void> {
   if (boot === null) throw new Error("Cannot boot: no valid boot message from the host");
 
   const loadPyodide = await importLoader(boot.pyodide_module_url);
-  const pyodide = await bootFromSnapshot(loadPyodide, boot.pyodide_module_url, boot.snapshot_path);
+  const pyodide = await bootFromSnapshot(
+    loadPyodide,
+    boot.pyodide_module_url,
+    boot.snapshot_path,
+    boot.compilation_hints,
+  );
   const mounts = boot.mounts;
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
@@ -553,6 +558,7 @@ async function bootFromSnapshot(
   loadPyodide: LoadPyodide,
   moduleUrl: string,
   path: string,
+  hinted: boolean,
 ): Promise<PyodideLike> {
   using file = Deno.openSync(path);
   const sparseSize = file.statSync().size - SNAPSHOT_HEADER_BYTES;
@@ -601,7 +607,7 @@ async function bootFromSnapshot(
   };
   // Pyodide's hot functions are optimized in the background from instantiation on (see
   // compilation_hints.ts); indices found for another Pyodide would name other functions.
-  const hints = HOT_FUNCTIONS_PYODIDE === PYODIDE_VERSION
+  const hints = hinted && HOT_FUNCTIONS_PYODIDE === PYODIDE_VERSION
     ? hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES)
     : null;
   try {

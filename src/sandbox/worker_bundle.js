@@ -218,6 +218,7 @@ function parseBootParams(value) {
   const v = value;
   if (typeof v.pyodide_module_url !== "string" || typeof v.snapshot_path !== "string") return null;
   if (typeof v.interruptible !== "boolean" || typeof v.drop_permissions !== "boolean") return null;
+  if (typeof v.compilation_hints !== "boolean") return null;
   if (!Array.isArray(v.mounts)) return null;
   const mounts = [];
   for (const m of v.mounts) {
@@ -232,7 +233,8 @@ function parseBootParams(value) {
     snapshot_path: v.snapshot_path,
     mounts,
     interruptible: v.interruptible,
-    drop_permissions: v.drop_permissions
+    drop_permissions: v.drop_permissions,
+    compilation_hints: v.compilation_hints
   };
 }
 var PRELOAD_MOUNT = "/lib/codemode-preload";
@@ -1895,7 +1897,7 @@ async function serve() {
   ]));
   if (boot === null) throw new Error("Cannot boot: no valid boot message from the host");
   const loadPyodide = await importLoader(boot.pyodide_module_url);
-  const pyodide = await bootFromSnapshot(loadPyodide, boot.pyodide_module_url, boot.snapshot_path);
+  const pyodide = await bootFromSnapshot(loadPyodide, boot.pyodide_module_url, boot.snapshot_path, boot.compilation_hints);
   const mounts = boot.mounts;
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
@@ -2015,7 +2017,7 @@ async function serve() {
     channel.done
   ]);
 }
-async function bootFromSnapshot(loadPyodide, moduleUrl, path) {
+async function bootFromSnapshot(loadPyodide, moduleUrl, path, hinted) {
   using file = Deno.openSync(path);
   const sparseSize = file.statSync().size - SNAPSHOT_HEADER_BYTES;
   const readAt = (position, into) => {
@@ -2057,7 +2059,7 @@ async function bootFromSnapshot(loadPyodide, moduleUrl, path) {
     }
     restored = true;
   };
-  const hints = HOT_FUNCTIONS_PYODIDE === PYODIDE_VERSION ? hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES) : null;
+  const hints = hinted && HOT_FUNCTIONS_PYODIDE === PYODIDE_VERSION ? hintNextInstantiation(WebAssembly, HOT_FUNCTIONS, HOT_FUNCTIONS_MODULE_BYTES) : null;
   try {
     const pyodide = await loadPyodide({
       _loadSnapshot: snapshot,
