@@ -10,6 +10,7 @@ import { sandboxCommand } from "../src/sandbox/sandbox_command.ts";
 import { SANDBOX_V8_TUNING } from "../src/sandbox/profile.ts";
 import { silentLogger } from "../src/_util/log.ts";
 import { plainProfile } from "../tests/_profiles.ts";
+import { rawSandbox } from "../tests/_sandbox.ts";
 
 function cpuSeconds(pid: number): number {
   const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
@@ -20,49 +21,20 @@ function cpuSeconds(pid: number): number {
 /** One sandbox: spawn, boot, `print(1)`, its CPU-s at the answer. */
 async function sandboxRun(snapshot: string): Promise<number> {
   const runtime = locateRuntime();
-  const command = sandboxCommand(runtime, snapshot, plainProfile("bench"));
-  const child = new Deno.Command(command.command, {
-    args: command.args,
-    env: command.env,
-    clearEnv: true,
-    cwd: command.cwd,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  const send = (message: unknown) =>
-    writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  const until = async (done: (message: { id?: number; method?: string }) => boolean) => {
-    for (;;) {
-      const newline = buffer.indexOf("\n");
-      if (newline >= 0) {
-        const message = JSON.parse(buffer.slice(0, newline));
-        buffer = buffer.slice(newline + 1);
-        if (done(message)) return;
-        continue;
-      }
-      const { value, done: ended } = await lines.read();
-      if (ended) throw new Error("the sandbox exited");
-      buffer += value;
-    }
-  };
-  await send({ jsonrpc: "2.0", method: "boot", params: command.boot });
-  await until((m) => m.method === "ready");
-  await send({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "execute",
-    params: { code: "print(1)", result_bytes: 1000 },
-  });
-  await until((m) => m.id === 1);
-  const cpu = cpuSeconds(child.pid);
-  child.kill("SIGKILL");
-  await child.status;
-  await lines.cancel().catch(() => {});
-  return cpu;
+  const sandbox = rawSandbox(sandboxCommand(runtime, snapshot, plainProfile("bench")));
+  try {
+    await sandbox.boot();
+    await sandbox.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "execute",
+      params: { code: "print(1)", result_bytes: 1000 },
+    });
+    while ((await sandbox.next()).id !== 1);
+    return cpuSeconds(sandbox.pid);
+  } finally {
+    await sandbox.kill();
+  }
 }
 
 async function floorRun(snapshot: string): Promise<number> {

@@ -29,6 +29,7 @@ import {
 } from "../src/sandbox/profile.ts";
 import { silentLogger } from "../src/_util/log.ts";
 import { plainProfile } from "./_profiles.ts";
+import { rawSandbox } from "./_sandbox.ts";
 
 const HINTS_MODULE = new URL("../src/sandbox/compilation_hints.ts", import.meta.url).href;
 
@@ -37,64 +38,19 @@ const HINTS_MODULE = new URL("../src/sandbox/compilation_hints.ts", import.meta.
  * each adding its arguments.
  */
 const TWO_FUNCTIONS = new Uint8Array([
-  0x00,
-  0x61,
-  0x73,
-  0x6d,
-  0x01,
-  0x00,
-  0x00,
-  0x00,
-  0x01,
-  0x07,
-  0x01,
-  0x60,
-  0x02,
-  0x7f,
-  0x7f,
-  0x01,
-  0x7f, // type: (i32, i32) -> i32
-  0x03,
-  0x03,
-  0x02,
-  0x00,
-  0x00, // two functions of that type
-  0x07,
-  0x0e,
-  0x02,
-  0x03,
-  0x68,
-  0x6f,
-  0x74,
-  0x00,
-  0x00,
-  0x04,
-  0x63,
-  0x6f,
-  0x6c,
-  0x64,
-  0x00,
-  0x01,
-  0x0a,
-  0x11,
-  0x02, // code: two bodies
-  0x07,
-  0x00,
-  0x20,
-  0x00,
-  0x20,
-  0x01,
-  0x6a,
-  0x0b, // local.get 0, local.get 1, i32.add
-  0x07,
-  0x00,
-  0x20,
-  0x00,
-  0x20,
-  0x01,
-  0x6a,
-  0x0b,
+  ...hex("00 61 73 6d 01 00 00 00"), // header
+  ...hex("01 07 01 60 02 7f 7f 01 7f"), // type section: (i32, i32) -> i32
+  ...hex("03 03 02 00 00"), // function section: two functions of that type
+  ...hex("07 0e 02 03 68 6f 74 00 00 04 63 6f 6c 64 00 01"), // exports: "hot" 0, "cold" 1
+  ...hex("0a 11 02"), // code section: two bodies, each local.get 0, local.get 1, i32.add
+  ...hex("07 00 20 00 20 01 6a 0b"),
+  ...hex("07 00 20 00 20 01 6a 0b"),
 ]);
+
+/** Bytes written as hex pairs separated by spaces. */
+function hex(pairs: string): number[] {
+  return pairs.split(" ").map((pair) => parseInt(pair, 16));
+}
 
 Deno.test("the hints section sits before the code section and keeps the module valid", () => {
   const hinted = withCompilationHints(TWO_FUNCTIONS, [0, 0]);
@@ -183,53 +139,21 @@ Deno.test("the hot functions were found for the pinned Pyodide", () => {
  */
 async function runInSandbox(profile: Profile, code: string): Promise<string> {
   const runtime = locateRuntime();
-  const snapshot = await ensureSnapshot(runtime, silentLogger);
-  const command = sandboxCommand(runtime, snapshot, profile);
-  const args = command.args.map((arg) =>
-    arg.startsWith("--v8-flags=") ? `${arg},--allow-natives-syntax` : arg
-  );
-  const child = new Deno.Command(command.command, {
-    args,
-    env: command.env,
-    clearEnv: true,
-    cwd: command.cwd,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  const send = (message: unknown) =>
-    writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  const next = async (): Promise<Record<string, unknown>> => {
-    for (;;) {
-      const newline = buffer.indexOf("\n");
-      if (newline >= 0) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        return JSON.parse(line);
-      }
-      const { value, done } = await lines.read();
-      if (done) throw new Error("the sandbox exited");
-      buffer += value;
-    }
-  };
+  const command = sandboxCommand(runtime, await ensureSnapshot(runtime, silentLogger), profile);
+  const sandbox = rawSandbox(command, ["--allow-natives-syntax"]);
   try {
-    await send({ jsonrpc: "2.0", method: "boot", params: command.boot });
-    while ((await next()).method !== "ready");
-    await send({ jsonrpc: "2.0", id: 1, method: "execute", params: { code, result_bytes: 1000 } });
+    await sandbox.boot();
+    const execute = { code, result_bytes: 1000 };
+    await sandbox.send({ jsonrpc: "2.0", id: 1, method: "execute", params: execute });
     let output = "";
     for (;;) {
-      const message = await next();
+      const message = await sandbox.next();
       const params = message.params as { text?: string } | undefined;
       if (message.method === "output" && params?.text) output += params.text;
       if (message.id === 1) return output;
     }
   } finally {
-    child.kill("SIGKILL");
-    await child.status;
-    await lines.cancel().catch(() => {});
+    await sandbox.kill();
   }
 }
 
@@ -318,36 +242,9 @@ function leb(value: number): number[] {
  */
 const WITH_IMPORT = new Uint8Array([
   ...TWO_FUNCTIONS.subarray(0, 17), // header and type section
-  0x02,
-  0x07,
-  0x01,
-  0x01,
-  0x6d,
-  0x01,
-  0x66,
-  0x00,
-  0x00, // import m.f of type 0
-  0x03,
-  0x03,
-  0x02,
-  0x00,
-  0x00,
-  0x07,
-  0x0e,
-  0x02,
-  0x03,
-  0x68,
-  0x6f,
-  0x74,
-  0x00,
-  0x01,
-  0x04,
-  0x63,
-  0x6f,
-  0x6c,
-  0x64,
-  0x00,
-  0x02,
+  ...hex("02 07 01 01 6d 01 66 00 00"), // import section: m.f of type 0
+  ...hex("03 03 02 00 00"),
+  ...hex("07 0e 02 03 68 6f 74 00 01 04 63 6f 6c 64 00 02"), // exports: "hot" 1, "cold" 2
   ...TWO_FUNCTIONS.subarray(TWO_FUNCTIONS.indexOf(0x0a, 8)),
 ]);
 
