@@ -7,8 +7,9 @@
  * baseline code except for what boot makes hot (see SANDBOX_V8_TUNING): the C functions a
  * compute-bound script leans on (integer and float arithmetic, dict and list operations, the JSON
  * codec, string building) would stay on baseline code for the whole script. The hints name those
- * functions (`HOT_FUNCTIONS`, found by `deno task hot-functions`), so they are optimized during
- * boot, while the sandbox is pooled, and every script runs on them.
+ * functions (`HOT_FUNCTIONS`, found by `deno task hot-functions`), so in sandboxes of a profile
+ * with `optimize_compute` they are optimized during boot, while the sandbox is pooled, and every
+ * script runs on them (at a cost in boot CPU: see SANDBOX_V8_TUNING).
  *
  * The hints travel in the module's own bytes, as the custom section the WebAssembly
  * compilation-hints proposal defines (`metadata.code.compilation_priority`), read by V8 with
