@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   COMPILATION_PRIORITY_SECTION,
+  leb128,
   withCompilationHints,
 } from "../src/sandbox/compilation_hints.ts";
 import {
@@ -204,7 +205,7 @@ function hostileHintSections(): number[][] {
   const named = (name: string, payload: number[]) => {
     const bytes = [...new TextEncoder().encode(name)];
     const body = [bytes.length, ...bytes, ...payload];
-    return [0, ...leb(body.length), ...body];
+    return [0, ...leb128(body.length), ...body];
   };
   const priority = (payload: number[]) => named(COMPILATION_PRIORITY_SECTION, payload);
   const frequencies = (payload: number[]) => named("metadata.code.instr_freq", payload);
@@ -225,15 +226,6 @@ function hostileHintSections(): number[][] {
     targets([1, 0, 1, 2, 5, 0, 90, 1, 90]), // percentages over 100
     targets([1, 1, 1, 2, ...huge, 0]), // a hint longer than the section
   ];
-}
-
-function leb(value: number): number[] {
-  const out: number[] = [];
-  do {
-    out.push((value & 0x7f) | (value >= 0x80 ? 0x80 : 0));
-    value = Math.floor(value / 128);
-  } while (value > 0);
-  return out;
 }
 
 /**

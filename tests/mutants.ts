@@ -1689,8 +1689,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "hinted functions are compiled early but not optimized",
     file: "src/sandbox/compilation_hints.ts",
-    from: "const hint = [...leb128(0), ...leb128(0)];",
-    to: "const hint = [...leb128(0)];",
+    from: "  const hint = [...leb128(0), ...leb128(0)];",
+    to: "  const hint = [...leb128(0)];",
     tests: ["tests/compilation_hints_test.ts"],
     filter: "V8 optimizes",
   },

@@ -31,9 +31,10 @@ export function withCompilationHints(wasm: Uint8Array, functions: readonly numbe
   const codeAt = codeSectionOffset(wasm);
   const indices = [...new Set(functions)].sort((a, b) => a - b);
   const name = new TextEncoder().encode(COMPILATION_PRIORITY_SECTION);
+  // The same hint for each: compilation priority 0, optimization priority 0.
+  const hint = [...leb128(0), ...leb128(0)];
   const body: number[] = [...leb128(name.length), ...name, ...leb128(indices.length)];
   for (const index of indices) {
-    const hint = [...leb128(0), ...leb128(0)]; // compilation priority, optimization priority
     body.push(...leb128(index), ...leb128(0), ...leb128(hint.length), ...hint); // 0: whole function
   }
   const section = [0, ...leb128(body.length), ...body]; // 0: a custom section
@@ -56,7 +57,8 @@ function codeSectionOffset(wasm: Uint8Array): number {
   throw new TypeError("Cannot add compilation hints: the module has no code section");
 }
 
-function leb128(value: number): number[] {
+/** `value` (an unsigned 32-bit integer) as unsigned LEB128, WebAssembly's integer encoding. */
+export function leb128(value: number): number[] {
   const out: number[] = [];
   do {
     let byte = value & 0x7f;

@@ -1416,16 +1416,16 @@ function withCompilationHints(wasm, functions) {
     ...new Set(functions)
   ].sort((a, b) => a - b);
   const name = new TextEncoder().encode(COMPILATION_PRIORITY_SECTION);
+  const hint = [
+    ...leb128(0),
+    ...leb128(0)
+  ];
   const body = [
     ...leb128(name.length),
     ...name,
     ...leb128(indices.length)
   ];
   for (const index of indices) {
-    const hint = [
-      ...leb128(0),
-      ...leb128(0)
-    ];
     body.push(...leb128(index), ...leb128(0), ...leb128(hint.length), ...hint);
   }
   const section = [
