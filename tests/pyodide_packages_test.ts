@@ -462,6 +462,11 @@ Deno.test("attack: one package cannot pull in more than an execution may install
     assert.match(found.problems.join(), /more than one execution may install/);
     assert.ok(found.packages.length < 20, `${found.packages.length} read`);
   });
+  await t.step("one package past the bytes on its own is refused once read", async () => {
+    const found = await sources.resolve(["dep-7"], [], { packages: 1000, bytes: 100 });
+    assert.match(found.problems.join(), /^dep-7: more than one execution may install/);
+    assert.match(found.problems.join(), /a profile's preload keeps large packages/);
+  });
   await Deno.remove(dir, { recursive: true });
 });
 

@@ -4,10 +4,9 @@
  * files and the Python packages (resolved to files, dependencies included). A request that passes becomes a `CheckedRequest`
  * the later stages trust; one that does not becomes a `Refusal`.
  */
-import { mib } from "../_util/bytes.ts";
 import { checkCodeSize } from "../policy/code_size.ts";
 import { checkInputFiles } from "../policy/input_files.ts";
-import { type PackageSources, RESOLVE_LIMITS } from "../packages/package_sources.ts";
+import type { PackageSources } from "../packages/package_sources.ts";
 import type { ResolvedPackage } from "../packages/package_sources.ts";
 import { requirementName, scriptDependencies } from "../packages/wheels.ts";
 import type { InputFile } from "../rpc/sandbox_protocol.ts";
@@ -17,13 +16,6 @@ import type { HostOutcome } from "./outcomes.ts";
 
 /** Packages one execution may name, in `packages` and its PEP 723 block together. */
 export const MAX_PACKAGE_NAMES = 20;
-/**
- * What one execution may install, as the base64 the sandbox is sent (40 MiB, 30 MiB of files):
- * it travels in one message to the sandbox (at most 64 MiB), and a request holds it while it
- * waits for one.
- */
-export const MAX_PACKAGE_BYTES_PER_RUN = RESOLVE_LIMITS.bytes;
-
 export interface CheckedRequest {
   code: string;
   profile: Profile;
@@ -113,15 +105,7 @@ export async function checkRequest(
         `Cannot install packages: ${found.problems.join("; ")}${hosts}`,
       );
     }
-    const bytes = found.packages.reduce((n, p) => n + p.data.length, 0);
-    if (bytes > MAX_PACKAGE_BYTES_PER_RUN) {
-      return refuse(
-        "PACKAGE_UNAVAILABLE",
-        `Cannot install packages: with their dependencies they come to ${mib(bytes * 3 / 4)}, ` +
-          `over the ${mib(MAX_PACKAGE_BYTES_PER_RUN * 3 / 4)} one execution may install ` +
-          "(a profile's preload keeps large packages in its snapshot instead)",
-      );
-    }
+    // Within what one execution may install: resolution refuses past RESOLVE_LIMITS.
     pythonPackages = found.packages;
   }
   return {

@@ -123,7 +123,8 @@ export class PackageSources {
     const tooMuch = () =>
       seen.size > limits.packages || bytes() > limits.bytes
         ? `more than one execution may install (${limits.packages} packages with their ` +
-          `dependencies, ${mib(limits.bytes * 3 / 4)} of files)`
+          `dependencies, ${mib(limits.bytes * 3 / 4)} of files; a profile's preload keeps ` +
+          "large packages in its snapshot instead)"
         : null;
     let stopped = false; // past a bound: told once, nothing more is read
     const need = async (name: string, neededBy: string | null): Promise<void> => {
