@@ -184,6 +184,17 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
   });
 
   await t.step(
+    "half a surrogate pair in a result or an error reaches the client as U+FFFD",
+    async () => {
+      const client = await connect(server.url);
+      assert.equal((await execute(client, "'\\ud800x'")).result, "\uFFFDx");
+      const failed = await execute(client, "raise ValueError('bad \\udc00 half')");
+      assert.match(failed.diagnostics!.message, /bad \uFFFD half/);
+      await client.close();
+    },
+  );
+
+  await t.step(
     "output arrives as log messages and progress as progress notifications",
     async () => {
       const client = await connect(server.url);
@@ -445,8 +456,9 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     await using server = await startHttp(["--stateless"], { CODEMODE_HTTP_TOKEN: token });
     await assert.rejects(connect(server.url));
     const client = await connect(server.url, { authorization: `Bearer ${token}` });
-    const r = await execute(client, "print('stateless ok')");
+    const r = await execute(client, "print('stateless ok')\n'\\ud800x'");
     assert.equal(r.stdout, "stateless ok\n");
+    assert.equal(r.result, "\uFFFDx", "well-formed, stateless too");
     await client.close();
     // No session, so no standalone SSE stream to leave open.
     const get = await fetch(server.url, {

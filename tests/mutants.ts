@@ -2686,6 +2686,23 @@ export const MUTATIONS: Mutation[] = [
     filter: "agent CLI",
   },
   {
+    name: "HTTP session messages are sent as they are, halves of surrogate pairs and all",
+    file: "src/host/http_server.ts",
+    from:
+      "      transport: sendWellFormed(\n        new WebStandardStreamableHTTPServerTransport({",
+    to: "      transport: ((t) => t)(\n        new WebStandardStreamableHTTPServerTransport({",
+    tests: ["tests/http_test.ts"],
+    filter: "sessions, live feedback",
+  },
+  {
+    name: "stateless HTTP messages are sent as they are, halves of surrogate pairs and all",
+    file: "src/host/stateless_legacy.ts",
+    from: "    const transport = sendWellFormed(\n",
+    to: "    const transport = ((t) => t)(\n",
+    tests: ["tests/http_test.ts"],
+    filter: "stateless mode works",
+  },
+  {
     name: "stdio messages are sent as they are, halves of surrogate pairs and all",
     file: "src/commands/commands.ts",
     from: "const transport = sendWellFormed(new StdioServerTransport(process.stdin, stdout));",

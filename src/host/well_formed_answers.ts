@@ -2,31 +2,14 @@
  * Every answer the server gives is well-formed Unicode. A script's result or error, or an
  * upstream's text passed on, may hold half a surrogate pair (`'\ud800'`): JSON escapes it, but a
  * client that decodes strings to UTF-8 (the Python SDK; Rust's serde_json refuses the escape) cannot
- * read the message, and waits for its answer until it times out. Such halves become U+FFFD.
+ * read the message, and waits for its answer until it times out. Such halves become U+FFFD, on
+ * the way out: every transport the server speaks through is wrapped by `sendWellFormed`.
  */
-import type { McpServer } from "@modelcontextprotocol/server";
-import { wrapRequestHandlers } from "./request_handlers.ts";
 
 /**
- * Makes every request handler of `server` answer with well-formed strings, results and error
- * messages alike. Call it before registering anything: it wraps the handlers as they are
- * installed.
- */
-export function answerWellFormed(server: McpServer): void {
-  wrapRequestHandlers(server, (_method, handler) => async (...args) => {
-    try {
-      return wellFormed(await handler(...args));
-    } catch (error) {
-      if (error instanceof Error) error.message = error.message.toWellFormed();
-      throw error;
-    }
-  });
-}
-
-/**
- * Makes every message `transport` sends well-formed: notifications too (a script's progress
- * message, a task's output so far), and answers written outside the request handlers (an
- * Invalid Request under the client's own id).
+ * Makes every message `transport` sends well-formed: answers, results and error messages alike,
+ * notifications (a script's progress message, a task's output so far), and answers written
+ * outside the request handlers (an Invalid Request under the client's own id).
  */
 export function sendWellFormed<T extends { send: (message: never, ...rest: never[]) => unknown }>(
   transport: T,
