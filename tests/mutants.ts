@@ -2851,6 +2851,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "cannot pull in",
   },
   {
+    name: "the skills folder's change mark is read whatever it is, a FIFO too",
+    file: "src/skills/skill_store.ts",
+    from: 'if (!Deno.lstatSync(path).isFile) return "";',
+    to: "",
+    tests: ["tests/skills_test.ts"],
+    filter: "servers sharing a skills folder",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

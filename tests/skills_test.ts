@@ -392,7 +392,25 @@ Deno.test("servers sharing a skills folder: no save is lost, each sees the other
     await Deno.remove(`${dir}/.generation`);
     const made = await new Deno.Command("mkfifo", { args: [`${dir}/.generation`] }).output();
     assert.ok(made.success);
+    // Writers that wait for a reader, each marking that it got one: a host that opens the FIFO
+    // is seen, not hung.
+    const marked = `${dir}-fifo-read`;
+    const writer = new Deno.Command("sh", {
+      args: [
+        "-c",
+        'while :; do echo 31 > "$1" && touch "$2"; done',
+        "sh",
+        `${dir}/.generation`,
+        marked,
+      ],
+    }).spawn();
     assert.equal(store.get("shared")?.version, 30);
+    await delay(500);
+    writer.kill("SIGKILL");
+    await writer.status;
+    const read = await Deno.lstat(marked).then(() => true, () => false);
+    await Deno.remove(marked).catch(() => {});
+    assert.ok(!read, "the host opened the FIFO");
   });
   await Deno.remove(dir, { recursive: true });
 });
