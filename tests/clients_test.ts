@@ -566,8 +566,16 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
           PATH: "./bin:/usr/bin",
           NODE_TLS_REJECT_UNAUTHORIZED: "0",
           DENO_AUTH_TOKENS: "abcdef0123456789@deno.land",
+          HTTPS_PROXY: "http://bob:hunter2hunter2@proxy.local:3128",
+          PIP_INDEX_URL: "https://__token__:pypi-AgEIcHlwaSECRET@pypi.example/simple",
         },
       }, { fromProject: true });
+      assert.match(
+        d.warnings[3]!,
+        /^env HTTPS_PROXY="http:\/\/bob:\[hidden\]@proxy\.local:3128" changes/,
+      );
+      assert.match(d.warnings[4]!, /^env PIP_INDEX_URL="https:\/\/__token__:\[hidden\]@pypi/);
+      assert.doesNotMatch(JSON.stringify(d), /hunter2|AgEIcHlwaSECRET/);
       assert.match(d.warnings[0]!, /^env PATH="\.\/bin:\/usr\/bin" changes which programs run/);
       assert.match(d.warnings[1]!, /^env NODE_TLS_REJECT_UNAUTHORIZED="0" changes where packages/);
       assert.match(d.warnings[2]!, /^env DENO_AUTH_TOKENS="\[hidden\]" changes where packages/);
@@ -577,6 +585,21 @@ Deno.test("describeEntry() shows what an entry does: headers, env keys, cwd, var
       );
     },
   );
+});
+
+Deno.test("maskEntry() hides secret-named words inside a shell command line, and counts them", () => {
+  const entry = {
+    command: "sh",
+    args: ["-c", "TOKEN=x0123456789 node srv.js --token=argsecret123456 --level=3 KEY=${K}"],
+  };
+  assert.deepEqual((maskEntry(entry) as { args: string[] }).args, [
+    "-c",
+    "TOKEN=[hidden] node srv.js --token=[hidden] --level=3 KEY=${K}",
+  ]);
+  assert.deepEqual(literalSecrets(entry), ["args"]);
+  const plain = { command: "sh", args: ["-c", "LEVEL=3 node srv.js --port=80"] };
+  assert.deepEqual(maskEntry(plain), plain);
+  assert.deepEqual(literalSecrets(plain), []);
 });
 
 Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the password and secret parameters hidden, the port kept", async (t) => {

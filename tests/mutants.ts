@@ -2859,6 +2859,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "servers sharing a skills folder",
   },
   {
+    name: "import's warnings print a proxy URL's password",
+    file: "src/clients/describe_entry.ts",
+    from: "${JSON.stringify(shownEnvValue(key, value))}",
+    to: "${JSON.stringify(value)}",
+    tests: ["tests/clients_test.ts"],
+    filter: "describeEntry()",
+  },
+  {
+    name: "import shows a secret inside a shell command line",
+    file: "src/clients/secrets.ts",
+    from: "const unpassed = withoutInlineSecrets(withoutUrlPasswords(arg));",
+    to: "const unpassed = withoutUrlPasswords(arg);",
+    tests: ["tests/clients_test.ts"],
+    filter: "shell command line",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -6,7 +6,7 @@
 import { placeholderNames } from "../config/placeholders.ts";
 import { hostOf } from "./entry_url.ts";
 import { envRisk } from "./risky_env.ts";
-import { HIDDEN, isSecretName } from "./secrets.ts";
+import { shownEnvValue } from "./secrets.ts";
 import type { ServerEntry } from "./translate.ts";
 
 export interface EntryDescription {
@@ -63,9 +63,8 @@ export function describeEntry(
 
   for (const [key, value] of env) {
     const risk = envRisk(key);
-    // A setting is shown; a secret among them (DENO_AUTH_TOKENS) is not.
-    const shown = isSecretName(key) && !ONLY_PLACEHOLDER.test(value) ? HIDDEN : value;
-    if (risk) warnings.push(`env ${key}=${JSON.stringify(shown)} ${risk}`);
+    // A setting is shown; a secret among them (DENO_AUTH_TOKENS, a proxy's password) is not.
+    if (risk) warnings.push(`env ${key}=${JSON.stringify(shownEnvValue(key, value))} ${risk}`);
   }
   if (options.fromProject && entry.url !== undefined) {
     const host = hostOf(entry.url);

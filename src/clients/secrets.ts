@@ -23,6 +23,14 @@ export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
+/**
+ * An env value as it may be shown: `HIDDEN` under a secret-looking name, else with the password
+ * of any URL in it hidden (a database or proxy URL under any name).
+ */
+export function shownEnvValue(key: string, value: string): string {
+  return isSecretName(key) && isLiteral(value) ? HIDDEN : withoutUrlPasswords(value);
+}
+
 /** `text` with the password of every `user:password@` in it hidden. */
 function withoutUrlPasswords(text: string): string {
   return text.replace(URL_CREDENTIALS, (match, head: string) => {
@@ -83,11 +91,26 @@ function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
         return url.shown;
       }
     }
-    const unpassed = withoutUrlPasswords(arg);
+    const unpassed = withoutInlineSecrets(withoutUrlPasswords(arg));
     if (unpassed !== arg) hidden = true;
     return unpassed;
   });
   return { shown, hidden };
+}
+
+/** `--token=X` or `TOKEN=X` as a word of a longer arg: a command line for `sh -c`. */
+const INLINE_ASSIGNMENT = /(^|\s)(--?[A-Za-z][A-Za-z0-9_-]*=|[A-Za-z_][A-Za-z0-9_]*=)(\S+)/g;
+
+/** `arg` with the values of secret-named words hidden, when it holds more than one word. */
+function withoutInlineSecrets(arg: string): string {
+  if (!/\s/.test(arg.trim())) return arg;
+  return arg.replace(
+    INLINE_ASSIGNMENT,
+    (match, space: string, name: string, value: string) =>
+      isSecretName(name.replace(/^-+|=$/g, "").replaceAll("-", "_")) && isLiteral(value)
+        ? `${space}${name}${HIDDEN}`
+        : match,
+  );
 }
 
 /** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
@@ -118,16 +141,12 @@ export function maskEntry(entry: unknown): unknown {
         ) => [k, typeof v === "string" && hide(k, v) ? HIDDEN : v]),
       )
       : value;
-  if ("env" in entry) {
-    const env = mapValues(entry.env, (k, v) => isSecretName(k) && isLiteral(v));
-    // A database or proxy URL under any name: its password hidden, the rest shown.
-    masked.env = isRecord(env)
-      ? Object.fromEntries(
-        Object.entries(env).map((
-          [k, v],
-        ) => [k, typeof v === "string" ? withoutUrlPasswords(v) : v]),
-      )
-      : env;
+  if (isRecord(entry.env)) {
+    masked.env = Object.fromEntries(
+      Object.entries(entry.env).map((
+        [k, v],
+      ) => [k, typeof v === "string" ? shownEnvValue(k, v) : v]),
+    );
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
   if (typeof entry.url === "string") {
