@@ -2875,6 +2875,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "shell command line",
   },
   {
+    name: "a session's call that names no profile runs under the default one",
+    file: "src/execution/executor.ts",
+    from: "const request = opened === undefined ? asked : { ...asked, profile: opened };",
+    to: "const request = asked;",
+    tests: ["tests/sessions_files_test.ts"],
+    filter: "persistent sessions keep state",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

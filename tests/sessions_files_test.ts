@@ -322,6 +322,21 @@ Deno.test("persistent sessions keep state, stay apart, and end cleanly", async (
     assert.equal((await tool(server, "close_session", { session_id: s2 })).isError, true);
   });
 
+  await t.step("a session keeps its profile: a call naming none continues it", async () => {
+    const opened = await server.execute(
+      { code: "x = 41\nx", session_id: "new", profile: "data" },
+    );
+    assert.equal(opened.success, true, opened.text);
+    const id = opened.session_id!;
+    const continued = await server.execute({ code: "x + 1", session_id: id });
+    assert.equal(continued.result, 42, continued.text);
+    assert.equal(continued.profile, "data");
+    const other = await server.execute({ code: "x", session_id: id, profile: "default" });
+    assert.equal(other.diagnostics?.error_type, "POLICY_VIOLATION");
+    assert.match(other.diagnostics!.message, /runs under profile "data", not "default"/);
+    assert.equal((await tool(server, "close_session", { session_id: id })).isError, false);
+  });
+
   await t.step("one connection holds at most its share of the sessions", async () => {
     // None is open; max_sessions 3 gives a connection 2 (half, rounded up). The server-wide cap
     // needs a second connection: see http_sessions_test.ts.

@@ -133,12 +133,18 @@ export class SandboxExecutor implements Executor {
   }
 
   async #execute(
-    request: ExecuteRequest,
+    asked: ExecuteRequest,
     options: ExecuteOptions,
     span: TraceSpan,
   ): Promise<ExecutionResult> {
     const id = crypto.randomUUID();
     const log = withFields(this.#deps.log, { execution: id });
+    // A session keeps the profile it was opened with: a call that names none continues under it.
+    const session = asked.session_id;
+    const opened = asked.profile === undefined && session !== undefined && session !== NEW_SESSION
+      ? this.#deps.sessions?.profileOf(options.owner ?? "local", session)
+      : undefined;
+    const request = opened === undefined ? asked : { ...asked, profile: opened };
     let result: ExecutionResult;
     try {
       result = scrubbedResult(await this.#run(request, options, log, span), this.#deps.redact);

@@ -158,6 +158,11 @@ export class SessionManager implements AsyncDisposable {
     return { id, sandbox };
   }
 
+  /** The profile `owner`'s open session `id` runs under, if there is one. */
+  profileOf(owner: string, id: string): string | undefined {
+    return this.#sessions.get(`${owner}\0${id}`)?.sandbox.profile.name;
+  }
+
   /**
    * The sandbox of `owner`'s open session `id`, busy until `release`. Throws SessionError when
    * there is no such session (malformed, never opened, expired, closed, or another caller's),
