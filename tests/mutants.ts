@@ -2883,6 +2883,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "persistent sessions keep state",
   },
   {
+    name: "a server bound to another loopback address refuses requests to that address",
+    file: "src/host/http_guard.ts",
+    from: "? [...LOOPBACK_NAMES, bracketed(host)]",
+    to: "? LOOPBACK_NAMES",
+    tests: ["tests/http_test.ts"],
+    filter: "admit only the names",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -60,7 +60,7 @@ export interface GuardOptions {
 
 /**
  * The Host header values and origins a server bound to `host:port` answers to: its own address
- * (the loopback names on loopback and wildcard binds), and each of `extra.hosts` (from
+ * (with the loopback names on a loopback bind; those alone on a wildcard bind), and each of `extra.hosts` (from
  * --allow-host): a name with a port as given, a name without one as `name:port` and as plain
  * `name` (a reverse proxy that keeps the client's Host on the default port).
  */
@@ -69,7 +69,11 @@ export function allowedFor(
   port: number,
   extra: { hosts?: string[]; origins?: string[] } = {},
 ): { allowedHosts: string[]; allowedOrigins: string[] } {
-  const own = isLoopback(host) || isWildcard(host) ? LOOPBACK_NAMES : [bracketed(host)];
+  const own = isWildcard(host)
+    ? LOOPBACK_NAMES
+    : isLoopback(host)
+    ? [...LOOPBACK_NAMES, bracketed(host)]
+    : [bracketed(host)];
   const authorities = [
     ...own.map((n) => `${n}:${port}`),
     ...(extra.hosts ?? []).flatMap((h) =>
