@@ -301,7 +301,13 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
       // Its code runs where the snapshot is built: an attempt to leave data on the host's disk.
       initSuffix: "import js\ntry:\n" +
         `    js.localStorage.setItem('planted', 'planted-${tag}')\n` +
-        "except Exception:\n    pass\n",
+        "except Exception:\n    pass\n" +
+        // And to leave its files open to every local user, a program setuid.
+        "import os\n_here = os.path.dirname(__file__)\ntry:\n" +
+        "    os.chmod(os.path.join(_here, 'later.py'), 0o4777)\n" +
+        "    os.makedirs(os.path.join(_here, 'open'), exist_ok=True)\n" +
+        "    os.chmod(os.path.join(_here, 'open'), 0o777)\n" +
+        "except OSError:\n    pass\n",
     });
     await Deno.remove(join(dir, "pyodide"), { recursive: true }).catch(() => {});
     await writeDistribution(
@@ -359,6 +365,24 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
       };
       await look(join(denoDir, "location_data"));
       assert.deepEqual(found, []);
+    });
+    await t.step("nothing of the preloaded files is open to other local users", async () => {
+      const open: string[] = [];
+      const look = async (path: string) => {
+        const info = await Deno.lstat(path);
+        if ((info.mode! & 0o7022) !== 0 || info.isSymlink) {
+          open.push(`${path} ${info.mode!.toString(8)}`);
+        }
+        if (info.isDirectory) {
+          for await (const entry of Deno.readDir(path)) await look(join(path, entry.name));
+        }
+      };
+      const folders = (await Array.fromAsync(Deno.readDir(cache))).filter((e) =>
+        e.isDirectory && /^preload-/.test(e.name)
+      );
+      assert.equal(folders.length, 1);
+      await look(join(cache, folders[0]!.name));
+      assert.deepEqual(open, []);
     });
     await t.step("a profile without the list keeps the shared snapshot", async () => {
       const r = await server.execute({ code: `import sys\n'top_${tag}' in sys.modules` });

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { delay, ROOT, startServer, type TestServer, writeConfig } from "./_helpers.ts";
 import { SKILL_LIMITS, SkillLimitError, SkillStore } from "../src/skills/skill_store.ts";
+import { LockTimeoutError } from "../src/skills/file_lock.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
 import { silentLogger } from "../src/_util/log.ts";
 
@@ -411,6 +412,79 @@ Deno.test("servers sharing a skills folder: no save is lost, each sees the other
     const read = await Deno.lstat(marked).then(() => true, () => false);
     await Deno.remove(marked).catch(() => {});
     assert.ok(!read, "the host opened the FIFO");
+  });
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("attack: another process holding the skills lock makes a save wait its time, not forever", async (t) => {
+  const dir = await Deno.makeTempDir();
+  const skill = {
+    name: "waited",
+    code: "def waited():\n    return 1\n",
+    description: "d",
+    signature: "()",
+    is_async: false,
+    tools: [],
+  };
+  const store = new SkillStore(dir, silentLogger, SKILL_LIMITS, 300);
+  await store.load();
+  /** Saves until the late wait of a refused one has ended and a save goes through. */
+  const saveOnceFree = async () => {
+    for (let i = 0; i < 100; i++) {
+      try {
+        return await store.save(skill);
+      } catch (error) {
+        if (!(error instanceof LockTimeoutError)) throw error;
+        await delay(50);
+      }
+    }
+    throw new Error("the lock never came back");
+  };
+
+  await t.step("a process that holds the lock: refused in time, then refused at once", async () => {
+    const holder = new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        `const f = await Deno.open(${
+          JSON.stringify(`${dir}/.lock`)
+        }, { write: true, create: true });` +
+        "await f.lock(true); console.log('held'); setTimeout(() => {}, 5000);",
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const reader = holder.stdout.getReader();
+    assert.match(new TextDecoder().decode((await reader.read()).value), /held/);
+    await assert.rejects(
+      store.save(skill),
+      (e: Error) =>
+        e instanceof LockTimeoutError && /has held .*\.lock for over 0\.3 s/.test(e.message),
+    );
+    await assert.rejects(
+      store.save(skill),
+      (e: Error) => e instanceof LockTimeoutError && /an earlier wait for it/.test(e.message),
+    );
+    holder.kill("SIGKILL");
+    await holder.status;
+    reader.releaseLock();
+    await holder.stdout.cancel();
+    assert.equal((await saveOnceFree()).version, 1, "the lock is let go of once it comes");
+  });
+
+  await t.step("a FIFO in place of the lock file: refused in time, not hung", async () => {
+    await Deno.remove(`${dir}/.lock`);
+    const made = await new Deno.Command("mkfifo", { args: [`${dir}/.lock`] }).output();
+    assert.ok(made.success);
+    // A reader, a second later, lets the pending open through, so the late wait ends (and this
+    // test's ops too), and a save that waited for it is seen.
+    const reader = new Deno.Command("sh", {
+      args: ["-c", `sleep 1; timeout 10 cat "${dir}/.lock"`],
+    })
+      .output();
+    await assert.rejects(store.save(skill), LockTimeoutError);
+    assert.ok((await reader).success);
+    await Deno.remove(`${dir}/.lock`);
+    assert.equal((await saveOnceFree()).version, 2);
   });
   await Deno.remove(dir, { recursive: true });
 });

@@ -15,6 +15,7 @@ import { PYODIDE_VERSION } from "../_util/version.ts";
 import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
+import { closeToOthers } from "./closed_to_others.ts";
 import {
   SNAPSHOT_FORMAT,
   SNAPSHOT_HEADER_BYTES,
@@ -116,8 +117,14 @@ export async function ensurePreloadedSnapshot(
   const path = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}.bin`);
   const preloadDir = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}`);
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
-  // Marked in use by the server that launches from it (keepInUse), not here.
-  if (folderExists && await isSnapshotVerified(path)) return { path, preloadDir };
+  // Marked in use by the server that launches from it (keepInUse), not here. A folder found open
+  // to others (left so by an older version) may have been changed by them: built again.
+  if (
+    folderExists && await isSnapshotVerified(path) &&
+    await closeToOthers(preloadDir).then((opened) => opened === 0, () => false)
+  ) {
+    return { path, preloadDir };
+  }
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building a snapshot with preloaded packages", {
     packages: packages.map((p) => p.name),
@@ -130,6 +137,8 @@ export async function ensurePreloadedSnapshot(
     const spec: PreloadSpec = { site_dir: siteDir, packages };
     await Deno.writeTextFile(specPath, JSON.stringify(spec));
     await buildSnapshot(runtime, path, log, { specPath, siteDir }, signal);
+    // The builder ran the packages' code, which could leave anything open to others.
+    await closeToOthers(siteDir);
     // The folder is moved into place after the snapshot that needs it is written; a folder a
     // crashed builder left half-written is replaced.
     await Deno.remove(preloadDir, { recursive: true }).catch(() => {});

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Logger } from "../_util/log.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
+import { FileLock } from "./file_lock.ts";
 
 export interface Skill {
   name: string;
@@ -76,11 +77,19 @@ export class SkillStore {
   readonly #limits: SkillLimits;
   /** The save or delete running now: the next waits for it (see `save`). */
   #turn: Promise<unknown> = Promise.resolve();
+  /** The writers' lock, shared with other servers using the folder. */
+  readonly #lock: FileLock;
 
-  constructor(dir: string, log: Logger, limits: SkillLimits = SKILL_LIMITS) {
+  constructor(
+    dir: string,
+    log: Logger,
+    limits: SkillLimits = SKILL_LIMITS,
+    lockWaitMs = LOCK_WAIT_MS,
+  ) {
     this.dir = dir;
     this.#log = log;
     this.#limits = limits;
+    this.#lock = new FileLock(join(dir, LOCK_FILE), lockWaitMs);
   }
 
   /** Changes whenever a skill is saved or deleted, here or by another server. */
@@ -149,12 +158,12 @@ export class SkillStore {
 
   /**
    * Runs a change after the one before it, holding the folder's lock (other servers sharing the
-   * folder wait for it), on the folder as it is now; then marks the change for them.
+   * folder wait for it, up to `LOCK_WAIT_MS`: then LockTimeoutError), on the folder as it is now;
+   * then marks the change for them.
    */
   #inTurn<T>(work: () => Promise<T>): Promise<T> {
     const locked = async () => {
-      using lock = await Deno.open(join(this.dir, LOCK_FILE), { write: true, create: true });
-      await lock.lock(true);
+      using _lock = await this.#lock.take();
       this.#sync();
       const before = this.#version;
       const result = await work();
@@ -290,6 +299,8 @@ export class SkillStore {
 
 /** Files of the skills folder that are not skills: the writers' lock and the change mark. */
 const LOCK_FILE = ".lock";
+/** How long a save or delete waits for another server's hold on the lock. */
+const LOCK_WAIT_MS = 10_000;
 const GENERATION_FILE = ".generation";
 
 /**

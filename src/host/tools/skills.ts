@@ -9,6 +9,7 @@ import type { Analysis } from "../../analysis/python_analysis.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
 import { checkSkill, checkSkillName } from "../../skills/skill_check.ts";
 import { SkillLimitError, type SkillStore } from "../../skills/skill_store.ts";
+import { LockTimeoutError } from "../../skills/file_lock.ts";
 
 export interface SkillToolsOptions {
   store: SkillStore;
@@ -58,7 +59,7 @@ function registerSkillWriting(server: McpServer, options: SkillToolsOptions): vo
     try {
       saved = await store.save(checked.skill);
     } catch (error) {
-      if (!(error instanceof SkillLimitError)) throw error;
+      if (!(error instanceof SkillLimitError || error instanceof LockTimeoutError)) throw error;
       return text(`Cannot save skill ${args.name}: ${error.message}`, true);
     }
     const tools = saved.tools.map((t) => `${t.server}.${t.tool}`).join(", ") || "none";
@@ -76,7 +77,13 @@ function registerSkillWriting(server: McpServer, options: SkillToolsOptions): vo
     inputSchema: toolArguments(nameInput),
     annotations: { destructiveHint: true },
   }, async (args) => {
-    const deleted = await store.delete(args.name);
+    let deleted;
+    try {
+      deleted = await store.delete(args.name);
+    } catch (error) {
+      if (!(error instanceof LockTimeoutError)) throw error;
+      return text(`Cannot delete skill ${args.name}: ${error.message}`, true);
+    }
     return deleted
       ? text(`Deleted skill ${args.name}.`)
       : text(`Cannot delete skill: no skill named "${args.name}"`, true);
