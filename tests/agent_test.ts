@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startFakeChatApi } from "./_fake_chat_api.ts";
-import { childEnv, MAIN, ROOT, runCli, SERVE_FLAGS, startServer } from "./_helpers.ts";
+import { childEnv, delay, MAIN, ROOT, runCli, SERVE_FLAGS, startServer } from "./_helpers.ts";
 import { assertNoSecret, SECRET, startWithLeakyServer } from "./_secret_fixture.ts";
 import type { AgentResult } from "../src/agent/agent.ts";
 
@@ -159,6 +159,27 @@ Deno.test("attack: a model's script past the code limit is not run, nor repeated
     assert.ok(attempt.code.length <= 2000, `${attempt.code.length}`);
   }
   assert.ok(JSON.stringify(reply).length < 100_000, `${JSON.stringify(reply).length}`);
+});
+
+Deno.test("attack: a cancelled generate_and_execute stops waiting for the model, and asks no more", async () => {
+  await using api = startFakeChatApi(["stall", "stall"]);
+  await using server = await startServer({
+    env: { ...modelEnv(api.baseURL), CODEMODE_MODEL_TIMEOUT_S: "60" },
+  });
+  const cancel = new AbortController();
+  const call = server.client.callTool(
+    { name: "generate_and_execute", arguments: { task: "Anything", max_attempts: 3 } },
+    undefined,
+    { timeout: 120_000, signal: cancel.signal },
+  );
+  while (api.requests.length === 0) await delay(20);
+  cancel.abort();
+  await assert.rejects(call);
+  // The host lets go of the model's reply (its request aborted), long before the model's timeout.
+  for (let i = 0; i < 250 && api.abandoned === 0; i++) await delay(20);
+  assert.equal(api.abandoned, 1, "the model request was aborted");
+  await delay(300);
+  assert.equal(api.requests.length, 1, "no retry, no next attempt");
 });
 
 Deno.test("generate_and_execute gives up after max_attempts", async () => {

@@ -2923,6 +2923,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "preloaded packages are in",
   },
   {
+    name: "a cancelled generate_and_execute waits for the model API's reply all the same",
+    file: "src/agent/openai_model.ts",
+    from: "    }, { signal });",
+    to: "    });",
+    tests: ["tests/agent_test.ts"],
+    filter: "cancelled generate_and_execute",
+  },
+  {
+    name: "the agent asks its model without the caller's cancellation",
+    file: "src/agent/agent.ts",
+    from: "maxTokens: deps.maxTokens ?? 4096, signal }",
+    to: "maxTokens: deps.maxTokens ?? 4096 }",
+    tests: ["tests/agent_test.ts"],
+    filter: "cancelled generate_and_execute",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -95,8 +95,9 @@ export async function runAgent(
     }).map((message) => ({ ...message, content: deps.redact.text(message.content) }));
     let reply;
     try {
-      reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096 });
+      reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096, signal });
     } catch (error) {
+      if (signal?.aborted) return finish(false, "Cancelled by the client");
       const message = deps.redact.text(
         `Cannot get code from ${deps.model.name}: ${(error as Error).message}`,
       );

@@ -21,10 +21,17 @@ export interface ChatReply {
   notes: string[];
 }
 
+export interface CompleteOptions {
+  maxTokens: number;
+  /** The caller's cancellation: the request to the model is aborted with it. */
+  signal?: AbortSignal;
+}
+
 export interface ChatModel {
   /** Backend and model, for results and logs (e.g. "openai:gpt-4.1", "sampling"). */
   readonly name: string;
-  complete(messages: ChatMessage[], options: { maxTokens: number }): Promise<ChatReply>;
+  /** Rejects once `signal` aborts, the request to the model given up. */
+  complete(messages: ChatMessage[], options: CompleteOptions): Promise<ChatReply>;
 }
 
 /**

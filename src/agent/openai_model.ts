@@ -4,7 +4,7 @@
  * never call a model: this keeps their start fast).
  */
 import type OpenAI from "openai";
-import type { ChatMessage, ChatModel, ChatReply } from "./chat_model.ts";
+import type { ChatMessage, ChatModel, ChatReply, CompleteOptions } from "./chat_model.ts";
 import type { OpenAIModelConfig } from "./model_config.ts";
 
 /** Whether an API error says the model wants max_completion_tokens instead of max_tokens. */
@@ -32,11 +32,11 @@ export class OpenAIChatModel implements ChatModel {
       : "max_tokens";
   }
 
-  async complete(messages: ChatMessage[], options: { maxTokens: number }): Promise<ChatReply> {
+  async complete(messages: ChatMessage[], options: CompleteOptions): Promise<ChatReply> {
     const notes: string[] = [];
     let completion;
     try {
-      completion = await this.#create(messages, options.maxTokens);
+      completion = await this.#create(messages, options);
     } catch (error) {
       if (!(this.#auto && this.#param === "max_tokens" && rejectsMaxTokens(error))) throw error;
       // Said out loud in the result and kept for later calls: never a silent fallback.
@@ -45,7 +45,7 @@ export class OpenAIChatModel implements ChatModel {
         "the model rejected max_tokens; the request was repeated with max_completion_tokens " +
           "(set CODEMODE_MAX_TOKENS_PARAM=max_completion_tokens to skip the first try)",
       );
-      completion = await this.#create(messages, options.maxTokens);
+      completion = await this.#create(messages, options);
     }
     const text = completion.choices[0]?.message?.content ?? "";
     const usage = completion.usage
@@ -58,13 +58,13 @@ export class OpenAIChatModel implements ChatModel {
     return { text, usage, notes };
   }
 
-  async #create(messages: ChatMessage[], maxTokens: number) {
+  async #create(messages: ChatMessage[], { maxTokens, signal }: CompleteOptions) {
     this.#client ??= createClient(this.#config);
     return (await this.#client).chat.completions.create({
       model: this.#model,
       messages,
       [this.#param]: maxTokens,
-    });
+    }, { signal });
   }
 }
 

@@ -8,7 +8,13 @@ import {
   type Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
-import { type ChatMessage, type ChatModel, type ChatReply, NoModelError } from "./chat_model.ts";
+import {
+  type ChatMessage,
+  type ChatModel,
+  type ChatReply,
+  type CompleteOptions,
+  NoModelError,
+} from "./chat_model.ts";
 
 /** What the agent needs of the client to use its model. */
 export interface SamplingClient {
@@ -17,7 +23,8 @@ export interface SamplingClient {
    * its client declared its capabilities to another instance).
    */
   declared: boolean | undefined;
-  createMessage(params: CreateMessageRequestParams): Promise<unknown>;
+  /** Asks the client; `signal` (with the tool call's own) withdraws the question. */
+  createMessage(params: CreateMessageRequestParams, signal?: AbortSignal): Promise<unknown>;
 }
 
 /** The client of one tool call, asked on that call's own response stream. */
@@ -25,8 +32,10 @@ export function samplingClient(server: Server, ctx: ServerContext): SamplingClie
   const capabilities = server.getClientCapabilities();
   return {
     declared: capabilities === undefined ? undefined : capabilities.sampling !== undefined,
-    createMessage: (params) =>
-      ctx.mcpReq.send({ method: "sampling/createMessage", params }, { signal: ctx.mcpReq.signal }),
+    createMessage: (params, signal) =>
+      ctx.mcpReq.send({ method: "sampling/createMessage", params }, {
+        signal: signal ? AbortSignal.any([ctx.mcpReq.signal, signal]) : ctx.mcpReq.signal,
+      }),
   };
 }
 
@@ -38,7 +47,7 @@ export class SamplingChatModel implements ChatModel {
     this.#client = client;
   }
 
-  async complete(messages: ChatMessage[], options: { maxTokens: number }): Promise<ChatReply> {
+  async complete(messages: ChatMessage[], options: CompleteOptions): Promise<ChatReply> {
     const system = messages.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
     let result;
     try {
@@ -50,7 +59,7 @@ export class SamplingChatModel implements ChatModel {
         })),
         maxTokens: options.maxTokens,
         includeContext: "none",
-      });
+      }, options.signal);
     } catch (error) {
       // A client whose capabilities were unknown, asked anyway: it has no model to lend.
       if ((error as { code?: unknown }).code === ProtocolErrorCode.MethodNotFound) {
