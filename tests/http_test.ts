@@ -71,6 +71,13 @@ Deno.test("a 2026-07-28 tools/call is streamed to every client that can take a s
 
 Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server", () => {
   assert.equal(checkBind("127.0.0.1", undefined), null);
+  assert.equal(checkBind("127.1", undefined), null, "a loopback address however spelt");
+  assert.match(checkBind("128.0.0.1", undefined)!, /requires a bearer token/);
+  assert.deepEqual(allowedFor("::0", 8788).allowedHosts, [
+    "127.0.0.1:8788",
+    "localhost:8788",
+    "[::1]:8788",
+  ]);
   assert.match(checkBind("0.0.0.0", undefined)!, /requires a bearer token/);
   assert.match(checkBind("0.0.0.0", "short")!, /at least 16 characters/);
   assert.equal(checkBind("0.0.0.0", "a-long-enough-token-value", ["example.test"]), null);
@@ -146,7 +153,8 @@ Deno.test("allowedFor() and guardRequest() admit only the names the server serve
 
 Deno.test("checkBind() refuses a wildcard address without --allow-host; parseAllowedHost() checks names", () => {
   const token = "a-long-enough-token-value";
-  for (const wildcard of ["0.0.0.0", "::"]) {
+  // Every spelling of the unspecified address listens everywhere (an attacker's list).
+  for (const wildcard of ["0.0.0.0", "::", "0", "::0", "0:0::0", "[::]", "0.0"]) {
     assert.equal(
       checkBind(wildcard, token),
       `Cannot serve HTTP on ${wildcard}: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME (repeatable)`,
@@ -155,6 +163,13 @@ Deno.test("checkBind() refuses a wildcard address without --allow-host; parseAll
   }
   assert.equal(checkBind("192.0.2.7", token), null, "a specific address names itself");
   assert.equal(checkBind("127.0.0.1", undefined), null);
+  assert.equal(checkBind("127.1", undefined), null, "a loopback address however spelt");
+  assert.match(checkBind("128.0.0.1", undefined)!, /requires a bearer token/);
+  assert.deepEqual(allowedFor("::0", 8788).allowedHosts, [
+    "127.0.0.1:8788",
+    "localhost:8788",
+    "[::1]:8788",
+  ]);
   assert.equal(parseAllowedHost("MCP.Example.test"), "mcp.example.test");
   assert.equal(parseAllowedHost("example.test:8443"), "example.test:8443");
   assert.equal(parseAllowedHost("[2001:db8::7]:80"), "[2001:db8::7]:80");

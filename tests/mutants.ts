@@ -2885,7 +2885,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a server bound to another loopback address refuses requests to that address",
     file: "src/host/http_guard.ts",
-    from: "? [...LOOPBACK_NAMES, bracketed(host)]",
+    from: "? [...LOOPBACK_NAMES, bracketed(host), canonicalHost(host)]",
     to: "? LOOPBACK_NAMES",
     tests: ["tests/http_test.ts"],
     filter: "admit only the names",
@@ -2937,6 +2937,14 @@ export const MUTATIONS: Mutation[] = [
     to: "maxTokens: deps.maxTokens ?? 4096 }",
     tests: ["tests/agent_test.ts"],
     filter: "cancelled generate_and_execute",
+  },
+  {
+    name: "a wildcard bind spelt another way passes for a specific address",
+    file: "src/host/http_guard.ts",
+    from: "    return new URL(`http://${bracketed(host)}/`).hostname;",
+    to: "    return bracketed(host);",
+    tests: ["tests/http_test.ts"],
+    filter: "checkBind() refuses a wildcard",
   },
   {
     name: "a deleted skill's archived versions stay on disk",

@@ -3,17 +3,30 @@
  * names), and whether a request may pass (bearer token, Host and Origin against DNS rebinding).
  */
 
-const LOOPBACK = new Set(["127.0.0.1", "::1", "[::1]", "localhost"]);
 const LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]"];
-const WILDCARD = new Set(["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"]);
+
+/**
+ * `host` as a URL spells it, whatever spelling was given: IPv4 in dotted decimal (`0` and `127.1`
+ * too), IPv6 in brackets and compressed (`::0` is `[::]`), names in lower case; as given when it
+ * is none of these.
+ */
+function canonicalHost(host: string): string {
+  try {
+    return new URL(`http://${bracketed(host)}/`).hostname;
+  } catch {
+    return host;
+  }
+}
 
 export function isLoopback(host: string): boolean {
-  return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+  const canonical = canonicalHost(host);
+  return canonical === "localhost" || canonical === "[::1]" || /^127\./.test(canonical);
 }
 
 /** An address that listens on every interface, so it has no name of its own. */
 export function isWildcard(host: string): boolean {
-  return WILDCARD.has(host);
+  const canonical = canonicalHost(host);
+  return canonical === "0.0.0.0" || canonical === "[::]";
 }
 
 /** Why the server must not start with these options, or null. */
@@ -72,8 +85,8 @@ export function allowedFor(
   const own = isWildcard(host)
     ? LOOPBACK_NAMES
     : isLoopback(host)
-    ? [...LOOPBACK_NAMES, bracketed(host)]
-    : [bracketed(host)];
+    ? [...LOOPBACK_NAMES, bracketed(host), canonicalHost(host)]
+    : [bracketed(host), canonicalHost(host)];
   const authorities = [
     ...own.map((n) => `${n}:${port}`),
     ...(extra.hosts ?? []).flatMap((h) =>
