@@ -500,7 +500,8 @@ export class Sandbox implements AsyncDisposable {
       this.#memoryReading = false;
     });
     if (resident !== null && resident > limitBytes && this.#hooks !== null) {
-      const mb = (n: number) => Math.round(n / (1024 * 1024));
+      // One decimal: "512 MB exceeded the limit of 512 MB" read as no excess at all.
+      const mb = (n: number) => (n / (1024 * 1024)).toFixed(1);
       this.#halt(
         "MEMORY_LIMIT",
         `Sandbox memory ${mb(resident)} MB exceeded the limit of ${mb(limitBytes)} MB ` +
