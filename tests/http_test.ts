@@ -71,14 +71,11 @@ Deno.test("a 2026-07-28 tools/call is streamed to every client that can take a s
 
 Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server", () => {
   assert.equal(checkBind("127.0.0.1", undefined), null);
-  assert.equal(checkBind("127.1", undefined), null, "a loopback address however spelt");
-  assert.match(checkBind("128.0.0.1", undefined)!, /requires a bearer token/);
-  assert.deepEqual(allowedFor("::0", 8788).allowedHosts, [
-    "127.0.0.1:8788",
-    "localhost:8788",
-    "[::1]:8788",
-  ]);
-  assert.match(checkBind("0.0.0.0", undefined)!, /requires a bearer token/);
+  assert.match(
+    checkBind("0.0.0.0", undefined)!,
+    /requires a bearer token .*; and a wildcard address .*--allow-host/,
+    "every reason at once",
+  );
   assert.match(checkBind("0.0.0.0", "short")!, /at least 16 characters/);
   assert.equal(checkBind("0.0.0.0", "a-long-enough-token-value", ["example.test"]), null);
   const options = {

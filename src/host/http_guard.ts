@@ -29,22 +29,25 @@ export function isWildcard(host: string): boolean {
   return canonical === "0.0.0.0" || canonical === "[::]";
 }
 
-/** Why the server must not start with these options, or null. */
+/** Why the server must not start with these options (every reason at once), or null. */
 export function checkBind(
   host: string,
   token: string | undefined,
   allowedHosts: string[] = [],
 ): string | null {
+  const problems: string[] = [];
   if (!isLoopback(host) && !token) {
-    return `Cannot serve HTTP on ${host}: binding beyond loopback requires a bearer token (set CODEMODE_HTTP_TOKEN)`;
+    problems.push("binding beyond loopback requires a bearer token (set CODEMODE_HTTP_TOKEN)");
   }
   if (token !== undefined && token.length < 16) {
-    return "Cannot serve HTTP: the bearer token must be at least 16 characters";
+    problems.push("the bearer token must be at least 16 characters");
   }
   if (isWildcard(host) && allowedHosts.length === 0) {
-    return `Cannot serve HTTP on ${host}: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME (repeatable)`;
+    problems.push(
+      "a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME (repeatable)",
+    );
   }
-  return null;
+  return problems.length === 0 ? null : `Cannot serve HTTP on ${host}: ${problems.join("; and ")}`;
 }
 
 /** A host name, IPv4 address or [IPv6] address, then an optional port (group 6). */
