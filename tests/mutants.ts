@@ -2589,8 +2589,8 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "servers sharing a skills folder save without its lock",
-    file: "src/skills/skill_store.ts",
-    from: "await lock.lock(true);",
+    file: "src/skills/file_lock.ts",
+    from: "await file.lock(true);",
     to: "",
     tests: ["tests/skills_test.ts"],
     filter: "sharing a skills folder",
