@@ -193,7 +193,11 @@ Deno.test("execute_code refuses invalid arguments before the executor is called"
     ["code missing", { profile: "work" }, / code: /],
     ["code not a string", { code: 5 }, / code: /],
     ["a session_id with a bad character", { code: "1", session_id: "bad id!" }, / session_id: /],
-    ["a profile callers may not use", { code: "1", profile: "root" }, / profile: /],
+    [
+      "a profile callers may not use",
+      { code: "1", profile: "root" },
+      / profile: expected one of "default", "work": .*\(settings\.allowed_profiles\)/,
+    ],
     ["a negative timeout", { code: "1", timeout_s: -1 }, / timeout_s: /],
     ["too many packages", { code: "1", packages: Array(21).fill("p") }, / packages: /],
   ];

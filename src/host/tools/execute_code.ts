@@ -90,7 +90,12 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
   const inputSchema = {
     ...EXECUTE_REQUEST_SHAPE,
     // Only the profiles callers may use, by name, so clients can offer them.
-    profile: z.enum(options.profiles as [string, ...string[]]).optional().describe(
+    profile: z.enum(options.profiles as [string, ...string[]], {
+      // A profile that exists but is not offered reads like a typo without this.
+      error: () =>
+        `expected one of ${options.profiles.map((p) => JSON.stringify(p)).join(", ")}: the ` +
+        "profiles this server lets callers use (settings.allowed_profiles)",
+    }).optional().describe(
       `Permission profile (default "${options.defaultProfile}").` +
         (options.profileSummary ? `\n${options.profileSummary}` : ""),
     ),
