@@ -366,6 +366,15 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     assert.equal(reply.result.structuredContent.result, 42);
   });
 
+  await t.step("a 2026-07-28 answer is well-formed too, as JSON and as a stream", async () => {
+    for (const accept of ["application/json", "application/json, text/event-stream"]) {
+      const response = await fetch(server.url, executeCallInit("'\\ud800x'", accept));
+      const body = await response.text();
+      assert.doesNotMatch(body, /\\ud800/i, accept);
+      assert.match(body, /\uFFFDx|\\ufffdx/i, accept);
+    }
+  });
+
   await t.step("requests with a foreign Host or Origin are refused", async () => {
     const port = new URL(server.url).port;
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });

@@ -2686,6 +2686,15 @@ export const MUTATIONS: Mutation[] = [
     filter: "agent CLI",
   },
   {
+    name:
+      "handlers' answers are not made well-formed (the 2026-07-28 HTTP path has no wrapped transport)",
+    file: "src/host/server.ts",
+    from: "  answerWellFormed(server);\n",
+    to: "",
+    tests: ["tests/http_test.ts"],
+    filter: "sessions, live feedback",
+  },
+  {
     name: "HTTP session messages are sent as they are, halves of surrogate pairs and all",
     file: "src/host/http_server.ts",
     from:

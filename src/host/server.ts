@@ -14,6 +14,7 @@ import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/
 import { DECLARED_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from "./server_identity.ts";
 import type { Executor } from "../execution/executor.ts";
 import { registerExecuteCodeTool } from "./tools/execute_code.ts";
+import { answerWellFormed } from "./well_formed_answers.ts";
 import { registerToolDiscovery } from "./tools/tool_discovery.ts";
 import { registerSkillTools, type SkillToolsOptions } from "./tools/skills.ts";
 import { registerSessionTools } from "./tools/sessions.ts";
@@ -104,6 +105,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
   );
   const { owner } = context;
   // Before any tool, these: they wrap the handlers the first registration installs.
+  answerWellFormed(server);
   holdUntilStarted(server, deps.started);
   if (context.era === "modern") {
     serveLongCallsAsTasks(server, {

@@ -2,9 +2,30 @@
  * Every answer the server gives is well-formed Unicode. A script's result or error, or an
  * upstream's text passed on, may hold half a surrogate pair (`'\ud800'`): JSON escapes it, but a
  * client that decodes strings to UTF-8 (the Python SDK; Rust's serde_json refuses the escape) cannot
- * read the message, and waits for its answer until it times out. Such halves become U+FFFD, on
- * the way out: every transport the server speaks through is wrapped by `sendWellFormed`.
+ * read the message, and waits for its answer until it times out. Such halves become U+FFFD: in
+ * every handler's answer (`answerWellFormed`; the 2026-07-28 HTTP path answers through the SDK's
+ * own transports, which nothing else wraps), and in every message of the transports we make
+ * (`sendWellFormed`: answers written outside the handlers). Notifications are made well-formed
+ * where they are written (execute_code.ts, `liveFeedback`).
  */
+import type { McpServer } from "@modelcontextprotocol/server";
+import { wrapRequestHandlers } from "./request_handlers.ts";
+
+/**
+ * Makes every request handler of `server` answer with well-formed strings, results and error
+ * messages alike. Call it before registering anything: it wraps the handlers as they are
+ * installed.
+ */
+export function answerWellFormed(server: McpServer): void {
+  wrapRequestHandlers(server, (_method, handler) => async (...args) => {
+    try {
+      return wellFormed(await handler(...args));
+    } catch (error) {
+      if (error instanceof Error) error.message = error.message.toWellFormed();
+      throw error;
+    }
+  });
+}
 
 /**
  * Makes every message `transport` sends well-formed: answers, results and error messages alike,
