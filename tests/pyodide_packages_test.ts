@@ -383,6 +383,8 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
       assert.equal(folders.length, 1);
       await look(join(cache, folders[0]!.name));
       assert.deepEqual(open, []);
+      const root = await Deno.lstat(join(cache, folders[0]!.name));
+      assert.equal(root.mode! & 0o077, 0, "no one else can enter the folder");
     });
     await t.step("a profile without the list keeps the shared snapshot", async () => {
       const r = await server.execute({ code: `import sys\n'top_${tag}' in sys.modules` });
@@ -402,6 +404,21 @@ Deno.test("a profile's preloaded packages are in its snapshot, read-only, rebuil
     });
   }
   assert.equal(await preloads(), 1);
+
+  // As a folder left by an older version, or changed since: one file open to others.
+  const [folder] = (await Array.fromAsync(Deno.readDir(cache))).filter((e) =>
+    e.isDirectory && /^preload-[0-9a-f]+$/.test(e.name)
+  );
+  const later = join(cache, folder!.name, `top_${tag}`, "later.py");
+  await Deno.chmod(later, 0o666);
+  {
+    await using server = await start();
+    await t.step("a folder found open to others at a start is built again", async () => {
+      const r = await server.execute({ code: probe, profile: "data" });
+      assert.deepEqual(r.result, [true, 101, "lazy"], r.text);
+      assert.equal((await Deno.lstat(later)).mode! & 0o7022, 0, "closed again");
+    });
+  }
 
   await write(2);
   {

@@ -15,7 +15,7 @@ import { PYODIDE_VERSION } from "../_util/version.ts";
 import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
-import { closeToOthers } from "./closed_to_others.ts";
+import { closeToOthers, isClosedToOthers } from "./closed_to_others.ts";
 import {
   SNAPSHOT_FORMAT,
   SNAPSHOT_HEADER_BYTES,
@@ -119,10 +119,7 @@ export async function ensurePreloadedSnapshot(
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
   // Marked in use by the server that launches from it (keepInUse), not here. A folder found open
   // to others (left so by an older version) may have been changed by them: built again.
-  if (
-    folderExists && await isSnapshotVerified(path) &&
-    await closeToOthers(preloadDir).then((opened) => opened === 0, () => false)
-  ) {
+  if (folderExists && await isSnapshotVerified(path) && await isClosedToOthers(preloadDir)) {
     return { path, preloadDir };
   }
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
@@ -130,10 +127,15 @@ export async function ensurePreloadedSnapshot(
     packages: packages.map((p) => p.name),
     path,
   });
-  const siteDir = `${preloadDir}.${crypto.randomUUID()}.tmp`;
-  const specPath = `${siteDir}.json`;
-  await Deno.mkdir(siteDir);
+  // Built inside a folder only the server's user can enter, which the builder may not change:
+  // no one else can open a file while the packages' code leaves it open to them.
+  const privateDir = `${preloadDir}.${crypto.randomUUID()}.tmp`;
+  const siteDir = join(privateDir, "site");
+  const specPath = join(privateDir, "spec.json");
+  await Deno.mkdir(privateDir, { mode: 0o700 });
   try {
+    await Deno.chmod(privateDir, 0o700); // whatever the umask
+    await Deno.mkdir(siteDir);
     const spec: PreloadSpec = { site_dir: siteDir, packages };
     await Deno.writeTextFile(specPath, JSON.stringify(spec));
     await buildSnapshot(runtime, path, log, { specPath, siteDir }, signal);
@@ -144,8 +146,7 @@ export async function ensurePreloadedSnapshot(
     await Deno.remove(preloadDir, { recursive: true }).catch(() => {});
     await Deno.rename(siteDir, preloadDir);
   } finally {
-    await Deno.remove(specPath).catch(() => {});
-    await Deno.remove(siteDir, { recursive: true }).catch(() => {});
+    await Deno.remove(privateDir, { recursive: true }).catch(() => {});
   }
   return { path, preloadDir };
 }
