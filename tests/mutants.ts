@@ -2862,8 +2862,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the skills folder's change mark is read whatever it is, a FIFO too",
     file: "src/skills/skill_store.ts",
-    from: 'if (!Deno.lstatSync(path).isFile) return "";',
-    to: "",
+    from: "    return readPlainTextFileSync(path, 100);",
+    to: "    return Deno.readTextFileSync(path).slice(0, 100);",
     tests: ["tests/skills_test.ts"],
     filter: "servers sharing a skills folder",
   },
@@ -2977,6 +2977,20 @@ export const MUTATIONS: Mutation[] = [
     to: "const ROOT_CLOSED = 0;",
     tests: ["tests/closed_to_others_test.ts", "tests/pyodide_packages_test.ts"],
     filter: "/closeToOthers|preloaded packages are in/",
+  },
+  {
+    name: "a file a neighbour controls is opened waiting for a FIFO's writer",
+    file: "src/_util/plain_file.ts",
+    from: "fs.openSync(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW)",
+    to: "fs.openSync(path, O_RDONLY | O_NOFOLLOW)",
+    tests: ["tests/plain_file_test.ts"],
+  },
+  {
+    name: "a file a neighbour controls is read whatever it is",
+    file: "src/_util/plain_file.ts",
+    from: "if (!info.isFile()) throw",
+    to: "if (false) throw",
+    tests: ["tests/plain_file_test.ts"],
   },
   {
     name: "a deleted skill's archived versions stay on disk",

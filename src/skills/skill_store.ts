@@ -16,6 +16,7 @@ import type { Catalog } from "../catalog/catalog.ts";
 import type { Logger } from "../_util/log.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
 import { FileLock } from "./file_lock.ts";
+import { readPlainTextFileSync } from "../_util/plain_file.ts";
 
 export interface Skill {
   name: string;
@@ -134,11 +135,12 @@ export class SkillStore {
       if (!entry.isFile || !match) continue;
       const file = join(this.dir, entry.name);
       try {
-        const skill = parseSkill(JSON.parse(Deno.readTextFileSync(file)));
+        // Not waiting on what a neighbour may have swapped in since the listing (a FIFO).
+        const skill = parseSkill(JSON.parse(readPlainTextFileSync(file, MAX_SKILL_FILE_BYTES)));
         if (skill.name !== match[1]) throw new TypeError(`it names "${skill.name}"`);
         this.#skills.set(skill.name, skill);
       } catch (error) {
-        if (error instanceof Deno.errors.NotFound) continue; // deleted by another server
+        if ((error as { code?: string }).code === "ENOENT") continue; // deleted by another server
         const problem = `Cannot load skill file ${file}: ${(error as Error).message}`;
         this.problems.push(problem);
         this.#log.warn(problem);
@@ -299,6 +301,9 @@ export class SkillStore {
 
 /** Files of the skills folder that are not skills: the writers' lock and the change mark. */
 const LOCK_FILE = ".lock";
+/** The largest skill file read (the skills' code together is at most `SKILL_LIMITS.codeBytes`). */
+const MAX_SKILL_FILE_BYTES = 16 * 2 ** 20;
+
 /** How long a save or delete waits for another server's hold on the lock. */
 const LOCK_WAIT_MS = 10_000;
 const GENERATION_FILE = ".generation";
@@ -310,9 +315,9 @@ const GENERATION_FILE = ".generation";
 function readGeneration(dir: string): string {
   const path = join(dir, GENERATION_FILE);
   try {
-    // Only a plain file: reading a FIFO a neighbour put there would block the host's thread.
-    if (!Deno.lstatSync(path).isFile) return "";
-    return Deno.readTextFileSync(path).slice(0, 100);
+    // Only a plain file, opened without waiting: a FIFO a neighbour put there (even between a
+    // check and the read) would block the host's thread.
+    return readPlainTextFileSync(path, 100);
   } catch {
     return "";
   }
