@@ -151,7 +151,9 @@ Deno.test("allowedFor() and guardRequest() admit only the names the server serve
 Deno.test("checkBind() refuses a wildcard address without --allow-host; parseAllowedHost() checks names", () => {
   const token = "a-long-enough-token-value";
   // Every spelling of the unspecified address listens everywhere (an attacker's list).
-  for (const wildcard of ["0.0.0.0", "::", "0", "::0", "0:0::0", "[::]", "0.0"]) {
+  for (
+    const wildcard of ["0.0.0.0", "::", "0", "::0", "0:0::0", "[::]", "0.0", "::ffff:0.0.0.0"]
+  ) {
     assert.equal(
       checkBind(wildcard, token),
       `Cannot serve HTTP on ${wildcard}: a wildcard address has no name for the Host check; name the host names clients use with --allow-host NAME (repeatable)`,
@@ -162,6 +164,9 @@ Deno.test("checkBind() refuses a wildcard address without --allow-host; parseAll
   assert.equal(checkBind("127.0.0.1", undefined), null);
   assert.equal(checkBind("127.1", undefined), null, "a loopback address however spelt");
   assert.match(checkBind("128.0.0.1", undefined)!, /requires a bearer token/);
+  for (const name of ["127.evil.example", "127.0.0.1.nip.io", "localhost.evil"]) {
+    assert.match(checkBind(name, undefined) ?? "", /requires a bearer token/, name);
+  }
   assert.deepEqual(allowedFor("::0", 8788).allowedHosts, [
     "127.0.0.1:8788",
     "localhost:8788",

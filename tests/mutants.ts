@@ -2993,6 +2993,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/plain_file_test.ts"],
   },
   {
+    name: "a host name that starts like a loopback address binds without a token",
+    file: "src/host/http_guard.ts",
+    from: "/^127\\.\\d+\\.\\d+\\.\\d+$/.test(canonical)",
+    to: "/^127\\./.test(canonical)",
+    tests: ["tests/http_test.ts"],
+    filter: "checkBind() refuses a wildcard",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

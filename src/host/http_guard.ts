@@ -20,13 +20,16 @@ function canonicalHost(host: string): string {
 
 export function isLoopback(host: string): boolean {
   const canonical = canonicalHost(host);
-  return canonical === "localhost" || canonical === "[::1]" || /^127\./.test(canonical);
+  // An address, not a name that starts like one ("127.evil.example" may resolve anywhere).
+  return canonical === "localhost" || canonical === "[::1]" ||
+    /^127\.\d+\.\d+\.\d+$/.test(canonical);
 }
 
 /** An address that listens on every interface, so it has no name of its own. */
 export function isWildcard(host: string): boolean {
   const canonical = canonicalHost(host);
-  return canonical === "0.0.0.0" || canonical === "[::]";
+  // `::ffff:0.0.0.0` listens on every IPv4 interface.
+  return canonical === "0.0.0.0" || canonical === "[::]" || canonical === "[::ffff:0:0]";
 }
 
 /** Why the server must not start with these options (every reason at once), or null. */
