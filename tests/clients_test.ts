@@ -602,6 +602,58 @@ Deno.test("maskEntry() hides secret-named words inside a shell command line, and
   assert.deepEqual(literalSecrets(plain), []);
 });
 
+Deno.test("attack: import hides secrets however an entry's command line spells them", () => {
+  // [entry, what must not show, where literalSecrets finds it]
+  const rows: [Record<string, unknown>, string[], string[]][] = [
+    [
+      { command: "docker", args: ["run", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_LEAK1", "img"] },
+      ["ghp_LEAK1"],
+      ["args"],
+    ],
+    [{ command: "env", args: ["OPENAI_API_KEY=sk-LEAK2", "npx", "srv"] }, ["sk-LEAK2"], ["args"]],
+    [
+      {
+        command: "sh",
+        args: [
+          "-c",
+          "srv --api-key LEAK3 -H 'Authorization: Bearer LEAK4' && cd /x&&API_KEY=LEAK5 " +
+          'SECRET_TOKEN="LEAK6 LEAK7" -H "X-Api-Key: LEAK8"',
+        ],
+      },
+      ["LEAK3", "LEAK4", "LEAK5", "LEAK6", "LEAK7", "LEAK8"],
+      ["args"],
+    ],
+    [{ command: "GITHUB_TOKEN=LEAK9 npx", args: ["srv"] }, ["LEAK9"], ["command"]],
+    [
+      {
+        command: "java",
+        env: {
+          JAVA_TOOL_OPTIONS: "-Djavax.net.ssl.keyStorePassword=LEAKA -Xmx1g",
+          NODE_OPTIONS: "--openai-key=LEAKB",
+        },
+      },
+      ["LEAKA", "LEAKB"],
+      ["env JAVA_TOOL_OPTIONS", "env NODE_OPTIONS"],
+    ],
+  ];
+  for (const [entry, leaks, where] of rows) {
+    const shown = JSON.stringify([
+      maskEntry(entry),
+      describeEntry(entry as never, { fromProject: true }),
+    ]);
+    for (const leak of leaks) assert.doesNotMatch(shown, new RegExp(leak), shown);
+    assert.deepEqual(literalSecrets(entry as never), where);
+  }
+  // What is no secret is shown as it is.
+  const plain = {
+    command: "sh",
+    args: ["-c", "srv --level=3 --port 80 TOKEN=${T} -H 'Accept: text/plain' && cd /x"],
+    env: { NODE_OPTIONS: "--require ./x.js", JAVA_TOOL_OPTIONS: "-Xmx1g" },
+  };
+  assert.deepEqual(maskEntry(plain), plain);
+  assert.deepEqual(literalSecrets(plain as never), []);
+});
+
 Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the password and secret parameters hidden, the port kept", async (t) => {
   const rows: [string, string, string, string[]][] = [
     [

@@ -25,10 +25,13 @@ export function isSecretName(name: string): boolean {
 
 /**
  * An env value as it may be shown: `HIDDEN` under a secret-looking name, else with the password
- * of any URL in it hidden (a database or proxy URL under any name).
+ * of any URL in it hidden (a database or proxy URL under any name) and its secret-named settings
+ * (`NODE_OPTIONS="--api-key=V"`, `-Djavax.net.ssl.keyStorePassword=V`).
  */
 export function shownEnvValue(key: string, value: string): string {
-  return isSecretName(key) && isLiteral(value) ? HIDDEN : withoutUrlPasswords(value);
+  return isSecretName(key) && isLiteral(value)
+    ? HIDDEN
+    : withoutInlineSecrets(withoutUrlPasswords(value));
 }
 
 /** `text` with the password of every `user:password@` in it hidden. */
@@ -98,19 +101,57 @@ function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
   return { shown, hidden };
 }
 
-/** `--token=X` or `TOKEN=X` as a word of a longer arg: a command line for `sh -c`. */
-const INLINE_ASSIGNMENT = /(^|\s)(--?[A-Za-z][A-Za-z0-9_-]*=|[A-Za-z_][A-Za-z0-9_]*=)(\S+)/g;
+/** A word's value: quoted (the quotes kept with it), or up to a space or a shell operator. */
+const VALUE = "(\"[^\"]*\"|'[^']*'|[^\\s;&|'\"`)]+)";
+/** Where a word starts: a line's start, a space, a shell operator or an opening quote. */
+const WORD_START = "(^|[\\s;&|('\"`])";
+/** `NAME=V`, `--name=V`, `-Dname.with.dots=V`: a setting given its value. */
+const ASSIGNMENT = new RegExp(`${WORD_START}((?:-D|--?)?[A-Za-z_][A-Za-z0-9_.-]*)=${VALUE}`, "g");
+/** `--api-key V`: a flag, then its value as the next word. */
+const FLAG_THEN_VALUE = new RegExp(`${WORD_START}(--?[A-Za-z][A-Za-z0-9_-]*)(\\s+)${VALUE}`, "g");
+/** `Bearer V`: a credential after its scheme. */
+const SCHEME_VALUE = new RegExp(`${WORD_START}(Bearer|Basic|Token)(\\s+)${VALUE}`, "gi");
+/** `X-Api-Key: V`: a header's value. */
+const HEADER_VALUE = new RegExp(`${WORD_START}([A-Za-z][A-Za-z0-9-]*:)(\\s*)${VALUE}`, "g");
 
-/** `arg` with the values of secret-named words hidden, when it holds more than one word. */
-function withoutInlineSecrets(arg: string): string {
-  if (!/\s/.test(arg.trim())) return arg;
-  return arg.replace(
-    INLINE_ASSIGNMENT,
-    (match, space: string, name: string, value: string) =>
-      isSecretName(name.replace(/^-+|=$/g, "").replaceAll("-", "_")) && isLiteral(value)
-        ? `${space}${name}${HIDDEN}`
-        : match,
-  );
+/** Whether a setting's or flag's name (`--api-key`, `-Djavax.net.ssl.keyStorePassword`) says secret. */
+function isSecretWord(name: string): boolean {
+  return isSecretName(name.replace(/^(-D|-+)/, "").replace(/[-.]/g, "_"));
+}
+
+/**
+ * `text` (an arg, a command, an env value: possibly a whole command line for `sh -c`) with the
+ * values of its secret-named settings and flags, and credentials after `Bearer` or a secret-named
+ * header, hidden. Placeholders stay: they are no secret written out.
+ */
+export function withoutInlineSecrets(text: string): string {
+  const hide = (value: string) => isLiteral(value.replace(/^["']|["']$/g, ""));
+  return text
+    .replace(
+      ASSIGNMENT,
+      (match, start: string, name: string, value: string) =>
+        isSecretWord(name) && hide(value) ? `${start}${name}=${HIDDEN}` : match,
+    )
+    .replace(
+      FLAG_THEN_VALUE,
+      (match, start: string, flag: string, gap: string, value: string) =>
+        isSecretWord(flag) && !value.startsWith("-") && hide(value)
+          ? `${start}${flag}${gap}${HIDDEN}`
+          : match,
+    )
+    .replace(
+      SCHEME_VALUE,
+      (match, start: string, scheme: string, gap: string, value: string) =>
+        hide(value) ? `${start}${scheme}${gap}${HIDDEN}` : match,
+    )
+    .replace(
+      HEADER_VALUE,
+      (match, start: string, name: string, gap: string, value: string) =>
+        isSecretWord(name.slice(0, -1)) && hide(value) && value !== HIDDEN &&
+          !/^(Bearer|Basic|Token)$/i.test(value)
+          ? `${start}${name}${gap}${HIDDEN}`
+          : match,
+    );
 }
 
 /** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
@@ -119,6 +160,10 @@ export function literalSecrets(entry: ServerEntry): string[] {
   for (const [key, value] of Object.entries(entry.env ?? {})) {
     if (isSecretName(key) && isLiteral(value)) found.push(`env ${key}`);
     else if (withoutUrlPasswords(value) !== value) found.push(`a password in env ${key}`);
+    else if (withoutInlineSecrets(value) !== value) found.push(`env ${key}`);
+  }
+  if (entry.command !== undefined && withoutInlineSecrets(entry.command) !== entry.command) {
+    found.push("command");
   }
   // Every header value is a secret to the server (it scrubs them all).
   for (const [key, value] of Object.entries(entry.headers ?? {})) {
@@ -149,6 +194,7 @@ export function maskEntry(entry: unknown): unknown {
     );
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
+  if (typeof entry.command === "string") masked.command = withoutInlineSecrets(entry.command);
   if (typeof entry.url === "string") {
     masked.url = maskUrl(entry.url)?.shown ?? withoutUrlPasswords(entry.url);
   }
