@@ -199,7 +199,10 @@ Deno.test("deno task serve's host runs without --allow-all and watches memory th
   assert.ok(watcher !== undefined, "no memory watcher under the host");
   const bomb = await server.execute({ code: "x = bytearray(900 * 1024 * 1024)\nlen(x)" });
   assert.equal(bomb.diagnostics?.error_type, "MEMORY_LIMIT", bomb.text);
-  assert.match(bomb.diagnostics!.message, /limit of \d+ MB \(limits\.memory_mb of profile "/);
+  assert.match(
+    bomb.diagnostics!.message,
+    /exceeded the limit of \d+\.\d MB \(limits\.memory_mb of profile "/,
+  );
 
   await server.client.close();
   for (let i = 0; i < 200 && (isAlive(server.pid) || isAlive(watcher)); i++) await delay(50);
