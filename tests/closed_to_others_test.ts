@@ -39,6 +39,9 @@ Deno.test("attack: closeToOthers() leaves nothing of a folder open to other loca
     "/pkg/open": "755",
   });
   assert.equal(await isClosedToOthers(root), true);
+  const mine = (await Deno.lstat(root)).uid!;
+  assert.equal(await isClosedToOthers(root, mine), true);
+  assert.equal(await isClosedToOthers(root, mine + 1), false, "closed, but someone else's");
   for (const [what, path, mode] of [["a file", "pkg/mod.py", 0o646], ["the root", "", 0o750]]) {
     await Deno.chmod(join(root, path as string), mode as number);
     assert.equal(await isClosedToOthers(root), false, `${what} opened again`);

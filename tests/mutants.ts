@@ -3025,6 +3025,21 @@ export const MUTATIONS: Mutation[] = [
     filter: "however an entry's command line",
   },
   {
+    name: "the single binary builds preloaded packages' snapshot with every permission",
+    file: "src/sandbox/sandbox_command.ts",
+    from: "  if (preload) {\n    throw new TypeError(",
+    to: "  if (false) {\n    throw new TypeError(",
+    tests: ["tests/single_binary_test.ts"],
+    filter: "never builds",
+  },
+  {
+    name: "a closed folder of another user's passes for the server's own",
+    file: "src/sandbox/closed_to_others.ts",
+    from: "owner ??= (await Deno.lstat(root)).uid ?? undefined;",
+    to: "owner = (await Deno.lstat(root)).uid ?? undefined;",
+    tests: ["tests/closed_to_others_test.ts"],
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

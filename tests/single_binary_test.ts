@@ -9,7 +9,7 @@ import { type RawOutcome, Sandbox } from "../src/sandbox/launcher.ts";
 import { DEFAULT_LIMITS, type Profile } from "../src/sandbox/profile.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { directResidentMemory } from "../src/sandbox/resident_memory.ts";
-import { sandboxCommand } from "../src/sandbox/sandbox_command.ts";
+import { sandboxCommand, snapshotBuildCommand } from "../src/sandbox/sandbox_command.ts";
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { childEnv, ROOT } from "./_helpers.ts";
 
@@ -22,6 +22,16 @@ const profile: Profile = {
   approve: [],
   limits: { ...DEFAULT_LIMITS },
 };
+
+Deno.test("attack: drop mode never builds a snapshot with preloaded packages (their code would keep every permission)", async () => {
+  const runtime = locateRuntime(await Deno.makeTempDir(), "drop");
+  assert.throws(
+    () => snapshotBuildCommand(runtime, "/tmp/out.bin", { specPath: "/s", siteDir: "/d" }),
+    /Cannot build a snapshot with preloaded packages in the single binary/,
+  );
+  assert.ok(snapshotBuildCommand(runtime, "/tmp/out.bin").args.length > 0, "a plain one is built");
+  await Deno.remove(runtime.cacheDir, { recursive: true });
+});
 
 Deno.test("drop mode: a sandbox started with every permission keeps none of them", async (t) => {
   const runtime = locateRuntime(undefined, "drop");

@@ -34,10 +34,13 @@ export async function closeToOthers(root: string): Promise<void> {
   });
 }
 
-/** Whether `root` is as `closeToOthers` leaves a folder (false when it cannot be walked). */
-export async function isClosedToOthers(root: string): Promise<boolean> {
+/**
+ * Whether `root` is as `closeToOthers` leaves a folder, everything in it owned by `owner` (the
+ * server's user; the root's own when unknown); false when it cannot be walked.
+ */
+export async function isClosedToOthers(root: string, owner?: number): Promise<boolean> {
   try {
-    const owner = (await Deno.lstat(root)).uid;
+    owner ??= (await Deno.lstat(root)).uid ?? undefined;
     let closed = true;
     await walk(root, (path, info) => {
       const shut = (path === root ? ROOT_CLOSED : 0) | SHARED_MODE_BITS;

@@ -144,6 +144,14 @@ export function snapshotBuildCommand(
       env: { ...SANDBOX_ENV },
     };
   }
+  // In "drop" mode the builder keeps every permission (only a serving sandbox drops them), and
+  // preloaded packages' code runs while it builds: never with them.
+  if (preload) {
+    throw new TypeError(
+      "Cannot build a snapshot with preloaded packages in the single binary: their code would " +
+        "run with every permission; run from source (deno task serve) for such profiles",
+    );
+  }
   return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };
 }
 

@@ -16,6 +16,7 @@ import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { closeToOthers, isClosedToOthers } from "./closed_to_others.ts";
+import { hostOwner } from "../execution/shared_write_modes.ts";
 import {
   SNAPSHOT_FORMAT,
   SNAPSHOT_HEADER_BYTES,
@@ -119,7 +120,12 @@ export async function ensurePreloadedSnapshot(
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
   // Marked in use by the server that launches from it (keepInUse), not here. A folder found open
   // to others (left so by an older version) may have been changed by them: built again.
-  if (folderExists && await isSnapshotVerified(path) && await isClosedToOthers(preloadDir)) {
+  // Another user who can write the cache folder could plant a folder of their own, closed.
+  const serverUser = hostOwner(runtime.cacheDir)?.uid;
+  if (
+    folderExists && await isSnapshotVerified(path) &&
+    await isClosedToOthers(preloadDir, serverUser)
+  ) {
     return { path, preloadDir };
   }
   await Deno.mkdir(runtime.cacheDir, { recursive: true });
