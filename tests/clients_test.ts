@@ -635,6 +635,28 @@ Deno.test("attack: import hides secrets however an entry's command line spells t
       ["LEAKA", "LEAKB"],
       ["env JAVA_TOOL_OPTIONS", "env NODE_OPTIONS"],
     ],
+    [
+      {
+        command: "npx",
+        args: ["@smithery/cli", "run", "x", "--config", '{"apiKey":"LEAKC","level":"3"}'],
+      },
+      ["LEAKC"],
+      ["args"],
+    ],
+    [
+      {
+        command: "npx",
+        args: ["mcp-remote", "--url=https://api.example.com/mcp?api_key=LEAKD&team=a"],
+        env: { SERVER_URL: "https://h.example/mcp?token=LEAKE", CONFIG: '{"token": "LEAKF"}' },
+      },
+      ["LEAKD", "LEAKE", "LEAKF"],
+      ["env SERVER_URL", "env CONFIG", "args"],
+    ],
+    [
+      { command: "sh", args: ["-c", "exec srv --header Authorization=Basic LEAKG"] },
+      ["LEAKG"],
+      ["args"],
+    ],
   ];
   for (const [entry, leaks, where] of rows) {
     const shown = JSON.stringify([

@@ -3040,6 +3040,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/closed_to_others_test.ts"],
   },
   {
+    name: "import shows a secret query parameter inside a longer arg or env value",
+    file: "src/clients/secrets.ts",
+    from: "isSecretWord(name) && hide(value) ? `${mark}${name}=${HIDDEN}` : match,",
+    to: "match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "however an entry's command line",
+  },
+  {
+    name: "import shows a secret JSON member on a command line",
+    file: "src/clients/secrets.ts",
+    from: 'isSecretWord(key) && hide(value) ? `${head}"${HIDDEN}"` : match,',
+    to: "match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "however an entry's command line",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

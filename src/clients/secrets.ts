@@ -109,8 +109,12 @@ const WORD_START = "(^|[\\s;&|('\"`])";
 const ASSIGNMENT = new RegExp(`${WORD_START}((?:-D|--?)?[A-Za-z_][A-Za-z0-9_.-]*)=${VALUE}`, "g");
 /** `--api-key V`: a flag, then its value as the next word. */
 const FLAG_THEN_VALUE = new RegExp(`${WORD_START}(--?[A-Za-z][A-Za-z0-9_-]*)(\\s+)${VALUE}`, "g");
+/** `?api_key=V` or `&token=V`: a URL's query parameter, wherever the URL is in the text. */
+const QUERY_PARAMETER = /([?&])([A-Za-z_][A-Za-z0-9_.-]*)=([^&#\s'"`]+)/g;
+/** `"apiKey": "V"`: a JSON string under a key (a config given as JSON on a command line). */
+const JSON_MEMBER = /("([A-Za-z_][A-Za-z0-9_.-]*)"\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
 /** `Bearer V`: a credential after its scheme. */
-const SCHEME_VALUE = new RegExp(`${WORD_START}(Bearer|Basic|Token)(\\s+)${VALUE}`, "gi");
+const SCHEME_VALUE = new RegExp(`(^|[\\s;&|('"\`=:])(Bearer|Basic|Token)(\\s+)${VALUE}`, "gi");
 /** `X-Api-Key: V`: a header's value. */
 const HEADER_VALUE = new RegExp(`${WORD_START}([A-Za-z][A-Za-z0-9-]*:)(\\s*)${VALUE}`, "g");
 
@@ -128,6 +132,21 @@ export function withoutInlineSecrets(text: string): string {
   const hide = (value: string) => isLiteral(value.replace(/^["']|["']$/g, ""));
   return text
     .replace(
+      QUERY_PARAMETER,
+      (match, mark: string, name: string, value: string) =>
+        isSecretWord(name) && hide(value) ? `${mark}${name}=${HIDDEN}` : match,
+    )
+    .replace(
+      JSON_MEMBER,
+      (match, head: string, key: string, value: string) =>
+        isSecretWord(key) && hide(value) ? `${head}"${HIDDEN}"` : match,
+    )
+    .replace(
+      SCHEME_VALUE,
+      (match, start: string, scheme: string, gap: string, value: string) =>
+        hide(value) ? `${start}${scheme}${gap}${HIDDEN}` : match,
+    )
+    .replace(
       ASSIGNMENT,
       (match, start: string, name: string, value: string) =>
         isSecretWord(name) && hide(value) ? `${start}${name}=${HIDDEN}` : match,
@@ -138,11 +157,6 @@ export function withoutInlineSecrets(text: string): string {
         isSecretWord(flag) && !value.startsWith("-") && hide(value)
           ? `${start}${flag}${gap}${HIDDEN}`
           : match,
-    )
-    .replace(
-      SCHEME_VALUE,
-      (match, start: string, scheme: string, gap: string, value: string) =>
-        hide(value) ? `${start}${scheme}${gap}${HIDDEN}` : match,
     )
     .replace(
       HEADER_VALUE,
