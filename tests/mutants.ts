@@ -3056,6 +3056,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "however an entry's command line",
   },
   {
+    name: "skill files put in the folder by hand are loaded past the limits",
+    file: "src/skills/skill_store.ts",
+    from: "if (this.#skills.size >= this.#limits.skills || bytes > this.#limits.codeBytes) {",
+    to: "if (false) {",
+    tests: ["tests/skills_test.ts"],
+    filter: "keep within their limits",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

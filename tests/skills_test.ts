@@ -257,6 +257,30 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     await store.delete("c");
     await store.save(skill("d"));
   });
+  await t.step("attack: files put in the folder by hand are held to the limits too", async () => {
+    const bulk = await Deno.makeTempDir();
+    const roomy = new SkillStore(bulk, silentLogger);
+    await roomy.load();
+    for (const name of ["p", "q", "r", "s"]) await roomy.save(skill(name));
+    await roomy.save(skill("t", `def t():\n    return 1\n#${"x".repeat(1900)}\n`));
+    const held = new SkillStore(bulk, silentLogger, {
+      skills: 3,
+      codeBytes: 2000,
+      archivedVersions: 2,
+    });
+    await held.load();
+    assert.deepEqual(held.list().map((s) => s.name), ["p", "q", "r"]);
+    assert.equal(held.problems.length, 2, held.problems.join("\n"));
+    for (const problem of held.problems) assert.match(problem, /past the skills' limits/);
+    const bytes = new SkillStore(bulk, silentLogger, {
+      skills: 10,
+      codeBytes: 2000,
+      archivedVersions: 2,
+    });
+    await bytes.load();
+    assert.deepEqual(bytes.list().map((s) => s.name), ["p", "q", "r", "s"], "t is past the bytes");
+    await Deno.remove(bulk, { recursive: true });
+  });
   await t.step("code is counted as JSON, where a control character takes six bytes", async () => {
     // 400 characters, 2,400 bytes once escaped: past the limit although short.
     const code = `def e():\n    return 1\n#${"\x01".repeat(400)}\n`;

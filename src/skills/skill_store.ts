@@ -130,14 +130,28 @@ export class SkillStore {
     this.#generation = readGeneration(this.dir);
     this.#skills.clear();
     this.problems.length = 0;
-    for (const entry of Deno.readDirSync(this.dir)) {
-      const match = /^([a-z_][a-z0-9_]*)\.json$/.exec(entry.name);
-      if (!entry.isFile || !match) continue;
-      const file = join(this.dir, entry.name);
+    // In name order, so which skills a folder past the limits keeps does not depend on the listing.
+    const names = [...Deno.readDirSync(this.dir)].filter((e) => e.isFile).map((e) => e.name).sort();
+    let bytes = 0;
+    for (const name of names) {
+      const match = /^([a-z_][a-z0-9_]*)\.json$/.exec(name);
+      if (!match) continue;
+      const file = join(this.dir, name);
       try {
         // Not waiting on what a neighbour may have swapped in since the listing (a FIFO).
-        const skill = parseSkill(JSON.parse(readPlainTextFileSync(file, MAX_SKILL_FILE_BYTES)));
+        const text = readPlainTextFileSync(file, this.#limits.codeBytes + MAX_SKILL_FIELDS_BYTES);
+        const skill = parseSkill(JSON.parse(text));
         if (skill.name !== match[1]) throw new TypeError(`it names "${skill.name}"`);
+        // Files put there by hand, or by another user who can write the folder, are held to the
+        // limits a save is: every sandbox is sent them all.
+        bytes += codeBytes(skill.code);
+        if (this.#skills.size >= this.#limits.skills || bytes > this.#limits.codeBytes) {
+          bytes -= codeBytes(skill.code);
+          throw new SkillLimitError(
+            `past the skills' limits (${this.#limits.skills} skills, ` +
+              `${mib(this.#limits.codeBytes)} of code): not loaded`,
+          );
+        }
         this.#skills.set(skill.name, skill);
       } catch (error) {
         if ((error as { code?: string }).code === "ENOENT") continue; // deleted by another server
@@ -301,8 +315,8 @@ export class SkillStore {
 
 /** Files of the skills folder that are not skills: the writers' lock and the change mark. */
 const LOCK_FILE = ".lock";
-/** The largest skill file read (the skills' code together is at most `SKILL_LIMITS.codeBytes`). */
-const MAX_SKILL_FILE_BYTES = 16 * 2 ** 20;
+/** What a skill file may hold besides its code (description, signature, tools). */
+const MAX_SKILL_FIELDS_BYTES = 2 ** 20;
 
 /** How long a save or delete waits for another server's hold on the lock. */
 const LOCK_WAIT_MS = 10_000;
