@@ -2738,10 +2738,9 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the snapshot builder runs preloaded packages' code with the host's Deno folder",
     file: "src/sandbox/sandbox_command.ts",
-    from:
-      "      env: { ...SANDBOX_ENV },\n    };\n  }\n  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };",
+    from: '      env: { ...SANDBOX_ENV },\n    };\n  }\n  // In "drop" mode the builder',
     to:
-      '      env: { HOME: Deno.env.get("HOME")!, DENO_DIR: Deno.env.get("DENO_DIR") ?? "" },\n    };\n  }\n  return { ...entry(runtime, args), env: { ...SANDBOX_ENV } };',
+      '      env: { HOME: Deno.env.get("HOME")!, DENO_DIR: Deno.env.get("DENO_DIR") ?? "" },\n    };\n  }\n  // In "drop" mode the builder',
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "preloaded packages are in",
   },
@@ -2958,8 +2957,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a preloaded packages' folder found open to others is used as it is",
     file: "src/sandbox/snapshot.ts",
-    from: "&& await isClosedToOthers(preloadDir)) {",
-    to: ") {",
+    from: "    await isClosedToOthers(preloadDir, serverUser)\n",
+    to: "    true\n",
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "preloaded packages are in",
   },
