@@ -3063,6 +3063,42 @@ export const MUTATIONS: Mutation[] = [
     filter: "keep within their limits",
   },
   {
+    name: "a cache folder others can write is used",
+    file: "src/sandbox/private_folder.ts",
+    from: "  if ((own.mode ?? 0) & SHARED_WRITE) {",
+    to: "  if (false) {",
+    tests: ["tests/private_folder_test.ts"],
+  },
+  {
+    name: "a cache folder under one others can rename things in is used",
+    file: "src/sandbox/private_folder.ts",
+    from: "if ((mode & SHARED_WRITE) && !(mode & STICKY)) {",
+    to: "if (false) {",
+    tests: ["tests/private_folder_test.ts"],
+  },
+  {
+    name: "another user's cache folder is used",
+    file: "src/sandbox/private_folder.ts",
+    from: "if (serverUid !== undefined && own.uid !== serverUid) {",
+    to: "if (false) {",
+    tests: ["tests/private_folder_test.ts"],
+  },
+  {
+    name: "sandboxes boot from a snapshot in a cache folder others can write",
+    file: "src/sandbox/snapshot.ts",
+    from:
+      "  await checkCacheFolder(runtime.cacheDir);\n  if (await isSnapshotVerified(path)) return path;",
+    to: "  if (await isSnapshotVerified(path)) return path;",
+    tests: ["tests/private_folder_test.ts"],
+  },
+  {
+    name: "the launcher leaves the folders above the cache folder unchecked",
+    file: "src/relaunch/restricted_relaunch.ts",
+    from: "  if (exposed) {\n",
+    to: "  if (false) {\n",
+    tests: ["tests/private_folder_test.ts"],
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

@@ -20,6 +20,7 @@ import {
 } from "./server_permissions.ts";
 import { createRedactor } from "../policy/redaction.ts";
 import { locateRuntime, runtimeTrustedPaths } from "../sandbox/runtime.ts";
+import { foldersAboveProblem } from "../sandbox/private_folder.ts";
 import type { Logger } from "../_util/log.ts";
 
 /** The flag a server started this way gets (and users may pass to skip the restart). */
@@ -86,6 +87,15 @@ export async function computeHostGrants(
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
   const { grants, scrub, unavailableProfiles } = await computeHostGrants(options);
+  // The host will not be able to read the folders above its cache folder: checked here.
+  const exposed = await foldersAboveProblem(locateRuntime().cacheDir);
+  if (exposed) {
+    options.log.error(
+      `Cannot use the cache folder: ${exposed}. Every sandbox boots from what it holds; use a ` +
+        "folder only this user can write (CODEMODE_CACHE_DIR)",
+    );
+    return 1;
+  }
   options.log.debug(`host permissions: ${scrub(describeGrants(grants))}`);
   const flags = hostFlags(grants);
   const child = new Deno.Command(Deno.execPath(), {

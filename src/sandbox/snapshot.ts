@@ -17,6 +17,7 @@ import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { closeToOthers, isClosedToOthers } from "./closed_to_others.ts";
 import { hostOwner } from "../execution/shared_write_modes.ts";
+import { privateFolderProblem } from "./private_folder.ts";
 import {
   SNAPSHOT_FORMAT,
   SNAPSHOT_HEADER_BYTES,
@@ -88,12 +89,27 @@ export async function ensureSnapshot(
   signal?: AbortSignal,
 ): Promise<string> {
   const path = snapshotPath(runtime.cacheDir, await snapshotKey());
+  await checkCacheFolder(runtime.cacheDir);
   if (await isSnapshotVerified(path)) return path;
-  await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building the Pyodide memory snapshot (first start; takes a few seconds)", { path });
   await buildSnapshot(runtime, path, log, undefined, signal);
   await removeStaleSnapshots(runtime.cacheDir, path, log);
   return path;
+}
+
+/**
+ * Makes the cache folder (closed to others when new) and refuses it when another local user could
+ * put a snapshot or a preloaded folder of their own there (see private_folder.ts).
+ */
+async function checkCacheFolder(cacheDir: string): Promise<void> {
+  await Deno.mkdir(cacheDir, { recursive: true, mode: 0o700 });
+  const problem = await privateFolderProblem(cacheDir, hostOwner(cacheDir)?.uid);
+  if (problem) {
+    throw new Error(
+      `Cannot use the cache folder: ${problem}. Every sandbox boots from what it holds; use a ` +
+        "folder only this user can write (CODEMODE_CACHE_DIR)",
+    );
+  }
 }
 
 /** A snapshot with a profile's preloaded packages imported, and the folder holding their files. */
@@ -117,6 +133,7 @@ export async function ensurePreloadedSnapshot(
   const key = (await sha256Hex([await snapshotKey(), ...files].join("\0"))).slice(0, 16);
   const path = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}.bin`);
   const preloadDir = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}`);
+  await checkCacheFolder(runtime.cacheDir);
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
   // Marked in use by the server that launches from it (keepInUse), not here. A folder found open
   // to others (left so by an older version) may have been changed by them: built again.
@@ -128,7 +145,6 @@ export async function ensurePreloadedSnapshot(
   ) {
     return { path, preloadDir };
   }
-  await Deno.mkdir(runtime.cacheDir, { recursive: true });
   log.info("building a snapshot with preloaded packages", {
     packages: packages.map((p) => p.name),
     path,

@@ -1,0 +1,53 @@
+/**
+ * The cache folder holds what every sandbox boots from (the snapshots) and mounts (preloaded
+ * packages): another local user who could write it, or rename it or a folder above it, could
+ * put their own there. So it must be the server user's own, and closed to writes by others, and
+ * so must every folder above it that is not sticky (a sticky one, like /tmp, lets no one move
+ * another user's entries).
+ */
+import { dirname, resolve } from "node:path";
+
+/** Writable by group or others. */
+const SHARED_WRITE = 0o022;
+const STICKY = 0o1000;
+
+/**
+ * Why `path` cannot be trusted to hold what sandboxes boot from, or null. `serverUid`: the
+ * server's user (undefined when unknown: then only modes are checked).
+ */
+export async function privateFolderProblem(
+  path: string,
+  serverUid: number | undefined,
+): Promise<string | null> {
+  const own = await Deno.lstat(path);
+  if (serverUid !== undefined && own.uid !== serverUid) {
+    return `${path} belongs to another user (uid ${own.uid})`;
+  }
+  if (own.isSymlink) return `${path} is a symlink`;
+  if ((own.mode ?? 0) & SHARED_WRITE) {
+    return `other users can write ${path} (mode ${((own.mode ?? 0) & 0o7777).toString(8)})`;
+  }
+  return await foldersAboveProblem(path);
+}
+
+/**
+ * Why a folder above `path` would let another user move it or put another in its place (one
+ * that others can write and that is not sticky), or null. Folders not there yet are skipped; the
+ * walk stops at the first this process may not read (the restricted host may read none: the
+ * process that launches it runs this walk too, see restricted_relaunch.ts).
+ */
+export async function foldersAboveProblem(path: string): Promise<string | null> {
+  for (let above = dirname(resolve(path));; above = dirname(above)) {
+    let mode = 0;
+    try {
+      mode = (await Deno.stat(above)).mode ?? 0;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) return null;
+    }
+    if ((mode & SHARED_WRITE) && !(mode & STICKY)) {
+      return `another user can move ${path} or put another folder in its place through ${above}` +
+        ` (mode ${(mode & 0o7777).toString(8)})`;
+    }
+    if (above === dirname(above)) return null;
+  }
+}

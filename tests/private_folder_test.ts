@@ -1,0 +1,67 @@
+/** The cache folder must be one no other local user can write, move or replace. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { privateFolderProblem } from "../src/sandbox/private_folder.ts";
+import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
+import { locateRuntime } from "../src/sandbox/runtime.ts";
+import { silentLogger } from "../src/_util/log.ts";
+import { childEnv, MAIN, ROOT } from "./_helpers.ts";
+
+Deno.test("attack: privateFolderProblem() refuses a folder others could write, move or replace", async (t) => {
+  const base = await Deno.makeTempDir(); // 0700, in sticky /tmp
+  const me = (await Deno.lstat(base)).uid!;
+  const folder = join(base, "cache");
+  await Deno.mkdir(folder);
+  await Deno.chmod(folder, 0o755);
+
+  await t.step("the user's own folder, closed to writes by others, is fine", async () => {
+    assert.equal(await privateFolderProblem(folder, me), null);
+  });
+  await t.step("one that others can write is refused", async () => {
+    await Deno.chmod(folder, 0o777);
+    assert.match(
+      (await privateFolderProblem(folder, me))!,
+      /other users can write .* \(mode 777\)/,
+    );
+    await Deno.chmod(folder, 0o775);
+    assert.match((await privateFolderProblem(folder, me))!, /other users can write/);
+    await Deno.chmod(folder, 0o755);
+  });
+  await t.step("another user's folder is refused", async () => {
+    assert.match((await privateFolderProblem(folder, me + 1))!, /belongs to another user/);
+  });
+  await t.step("a folder above it that others can write, not sticky, is refused", async () => {
+    await Deno.chmod(base, 0o777);
+    assert.match((await privateFolderProblem(folder, me))!, /another user can move/);
+    await Deno.chmod(base, 0o1777); // sticky, like /tmp: no one moves another's entries
+    assert.equal(await privateFolderProblem(folder, me), null);
+    await Deno.chmod(base, 0o700);
+  });
+  await t.step("the server will not boot sandboxes from such a cache folder", async () => {
+    await Deno.chmod(folder, 0o777);
+    await assert.rejects(
+      ensureSnapshot(locateRuntime(folder), silentLogger),
+      /Cannot use the cache folder: other users can write .*CODEMODE_CACHE_DIR/,
+    );
+    assert.deepEqual([...Deno.readDirSync(folder)], [], "nothing was built or read there");
+  });
+  await Deno.remove(base, { recursive: true });
+});
+
+Deno.test("attack: serve refuses a cache folder under one others can rename things in", async () => {
+  const base = await Deno.makeTempDir();
+  await Deno.chmod(base, 0o777); // not sticky: anyone may move the cache folder away
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "serve", "--config", `${ROOT}tests/fixtures/no_servers.json`],
+    env: { ...childEnv(), CODEMODE_CACHE_DIR: join(base, "cache") },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 1, stderr);
+  assert.match(stderr, /Cannot use the cache folder: another user can move .* \(mode 777\)/);
+  assert.equal(out.stdout.length, 0, "nothing on the protocol channel");
+  await Deno.remove(base, { recursive: true });
+});
