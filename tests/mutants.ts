@@ -3057,8 +3057,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "skill files put in the folder by hand are loaded past the limits",
     file: "src/skills/skill_store.ts",
-    from: "if (this.#skills.size >= this.#limits.skills || bytes > this.#limits.codeBytes) {",
-    to: "if (false) {",
+    from: "if (this.#skills.size >= this.#limits.skills) throw pastLimits;",
+    to: "",
     tests: ["tests/skills_test.ts"],
     filter: "keep within their limits",
   },
@@ -3097,6 +3097,14 @@ export const MUTATIONS: Mutation[] = [
     from: "  if (exposed) {\n",
     to: "  if (false) {\n",
     tests: ["tests/private_folder_test.ts"],
+  },
+  {
+    name: "skill files put in the folder by hand are read past the bytes all of them may take",
+    file: "src/skills/skill_store.ts",
+    from: "          Math.min(unread, this.#limits.codeBytes + MAX_SKILL_FIELDS_BYTES),",
+    to: "          this.#limits.codeBytes + MAX_SKILL_FIELDS_BYTES,",
+    tests: ["tests/skills_test.ts"],
+    filter: "keep within their limits",
   },
   {
     name: "a deleted skill's archived versions stay on disk",

@@ -280,6 +280,22 @@ Deno.test("the skills keep within their limits: count, code as sandboxes get it,
     await bytes.load();
     assert.deepEqual(bytes.list().map((s) => s.name), ["p", "q", "r", "s"], "t is past the bytes");
     await Deno.remove(bulk, { recursive: true });
+    // Files each within what one may hold, past what all of them together may: not even read.
+    const big = await Deno.makeTempDir();
+    const filler = new SkillStore(big, silentLogger);
+    await filler.load();
+    for (const name of "abcdefghij") {
+      await filler.save(skill(name, `def ${name}():\n    return 1\n#${"x".repeat(90_000)}\n`));
+    }
+    const reader = new SkillStore(big, silentLogger, {
+      skills: 10,
+      codeBytes: 100_000,
+      archivedVersions: 2,
+    });
+    await reader.load();
+    assert.deepEqual(reader.list().map((s) => s.name), ["a"]);
+    assert.match(reader.problems.at(-1)!, /bytes, over \d+/, reader.problems.join("\n"));
+    await Deno.remove(big, { recursive: true });
   });
   await t.step("code is counted as JSON, where a control character takes six bytes", async () => {
     // 400 characters, 2,400 bytes once escaped: past the limit although short.

@@ -133,24 +133,32 @@ export class SkillStore {
     // In name order, so which skills a folder past the limits keeps does not depend on the listing.
     const names = [...Deno.readDirSync(this.dir)].filter((e) => e.isFile).map((e) => e.name).sort();
     let bytes = 0;
+    // All files read together: the code's limit, and a share of the rest for each skill kept.
+    let unread = this.#limits.codeBytes + this.#limits.skills * MAX_SKILL_FIELDS_BYTES;
+    const pastLimits = new SkillLimitError(
+      `past the skills' limits (${this.#limits.skills} skills, ` +
+        `${mib(this.#limits.codeBytes)} of code): not loaded`,
+    );
     for (const name of names) {
       const match = /^([a-z_][a-z0-9_]*)\.json$/.exec(name);
       if (!match) continue;
       const file = join(this.dir, name);
       try {
+        // Files put there by hand, or by another user who can write the folder, are held to the
+        // limits a save is (every sandbox is sent them all), and past the count not even read.
+        if (this.#skills.size >= this.#limits.skills) throw pastLimits;
         // Not waiting on what a neighbour may have swapped in since the listing (a FIFO).
-        const text = readPlainTextFileSync(file, this.#limits.codeBytes + MAX_SKILL_FIELDS_BYTES);
+        const text = readPlainTextFileSync(
+          file,
+          Math.min(unread, this.#limits.codeBytes + MAX_SKILL_FIELDS_BYTES),
+        );
+        unread -= new TextEncoder().encode(text).length;
         const skill = parseSkill(JSON.parse(text));
         if (skill.name !== match[1]) throw new TypeError(`it names "${skill.name}"`);
-        // Files put there by hand, or by another user who can write the folder, are held to the
-        // limits a save is: every sandbox is sent them all.
         bytes += codeBytes(skill.code);
-        if (this.#skills.size >= this.#limits.skills || bytes > this.#limits.codeBytes) {
+        if (bytes > this.#limits.codeBytes) {
           bytes -= codeBytes(skill.code);
-          throw new SkillLimitError(
-            `past the skills' limits (${this.#limits.skills} skills, ` +
-              `${mib(this.#limits.codeBytes)} of code): not loaded`,
-          );
+          throw pastLimits;
         }
         this.#skills.set(skill.name, skill);
       } catch (error) {
@@ -316,7 +324,7 @@ export class SkillStore {
 /** Files of the skills folder that are not skills: the writers' lock and the change mark. */
 const LOCK_FILE = ".lock";
 /** What a skill file may hold besides its code (description, signature, tools). */
-const MAX_SKILL_FIELDS_BYTES = 2 ** 20;
+const MAX_SKILL_FIELDS_BYTES = 64 * 1024;
 
 /** How long a save or delete waits for another server's hold on the lock. */
 const LOCK_WAIT_MS = 10_000;
