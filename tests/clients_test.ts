@@ -657,6 +657,17 @@ Deno.test("attack: import hides secrets however an entry's command line spells t
       ["LEAKG"],
       ["args"],
     ],
+    [
+      {
+        command: "docker",
+        args: ["run", "--env=GITHUB_TOKEN=LEAKH", "--header=X-API-Key: LEAKI", "img"],
+      },
+      ["LEAKH", "LEAKI"],
+      ["args"],
+    ],
+    [{ command: "npx", args: ["srv", "--header", "Authorization: Bot LEAKJ.x"] }, ["LEAKJ"], [
+      "args",
+    ]],
   ];
   for (const [entry, leaks, where] of rows) {
     const shown = JSON.stringify([

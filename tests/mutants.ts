@@ -3107,6 +3107,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "keep within their limits",
   },
   {
+    name: "import shows a secret setting inside another's value (--env=TOKEN=X)",
+    file: "src/clients/secrets.ts",
+    from: ": `${start}${name}=${withoutInlineSecrets(value)}`,",
+    to: ": match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "however an entry's command line",
+  },
+  {
     name: "a deleted skill's archived versions stay on disk",
     file: "src/skills/skill_store.ts",
     from: "await this.#pruneArchives(name, Infinity);",

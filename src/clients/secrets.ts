@@ -115,8 +115,11 @@ const QUERY_PARAMETER = /([?&])([A-Za-z_][A-Za-z0-9_.-]*)=([^&#\s'"`]+)/g;
 const JSON_MEMBER = /("([A-Za-z_][A-Za-z0-9_.-]*)"\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
 /** `Bearer V`: a credential after its scheme. */
 const SCHEME_VALUE = new RegExp(`(^|[\\s;&|('"\`=:])(Bearer|Basic|Token)(\\s+)${VALUE}`, "gi");
-/** `X-Api-Key: V`: a header's value. */
-const HEADER_VALUE = new RegExp(`${WORD_START}([A-Za-z][A-Za-z0-9-]*:)(\\s*)${VALUE}`, "g");
+/** `X-Api-Key: V`: a header's value, every word of it up to a closing quote or the line's end. */
+const HEADER_VALUE = new RegExp(
+  "(^|[\\s;&|('\"`=])([A-Za-z][A-Za-z0-9_-]*:)(\\s*)([^'\"`\\n]+)",
+  "g",
+);
 
 /** Whether a setting's or flag's name (`--api-key`, `-Djavax.net.ssl.keyStorePassword`) says secret. */
 function isSecretWord(name: string): boolean {
@@ -149,7 +152,10 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       ASSIGNMENT,
       (match, start: string, name: string, value: string) =>
-        isSecretWord(name) && hide(value) ? `${start}${name}=${HIDDEN}` : match,
+        isSecretWord(name) && hide(value)
+          ? `${start}${name}=${HIDDEN}`
+          // `--env=TOKEN=V`, `--set=apiKey=V`: the value may hold a setting of its own.
+          : `${start}${name}=${withoutInlineSecrets(value)}`,
     )
     .replace(
       FLAG_THEN_VALUE,
@@ -161,8 +167,7 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       HEADER_VALUE,
       (match, start: string, name: string, gap: string, value: string) =>
-        isSecretWord(name.slice(0, -1)) && hide(value) && value !== HIDDEN &&
-          !/^(Bearer|Basic|Token)$/i.test(value)
+        isSecretWord(name.slice(0, -1)) && hide(value.trim()) && value.trim() !== HIDDEN
           ? `${start}${name}${gap}${HIDDEN}`
           : match,
     );
