@@ -3110,7 +3110,7 @@ export const MUTATIONS: Mutation[] = [
     name: "import shows a secret setting inside another's value (--env=TOKEN=X)",
     file: "src/clients/secrets.ts",
     from: ": `${start}${name}=${withoutInlineSecrets(value)}`,",
-    to: ": match,",
+    to: ": _match,",
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",
   },

@@ -151,7 +151,7 @@ export function withoutInlineSecrets(text: string): string {
     )
     .replace(
       ASSIGNMENT,
-      (match, start: string, name: string, value: string) =>
+      (_match, start: string, name: string, value: string) =>
         isSecretWord(name) && hide(value)
           ? `${start}${name}=${HIDDEN}`
           // `--env=TOKEN=V`, `--set=apiKey=V`: the value may hold a setting of its own.
