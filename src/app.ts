@@ -11,7 +11,7 @@ import { type Executor, SandboxExecutor } from "./execution/executor.ts";
 import { StartingExecutor } from "./execution/starting_executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
-import { hostOwner } from "./execution/shared_write_modes.ts";
+import { hostOwner } from "./_util/host_owner.ts";
 import { OBSERVED_RESULTS_FILE, ObservedResults } from "./catalog/observed_results.ts";
 import { TokenCounter } from "./catalog/token_count.ts";
 import { SessionManager } from "./sandbox/sessions.ts";

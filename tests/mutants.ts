@@ -2799,7 +2799,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "the server's user is not known on a first start (no cache folder yet)",
-    file: "src/execution/shared_write_modes.ts",
+    file: "src/_util/host_owner.ts",
     from: "    Deno.mkdirSync(writableDir, { recursive: true }); // a first start has none yet\n",
     to: "",
     tests: ["tests/shared_write_modes_test.ts"],

@@ -1,11 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { silentLogger } from "../src/_util/log.ts";
-import {
-  clearSharedWriteModes,
-  hostOwner,
-  watchSharedModes,
-} from "../src/execution/shared_write_modes.ts";
+import { clearSharedWriteModes, watchSharedModes } from "../src/execution/shared_write_modes.ts";
+import { hostOwner } from "../src/_util/host_owner.ts";
 
 const modeOf = (path: string) => Deno.statSync(path).mode! & 0o777;
 

@@ -36,7 +36,8 @@ import { checkRequest, isRefusal } from "./request_checks.ts";
 import { refusedResult, toExecutionResult, verifyOutputs } from "./result_mapping.ts";
 import { acquireSandbox } from "./sandbox_lease.ts";
 import { scrubbedLines } from "./scrubbed_lines.ts";
-import { type Owner, watchSharedModes } from "./shared_write_modes.ts";
+import { watchSharedModes } from "./shared_write_modes.ts";
+import type { Owner } from "../_util/host_owner.ts";
 import { scrubbedResult } from "./scrubbed_result.ts";
 
 /** What a caller asks to run; the `execute_code` tool's input schema (and its only source). */

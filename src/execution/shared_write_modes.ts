@@ -21,6 +21,7 @@ import { join } from "node:path";
 import type { Logger } from "../_util/log.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { SHARED_MODE_BITS } from "../rpc/sandbox_protocol.ts";
+import type { Owner } from "../_util/host_owner.ts";
 
 /** Entries looked at per folder (as many as a profile's folder may hold at start). */
 export const MAX_ENTRIES = 20_000;
@@ -33,31 +34,6 @@ export interface SweepFs {
 }
 
 const REAL_FS: SweepFs = { lstat: Deno.lstat, readDir: Deno.readDir };
-
-export interface Owner {
-  uid: number;
-  gid: number;
-}
-
-/**
- * The user and group the server's files get, read from a file it makes in `writableDir` (Deno
- * tells its own ids only with a system permission the host does not have); undefined when
- * unknown.
- */
-export function hostOwner(writableDir: string): Owner | undefined {
-  try {
-    Deno.mkdirSync(writableDir, { recursive: true }); // a first start has none yet
-    const probe = Deno.makeTempFileSync({ dir: writableDir, prefix: ".owner-" });
-    try {
-      const { uid, gid } = Deno.lstatSync(probe);
-      return uid === null || gid === null ? undefined : { uid, gid };
-    } finally {
-      Deno.removeSync(probe);
-    }
-  } catch {
-    return undefined;
-  }
-}
 
 /** What the sweeps of one host process remember between runs. */
 export interface SweepState {

@@ -79,9 +79,10 @@ export interface GuardOptions {
 
 /**
  * The Host header values and origins a server bound to `host:port` answers to: its own address
- * (with the loopback names on a loopback bind; those alone on a wildcard bind), and each of `extra.hosts` (from
- * --allow-host): a name with a port as given, a name without one as `name:port` and as plain
- * `name` (a reverse proxy that keeps the client's Host on the default port).
+ * (with the loopback names on a loopback bind; those alone on a wildcard bind), and each of
+ * `extra.hosts` (from --allow-host): a name with a port as given, a name without one as
+ * `name:port` and as plain `name` (a reverse proxy that keeps the client's Host on the default
+ * port).
  */
 export function allowedFor(
   host: string,

@@ -20,7 +20,7 @@ import {
 } from "./server_permissions.ts";
 import { createRedactor } from "../policy/redaction.ts";
 import { locateRuntime, runtimeTrustedPaths } from "../sandbox/runtime.ts";
-import { foldersAboveProblem } from "../sandbox/private_folder.ts";
+import { cacheFolderRefusal, foldersAboveProblem } from "../sandbox/private_folder.ts";
 import type { Logger } from "../_util/log.ts";
 
 /** The flag a server started this way gets (and users may pass to skip the restart). */
@@ -90,10 +90,7 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
   // The host will not be able to read the folders above its cache folder: checked here.
   const exposed = await foldersAboveProblem(locateRuntime().cacheDir);
   if (exposed) {
-    options.log.error(
-      `Cannot use the cache folder: ${exposed}. Every sandbox boots from what it holds; use a ` +
-        "folder only this user can write (CODEMODE_CACHE_DIR)",
-    );
+    options.log.error(cacheFolderRefusal(exposed));
     return 1;
   }
   options.log.debug(`host permissions: ${scrub(describeGrants(grants))}`);

@@ -51,3 +51,9 @@ export async function foldersAboveProblem(path: string): Promise<string | null> 
     if (above === dirname(above)) return null;
   }
 }
+
+/** The start's refusal of a cache folder for `problem` (the host's and its launcher's). */
+export function cacheFolderRefusal(problem: string): string {
+  return `Cannot use the cache folder: ${problem}. Every sandbox boots from what it holds; use a ` +
+    "folder only this user can write (CODEMODE_CACHE_DIR)";
+}

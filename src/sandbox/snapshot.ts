@@ -16,8 +16,8 @@ import { SNAPSHOT_MODULES } from "./snapshot_modules.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 import { snapshotBuildCommand } from "./sandbox_command.ts";
 import { closeToOthers, isClosedToOthers } from "./closed_to_others.ts";
-import { hostOwner } from "../execution/shared_write_modes.ts";
-import { privateFolderProblem } from "./private_folder.ts";
+import { hostOwner } from "../_util/host_owner.ts";
+import { cacheFolderRefusal, privateFolderProblem } from "./private_folder.ts";
 import {
   SNAPSHOT_FORMAT,
   SNAPSHOT_HEADER_BYTES,
@@ -99,17 +99,15 @@ export async function ensureSnapshot(
 
 /**
  * Makes the cache folder (closed to others when new) and refuses it when another local user could
- * put a snapshot or a preloaded folder of their own there (see private_folder.ts).
+ * put a snapshot or a preloaded folder of their own there (see private_folder.ts). Returns the
+ * server's user, when it can be told.
  */
-async function checkCacheFolder(cacheDir: string): Promise<void> {
+async function checkCacheFolder(cacheDir: string): Promise<number | undefined> {
   await Deno.mkdir(cacheDir, { recursive: true, mode: 0o700 });
-  const problem = await privateFolderProblem(cacheDir, hostOwner(cacheDir)?.uid);
-  if (problem) {
-    throw new Error(
-      `Cannot use the cache folder: ${problem}. Every sandbox boots from what it holds; use a ` +
-        "folder only this user can write (CODEMODE_CACHE_DIR)",
-    );
-  }
+  const serverUser = hostOwner(cacheDir)?.uid;
+  const problem = await privateFolderProblem(cacheDir, serverUser);
+  if (problem) throw new Error(cacheFolderRefusal(problem));
+  return serverUser;
 }
 
 /** A snapshot with a profile's preloaded packages imported, and the folder holding their files. */
@@ -133,12 +131,11 @@ export async function ensurePreloadedSnapshot(
   const key = (await sha256Hex([await snapshotKey(), ...files].join("\0"))).slice(0, 16);
   const path = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}.bin`);
   const preloadDir = join(runtime.cacheDir, `${PRELOAD_PREFIX}${key}`);
-  await checkCacheFolder(runtime.cacheDir);
+  const serverUser = await checkCacheFolder(runtime.cacheDir);
   const folderExists = await Deno.stat(preloadDir).then(() => true, () => false);
   // Marked in use by the server that launches from it (keepInUse), not here. A folder found open
-  // to others (left so by an older version) may have been changed by them: built again.
-  // Another user who can write the cache folder could plant a folder of their own, closed.
-  const serverUser = hostOwner(runtime.cacheDir)?.uid;
+  // to others (left so by an older version) may have been changed by them: built again; and one
+  // not all the server user's.
   if (
     folderExists && await isSnapshotVerified(path) &&
     await isClosedToOthers(preloadDir, serverUser)

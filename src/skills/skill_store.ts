@@ -155,11 +155,9 @@ export class SkillStore {
         unread -= new TextEncoder().encode(text).length;
         const skill = parseSkill(JSON.parse(text));
         if (skill.name !== match[1]) throw new TypeError(`it names "${skill.name}"`);
-        bytes += codeBytes(skill.code);
-        if (bytes > this.#limits.codeBytes) {
-          bytes -= codeBytes(skill.code);
-          throw pastLimits;
-        }
+        const withThis = bytes + codeBytes(skill.code);
+        if (withThis > this.#limits.codeBytes) throw pastLimits;
+        bytes = withThis;
         this.#skills.set(skill.name, skill);
       } catch (error) {
         if ((error as { code?: string }).code === "ENOENT") continue; // deleted by another server
@@ -323,12 +321,12 @@ export class SkillStore {
 
 /** Files of the skills folder that are not skills: the writers' lock and the change mark. */
 const LOCK_FILE = ".lock";
-/** What a skill file may hold besides its code (description, signature, tools). */
-const MAX_SKILL_FIELDS_BYTES = 64 * 1024;
+const GENERATION_FILE = ".generation";
 
 /** How long a save or delete waits for another server's hold on the lock. */
 const LOCK_WAIT_MS = 10_000;
-const GENERATION_FILE = ".generation";
+/** What a skill file may hold besides its code (description, signature, tools). */
+const MAX_SKILL_FIELDS_BYTES = 64 * 1024;
 
 /**
  * The folder's change mark: what the last save or delete wrote ("" before any, or when it cannot

@@ -1,0 +1,26 @@
+/** Who the server's own files belong to, told without a system permission. */
+
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * The user and group the server's files get, read from a file it makes in `writableDir` (Deno
+ * tells its own ids only with a system permission the host does not have); undefined when
+ * unknown.
+ */
+export function hostOwner(writableDir: string): Owner | undefined {
+  try {
+    Deno.mkdirSync(writableDir, { recursive: true }); // a first start has none yet
+    const probe = Deno.makeTempFileSync({ dir: writableDir, prefix: ".owner-" });
+    try {
+      const { uid, gid } = Deno.lstatSync(probe);
+      return uid === null || gid === null ? undefined : { uid, gid };
+    } finally {
+      Deno.removeSync(probe);
+    }
+  } catch {
+    return undefined;
+  }
+}
