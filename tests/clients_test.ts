@@ -687,6 +687,87 @@ Deno.test("attack: import hides secrets however an entry's command line spells t
   assert.deepEqual(literalSecrets(plain as never), []);
 });
 
+Deno.test("attack: import hides secrets that no name announces: encoded configs, URL paths, ODBC, odd passwords", () => {
+  const config = (o: unknown) => btoa(JSON.stringify(o));
+  // [entry, what must not show, where literalSecrets finds it]
+  const rows: [Record<string, unknown>, string[], string[]][] = [
+    [
+      { command: 'npx -y @smithery/cli run x --config "{\\"apiKey\\":\\"LEAK1\\"}"' },
+      ["LEAK1"],
+      ["command"],
+    ],
+    [
+      { url: `https://server.example/mcp?config=${config({ auth: { apiKey: "LEAK2" } })}&x=1` },
+      [config({ auth: { apiKey: "LEAK2" } })],
+      ["URL parameter config"],
+    ],
+    [
+      {
+        command: "npx",
+        args: ["mcp-remote", `--url=https://s.example/mcp?config=${config({ token: "LEAK3" })}`],
+        env: { SERVER: `https://s.example/mcp?x=1&config=${config({ key: "LEAK3b" })}` },
+      },
+      [config({ token: "LEAK3" }), config({ key: "LEAK3b" })],
+      ["env SERVER", "args"],
+    ],
+    [
+      { url: "https://actions.example/mcp/sk-ak-LEAK4x0123456789abcdef/sse" },
+      ["LEAK4"],
+      ["a token in a URL's path"],
+    ],
+    [
+      {
+        command: "npx",
+        args: ["mcp-remote", "https://hooks.example/s/3f2b8c1e-9d4a-4b6e-8f1a-0c2d3e4f5a6b/mcp"],
+        env: { HOOK: "sh -c 'curl https://h.example/mcp/ZLEAKc0ffee0123456789/sse'" },
+      },
+      ["3f2b8c1e-9d4a", "ZLEAK"],
+      ["env HOOK", "args"],
+    ],
+    [
+      { command: "srv", env: { CONN: "Driver={ODBC 18};Server=db;UID=sa;PWD={LEAK5a;LEAK5b};" } },
+      ["LEAK5a", "LEAK5b"],
+      ["env CONN"],
+    ],
+    [
+      { command: "srv", args: ["--dsn", "Server=db;Uid=sa;Pwd=LEAK6;"] },
+      ["LEAK6"],
+      ["args"],
+    ],
+    [
+      { command: "srv", env: { DB: "postgres://admin:LEAK7a@LEAK7b@db.internal/prod" } },
+      ["LEAK7a", "LEAK7b"],
+      ["a password in env DB"],
+    ],
+    [
+      { command: "srv", args: ["postgres://admin:LEAK8/y@db.internal/prod"] },
+      ["LEAK8"],
+      ["args"],
+    ],
+  ];
+  for (const [entry, leaks, where] of rows) {
+    const shown = JSON.stringify(maskEntry(entry));
+    for (const leak of leaks) assert.equal(shown.includes(leak), false, shown);
+    assert.deepEqual(literalSecrets(entry as never), where, shown);
+  }
+  // What is no secret is shown as it is: words joined by dashes, a port and its path, a
+  // scoped package in a path, a config with no secret in it, the env PWD, a placeholder.
+  const plain = {
+    command: "npx",
+    args: [
+      "https://registry.example:8080/@scope/server-filesystem-2025/mcp",
+      "https://h.example/docs/getting-started-with-the-server/",
+      "--docs=https://h.example/internationalization-guide/v2",
+      `https://s.example/mcp?config=${config({ level: 3, region: "eu" })}`,
+      'sh -c "cd /x && srv --config \\"{\\"region\\":\\"eu\\"}\\""',
+      "postgres://admin:${DB_PASSWORD}@db/x",
+    ],
+    env: { PWD: "/home/me", OLDPWD: "/tmp" },
+  };
+  assert.deepEqual(maskEntry(plain), plain);
+  assert.deepEqual(literalSecrets(plain as never), []);
+});
+
 Deno.test("maskEntry() and literalSecrets() read a url as fetch does: the password and secret parameters hidden, the port kept", async (t) => {
   const rows: [string, string, string, string[]][] = [
     [

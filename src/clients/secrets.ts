@@ -9,13 +9,17 @@
 import { isRecord } from "./client_configs.ts";
 import { parseEntryUrl } from "./entry_url.ts";
 import { secretFlagValues } from "../config/secret_flags.ts";
+import {
+  isEncodedSecretConfig,
+  isTokenShaped,
+  withoutPathTokens,
+  withoutUrlPasswords as withoutPasswordsAs,
+} from "./url_secrets.ts";
 import type { ServerEntry } from "./translate.ts";
 
 /** Env names whose literal values are probably secrets. */
 // "unauth" is a setting, not a secret (NODE_TLS_REJECT_UNAUTHORIZED, whose value is shown).
 const SECRET_NAME = /key|token|secret|passw|credential|(?<!un)auth|pat$|cookie|session/i;
-/** user:password@ in a URL (a database URL in args, a proxy). */
-const URL_CREDENTIALS = /(\/\/[^/@\s:]*:)[^/@\s]+@/g;
 const PLACEHOLDER_ONLY = /^(\$\{[A-Za-z_][A-Za-z0-9_]*\}|Bearer \$\{[A-Za-z_][A-Za-z0-9_]*\})$/;
 export const HIDDEN = "[hidden]";
 
@@ -31,15 +35,22 @@ export function isSecretName(name: string): boolean {
 export function shownEnvValue(key: string, value: string): string {
   return isSecretName(key) && isLiteral(value)
     ? HIDDEN
-    : withoutInlineSecrets(withoutUrlPasswords(value));
+    : withoutInlineSecrets(withoutUrlSecrets(value));
 }
 
-/** `text` with the password of every `user:password@` in it hidden. */
+/** `text` with the password of every `user:password@` in it hidden (a database URL, a proxy). */
 function withoutUrlPasswords(text: string): string {
-  return text.replace(URL_CREDENTIALS, (match, head: string) => {
-    const password = match.slice(head.length, -1);
-    return isLiteral(password) ? `${head}${HIDDEN}@` : match;
-  });
+  return withoutPasswordsAs(text, HIDDEN, (password) => !isLiteral(password));
+}
+
+/** `text` with the secrets of the URLs in it hidden: passwords and token-shaped path segments. */
+function withoutUrlSecrets(text: string): string {
+  return withoutPathTokens(withoutUrlPasswords(text), HIDDEN);
+}
+
+/** Whether a query value is a config in base64 that holds a literal secret. */
+function isEncodedSecret(value: string): boolean {
+  return isEncodedSecretConfig(value, isSecretWord, isLiteral);
 }
 
 /** Whether `value` is written out (not only read from the environment). */
@@ -51,8 +62,9 @@ function isLiteral(value: string): boolean {
 const MARK = "codemodehiddenx";
 
 /**
- * `text` parsed as fetch reads it, with its literal secrets hidden (a password, query
- * parameters with secret-looking names), and what was hidden; null when it is no URL.
+ * `text` parsed as fetch reads it, with its literal secrets hidden (a password, token-shaped path
+ * segments, query parameters with secret-looking names or a config in base64 holding a secret),
+ * and what was hidden; null when it is no URL.
  */
 function maskUrl(text: string): { shown: string; hidden: string[] } | null {
   const parsed = parseEntryUrl(text);
@@ -63,8 +75,14 @@ function maskUrl(text: string): { shown: string; hidden: string[] } | null {
     url.password = MARK;
     hidden.push("a password in a URL");
   }
+  const segments = url.pathname.split("/");
+  if (segments.some((segment) => isTokenShaped(show(segment)))) {
+    url.pathname = segments.map((s) => isTokenShaped(show(s)) ? MARK : s).join("/");
+    hidden.push("a token in a URL's path");
+  }
   for (const [key, value] of [...url.searchParams]) {
-    if (isSecretName(key) && isLiteral(show(value))) {
+    const written = show(value);
+    if ((isSecretName(key) && isLiteral(written)) || isEncodedSecret(written)) {
       url.searchParams.set(key, MARK);
       hidden.push(`URL parameter ${key}`);
     }
@@ -94,15 +112,18 @@ function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
         return url.shown;
       }
     }
-    const unpassed = withoutInlineSecrets(withoutUrlPasswords(arg));
+    const unpassed = withoutInlineSecrets(withoutUrlSecrets(arg));
     if (unpassed !== arg) hidden = true;
     return unpassed;
   });
   return { shown, hidden };
 }
 
-/** A word's value: quoted (the quotes kept with it), or up to a space or a shell operator. */
-const VALUE = "(\"[^\"]*\"|'[^']*'|[^\\s;&|'\"`)]+)";
+/**
+ * A word's value: quoted (the quotes kept with it), in braces as ODBC quotes (`PWD={a;b}`), or up
+ * to a space or a shell operator.
+ */
+const VALUE = "(\"[^\"]*\"|'[^']*'|\\{[^}]*\\}|[^\\s;&|'\"`)]+)";
 /** Where a word starts: a line's start, a space, a shell operator or an opening quote. */
 const WORD_START = "(^|[\\s;&|('\"`])";
 /** `NAME=V`, `--name=V`, `-Dname.with.dots=V`: a setting given its value. */
@@ -113,6 +134,8 @@ const FLAG_THEN_VALUE = new RegExp(`${WORD_START}(--?[A-Za-z][A-Za-z0-9_-]*)(\\s
 const QUERY_PARAMETER = /([?&])([A-Za-z_][A-Za-z0-9_.-]*)=([^&#\s'"`]+)/g;
 /** `"apiKey": "V"`: a JSON string under a key (a config given as JSON on a command line). */
 const JSON_MEMBER = /("([A-Za-z_][A-Za-z0-9_.-]*)"\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
+/** `\"apiKey\": \"V\"`: the same with its quotes escaped (JSON inside a quoted shell word). */
+const ESCAPED_JSON_MEMBER = /(\\"([A-Za-z_][A-Za-z0-9_.-]*)\\"\s*:\s*)\\"([^"\\]*)\\"/g;
 /** `Bearer V`: a credential after its scheme. */
 const SCHEME_VALUE = new RegExp(`(^|[\\s;&|('"\`=:])(Bearer|Basic|Token)(\\s+)${VALUE}`, "gi");
 /** `X-Api-Key: V`: a header's value, every word of it up to a closing quote or the line's end. */
@@ -121,9 +144,12 @@ const HEADER_VALUE = new RegExp(
   "g",
 );
 
-/** Whether a setting's or flag's name (`--api-key`, `-Djavax.net.ssl.keyStorePassword`) says secret. */
+/**
+ * Whether a setting's or flag's name (`--api-key`, `-Djavax.net.ssl.keyStorePassword`, ODBC's
+ * `PWD`) says secret.
+ */
 function isSecretWord(name: string): boolean {
-  return isSecretName(name.replace(/^(-D|-+)/, "").replace(/[-.]/g, "_"));
+  return isSecretName(name.replace(/^(-D|-+)/, "").replace(/[-.]/g, "_")) || /pwd/i.test(name);
 }
 
 /**
@@ -137,12 +163,19 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       QUERY_PARAMETER,
       (match, mark: string, name: string, value: string) =>
-        isSecretWord(name) && hide(value) ? `${mark}${name}=${HIDDEN}` : match,
+        (isSecretWord(name) && hide(value)) || isEncodedSecret(value)
+          ? `${mark}${name}=${HIDDEN}`
+          : match,
     )
     .replace(
       JSON_MEMBER,
       (match, head: string, key: string, value: string) =>
         isSecretWord(key) && hide(value) ? `${head}"${HIDDEN}"` : match,
+    )
+    .replace(
+      ESCAPED_JSON_MEMBER,
+      (match, head: string, key: string, value: string) =>
+        isSecretWord(key) && hide(value) ? `${head}\\"${HIDDEN}\\"` : match,
     )
     .replace(
       SCHEME_VALUE,
@@ -179,7 +212,7 @@ export function literalSecrets(entry: ServerEntry): string[] {
   for (const [key, value] of Object.entries(entry.env ?? {})) {
     if (isSecretName(key) && isLiteral(value)) found.push(`env ${key}`);
     else if (withoutUrlPasswords(value) !== value) found.push(`a password in env ${key}`);
-    else if (withoutInlineSecrets(value) !== value) found.push(`env ${key}`);
+    else if (shownEnvValue(key, value) !== value) found.push(`env ${key}`);
   }
   if (entry.command !== undefined && withoutInlineSecrets(entry.command) !== entry.command) {
     found.push("command");
@@ -215,7 +248,7 @@ export function maskEntry(entry: unknown): unknown {
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
   if (typeof entry.command === "string") masked.command = withoutInlineSecrets(entry.command);
   if (typeof entry.url === "string") {
-    masked.url = maskUrl(entry.url)?.shown ?? withoutUrlPasswords(entry.url);
+    masked.url = maskUrl(entry.url)?.shown ?? withoutUrlSecrets(entry.url);
   }
   if (Array.isArray(entry.args)) {
     const shown = maskArgs(entry.args.map(String)).shown;
