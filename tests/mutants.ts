@@ -3034,7 +3034,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a secret in escaped JSON on a command line",
     file: "src/clients/secrets.ts",
-    from: "isSecretWord(key) && hide(value) ? `${head}\\\\\"${HIDDEN}\\\\\"` : match,",
+    from: 'isSecretWord(key) && hide(value) ? `${head}\\\\"${HIDDEN}\\\\"` : match,',
     to: "match,",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3050,15 +3050,16 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import stops a URL password at its first @",
     file: "src/clients/url_secrets.ts",
-    from: "let at = beforePath.lastIndexOf(\"@\");",
-    to: "let at = beforePath.indexOf(\"@\");",
+    from: 'let at = beforePath.lastIndexOf("@");',
+    to: 'let at = beforePath.indexOf("@");',
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
   {
     name: "import shows a URL password holding a slash",
     file: "src/clients/url_secrets.ts",
-    from: "if (at === -1 && slash !== -1 && !/^\\d*$/.test(beforePath)) at = rest.indexOf(\"@\", slash);",
+    from:
+      'if (at === -1 && slash !== -1 && !/^\\d*$/.test(beforePath)) at = rest.indexOf("@", slash);',
     to: "",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
