@@ -380,6 +380,21 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     }
   });
 
+  await t.step(
+    "attack: the SDK's own 2026-07-28 errors quote no half surrogate back to the client",
+    async () => {
+      const init = executeCallInit("1");
+      const body = JSON.parse(init.body);
+      body.params._meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28\ud800";
+      const response = await fetch(server.url, { ...init, body: JSON.stringify(body) });
+      const text = await response.text();
+      assert.equal(response.status, 400, text);
+      assert.match(text, /disagree/, text);
+      assert.doesNotMatch(text, /\\ud800/i, text);
+      assert.match(text, /2026-07-28(\uFFFD|\\ufffd)/i, text);
+    },
+  );
+
   await t.step("requests with a foreign Host or Origin are refused", async () => {
     const port = new URL(server.url).port;
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });

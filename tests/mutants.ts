@@ -2695,6 +2695,23 @@ export const MUTATIONS: Mutation[] = [
     filter: "sessions, live feedback",
   },
   {
+    name:
+      "the HTTP server sends the SDK's own errors as they are, halves of surrogate pairs and all",
+    file: "src/host/http_server.ts",
+    from: "}, async (request, info) => wellFormedResponse(await handle(request, info)));",
+    to: "}, handle);",
+    tests: ["tests/http_test.ts"],
+    filter: "execute_code over Streamable HTTP",
+  },
+  {
+    name: "a JSON body with a lone surrogate escape is sent unmended",
+    file: "src/host/well_formed_answers.ts",
+    from: "if (!LONE_SURROGATE_ESCAPE.test(text)) return rebuilt(text);",
+    to: "return rebuilt(text);",
+    tests: ["tests/http_test.ts"],
+    filter: "execute_code over Streamable HTTP",
+  },
+  {
     name: "HTTP session messages are sent as they are, halves of surrogate pairs and all",
     file: "src/host/http_server.ts",
     from:

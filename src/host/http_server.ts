@@ -34,7 +34,7 @@ import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
 import { statelessLegacy } from "./stateless_legacy.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
-import { sendWellFormed } from "./well_formed_answers.ts";
+import { sendWellFormed, wellFormedResponse } from "./well_formed_answers.ts";
 
 export interface HttpOptions {
   host: string;
@@ -332,7 +332,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       log[gone ? "debug" : "error"]("http request failed", { error: String(error) });
       return Response.json(jsonRpcError("Internal error", null, -32603), { status: 500 });
     },
-  }, handle);
+  }, async (request, info) => wellFormedResponse(await handle(request, info)));
   const port = (server.addr as Deno.NetAddr).port;
   guard = {
     token: options.token,

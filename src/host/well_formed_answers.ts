@@ -5,7 +5,8 @@
  * read the message, and waits for its answer until it times out. Such halves become U+FFFD: in
  * every handler's answer (`answerWellFormed`; the 2026-07-28 HTTP path answers through the SDK's
  * own transports, which nothing else wraps), and in every message of the transports we make
- * (`sendWellFormed`: answers written outside the handlers). Notifications are made well-formed
+ * (`sendWellFormed`: answers written outside the handlers), and in every JSON body the HTTP server
+ * sends (`wellFormedResponse`: errors the SDK writes itself). Notifications are made well-formed
  * where they are written (execute_code.ts, `liveFeedback`).
  */
 import type { McpServer } from "@modelcontextprotocol/server";
@@ -40,6 +41,32 @@ export function sendWellFormed<T extends { send: (message: never, ...rest: never
     ((message: unknown, ...rest: unknown[]) => send(wellFormed(message), ...rest)) as T["send"];
   return transport;
 }
+
+/**
+ * `response` with a JSON body made well-formed: the SDK's own 2026-07-28 HTTP errors (a header and
+ * body that disagree) quote the client's strings back, halves of surrogate pairs and all, before
+ * any handler runs. JSON writes such a half as an escape (`\ud800`), so only a body holding one
+ * is parsed again; streams are left as they are (their messages come from the handlers).
+ */
+export async function wellFormedResponse(response: Response): Promise<Response> {
+  if (!/^application\/json\b/.test(response.headers.get("content-type") ?? "")) return response;
+  const text = await response.text();
+  const rebuilt = (body: string) =>
+    new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  if (!LONE_SURROGATE_ESCAPE.test(text)) return rebuilt(text);
+  try {
+    return rebuilt(JSON.stringify(wellFormed(JSON.parse(text))));
+  } catch {
+    return rebuilt(text);
+  }
+}
+
+/** A `\uD800`–`\uDFFF` escape in JSON text (not an escaped backslash before `ud800`). */
+const LONE_SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]/;
 
 /** `value` with every string (and key) well-formed; what needs no change is returned as is. */
 export function wellFormed<T>(value: T): T {
