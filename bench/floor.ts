@@ -1,7 +1,8 @@
 /**
  * CPU per fresh sandbox against the floor (bench/floor_boot.ts), interleaved: a sandbox process
  * as the pool starts it (the production flags and worker), booted, sent `print(1)`, its CPU read
- * from /proc once it has answered; and the floor program on the same snapshot.
+ * from /proc once it has answered; the same under a profile with `optimize_compute`; and the
+ * floor program on the same snapshot.
  */
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
@@ -19,9 +20,10 @@ function cpuSeconds(pid: number): number {
 }
 
 /** One sandbox: spawn, boot, `print(1)`, its CPU-s at the answer. */
-async function sandboxRun(snapshot: string): Promise<number> {
+async function sandboxRun(snapshot: string, optimizeCompute = false): Promise<number> {
   const runtime = locateRuntime();
-  const sandbox = rawSandbox(sandboxCommand(runtime, snapshot, plainProfile("bench")));
+  const profile = { ...plainProfile("bench"), optimize_compute: optimizeCompute };
+  const sandbox = rawSandbox(sandboxCommand(runtime, snapshot, profile));
   try {
     await sandbox.boot();
     await sandbox.send({
@@ -52,14 +54,18 @@ async function floorRun(snapshot: string): Promise<number> {
   return (JSON.parse(last) as { cpu_s: number }).cpu_s;
 }
 
-export async function runFloor(rounds: number): Promise<{ sandbox: number[]; floor: number[] }> {
+export async function runFloor(
+  rounds: number,
+): Promise<{ sandbox: number[]; hinted: number[]; floor: number[] }> {
   const snapshot = await ensureSnapshot(locateRuntime(), silentLogger);
   await floorRun(snapshot); // compiles and caches the floor program's own modules
   const sandbox: number[] = [];
+  const hinted: number[] = [];
   const floor: number[] = [];
   for (let i = 0; i < rounds; i++) {
     sandbox.push(await sandboxRun(snapshot));
+    hinted.push(await sandboxRun(snapshot, true));
     floor.push(await floorRun(snapshot));
   }
-  return { sandbox, floor };
+  return { sandbox, hinted, floor };
 }
