@@ -3017,6 +3017,21 @@ export const MUTATIONS: Mutation[] = [
     filter: "checkBind() refuses a wildcard",
   },
   {
+    name: "a folder above the cache folder may be another user's",
+    file: "src/sandbox/private_folder.ts",
+    from: "if (serverUid !== undefined && owner !== null && owner !== 0 && owner !== serverUid) {",
+    to: "if (false) {",
+    tests: ["tests/private_folder_test.ts"],
+  },
+  {
+    name: "the launcher does not check who owns the folders above the cache folder",
+    file: "src/relaunch/restricted_relaunch.ts",
+    from: "foldersAboveProblem(locateRuntime().cacheDir, Deno.uid() ?? undefined)",
+    to: "foldersAboveProblem(locateRuntime().cacheDir, undefined)",
+    tests: ["tests/private_folder_test.ts"],
+    filter: "serve refuses a cache folder",
+  },
+  {
     name: "import shows a token in a URL entry's path",
     file: "src/clients/secrets.ts",
     from: "if (segments.some((segment) => isTokenShaped(show(segment)))) {",

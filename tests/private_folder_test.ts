@@ -1,7 +1,7 @@
 /** The cache folder must be one no other local user can write, move or replace. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { privateFolderProblem } from "../src/sandbox/private_folder.ts";
+import { foldersAboveProblem, privateFolderProblem } from "../src/sandbox/private_folder.ts";
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { silentLogger } from "../src/_util/log.ts";
@@ -37,6 +37,23 @@ Deno.test("attack: privateFolderProblem() refuses a folder others could write, m
     assert.equal(await privateFolderProblem(folder, me), null);
     await Deno.chmod(base, 0o700);
   });
+  await t.step(
+    "a folder above it that another user owns is refused, whatever its mode",
+    async () => {
+      // Its owner may rename the cache folder away and put their own in its place. As root, the
+      // folder above is given to nobody; otherwise the server is said to be another user.
+      const root = me === 0;
+      if (root) await Deno.chown(base, 65534, null);
+      await Deno.chmod(base, 0o755);
+      const server = root ? me : me + 1;
+      const above = (await privateFolderProblem(folder, root ? me : undefined)) ??
+        (await foldersAboveProblem(folder, server));
+      assert.match(above!, /another user \(uid \d+\) can move .* is theirs/);
+      if (root) await Deno.chown(base, 0, null);
+      assert.equal(await privateFolderProblem(folder, me), null);
+      await Deno.chmod(base, 0o700);
+    },
+  );
   await t.step("the server will not boot sandboxes from such a cache folder", async () => {
     await Deno.chmod(folder, 0o777);
     await assert.rejects(
@@ -51,6 +68,17 @@ Deno.test("attack: privateFolderProblem() refuses a folder others could write, m
 Deno.test("attack: serve refuses a cache folder under one others can rename things in", async () => {
   const base = await Deno.makeTempDir();
   await Deno.chmod(base, 0o777); // not sticky: anyone may move the cache folder away
+  await serveRefuses(base, /Cannot use the cache folder: another user can move .* \(mode 777\)/);
+  if (Deno.uid() === 0) {
+    // Another user's folder: its owner may rename what is in it, whatever its mode.
+    await Deno.chmod(base, 0o755);
+    await Deno.chown(base, 65534, null);
+    await serveRefuses(base, /Cannot use the cache folder: another user \(uid 65534\)/);
+  }
+  await Deno.remove(base, { recursive: true });
+});
+
+async function serveRefuses(base: string, refusal: RegExp): Promise<void> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, "serve", "--config", `${ROOT}tests/fixtures/no_servers.json`],
     env: { ...childEnv(), CODEMODE_CACHE_DIR: join(base, "cache") },
@@ -61,7 +89,6 @@ Deno.test("attack: serve refuses a cache folder under one others can rename thin
   }).output();
   const stderr = new TextDecoder().decode(out.stderr);
   assert.equal(out.code, 1, stderr);
-  assert.match(stderr, /Cannot use the cache folder: another user can move .* \(mode 777\)/);
+  assert.match(stderr, refusal);
   assert.equal(out.stdout.length, 0, "nothing on the protocol channel");
-  await Deno.remove(base, { recursive: true });
-});
+}

@@ -88,7 +88,7 @@ export async function computeHostGrants(
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
   const { grants, scrub, unavailableProfiles } = await computeHostGrants(options);
   // The host will not be able to read the folders above its cache folder: checked here.
-  const exposed = await foldersAboveProblem(locateRuntime().cacheDir);
+  const exposed = await foldersAboveProblem(locateRuntime().cacheDir, Deno.uid() ?? undefined);
   if (exposed) {
     options.log.error(cacheFolderRefusal(exposed));
     return 1;

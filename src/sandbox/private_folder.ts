@@ -3,7 +3,8 @@
  * packages): another local user who could write it, or rename it or a folder above it, could
  * put their own there. So it must be the server user's own, and closed to writes by others, and
  * so must every folder above it that is not sticky (a sticky one, like /tmp, lets no one move
- * another user's entries).
+ * another user's entries); and every folder above it must be root's or the server user's (the
+ * owner of a folder may rename what is in it, whatever its mode).
  */
 import { dirname, resolve } from "node:path";
 
@@ -27,22 +28,33 @@ export async function privateFolderProblem(
   if ((own.mode ?? 0) & SHARED_WRITE) {
     return `other users can write ${path} (mode ${((own.mode ?? 0) & 0o7777).toString(8)})`;
   }
-  return await foldersAboveProblem(path);
+  return await foldersAboveProblem(path, serverUid);
 }
 
 /**
  * Why a folder above `path` would let another user move it or put another in its place (one
- * that others can write and that is not sticky), or null. Folders not there yet are skipped; the
- * walk stops at the first this process may not read (the restricted host may read none: the
- * process that launches it runs this walk too, see restricted_relaunch.ts).
+ * that others can write and that is not sticky, or one that belongs to a user other than root
+ * and `serverUid`), or null. Folders not there yet are skipped; the walk stops at the first this
+ * process may not read (the restricted host may read none: the process that launches it runs
+ * this walk too, see restricted_relaunch.ts). `serverUid` undefined: only modes are checked.
  */
-export async function foldersAboveProblem(path: string): Promise<string | null> {
+export async function foldersAboveProblem(
+  path: string,
+  serverUid: number | undefined,
+): Promise<string | null> {
   for (let above = dirname(resolve(path));; above = dirname(above)) {
     let mode = 0;
+    let owner: number | null = null;
     try {
-      mode = (await Deno.stat(above)).mode ?? 0;
+      const info = await Deno.stat(above);
+      mode = info.mode ?? 0;
+      owner = info.uid;
     } catch (error) {
       if (!(error instanceof Deno.errors.NotFound)) return null;
+    }
+    if (serverUid !== undefined && owner !== null && owner !== 0 && owner !== serverUid) {
+      return `another user (uid ${owner}) can move ${path} or put another folder in its place: ` +
+        `${above} is theirs`;
     }
     if ((mode & SHARED_WRITE) && !(mode & STICKY)) {
       return `another user can move ${path} or put another folder in its place through ${above}` +
