@@ -395,6 +395,69 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     },
   );
 
+  await t.step(
+    "attack: a request whose id holds half a surrogate pair is refused at once, on every path",
+    async () => {
+      const post = async (body: unknown, headers: Record<string, string> = {}) => {
+        const response = await fetch(server.url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            ...headers,
+          },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(10_000), // a hang fails here
+        });
+        return { response, text: await response.text() };
+      };
+      const initialize = (id: string) => ({
+        jsonrpc: "2.0",
+        id,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: {},
+          clientInfo: { name: "raw", version: "1" },
+        },
+      });
+      const opened = await post(initialize("ok"));
+      const session = opened.response.headers.get("mcp-session-id")!;
+      assert.ok(session, opened.text);
+      const modern = JSON.parse(executeCallInit("1").body);
+      const cases: [string, unknown, Record<string, string>][] = [
+        ["2026-07-28 call answered as a stream", { ...modern, id: "q\ud800" }, {
+          ...executeCallInit("1").headers,
+        }],
+        ["2025-11-25 initialize", initialize("a\ud800"), {}],
+        [
+          "2025-11-25 request in a session",
+          { jsonrpc: "2.0", id: "b\ud800", method: "tools/list" },
+          {
+            "mcp-session-id": session,
+            "mcp-protocol-version": "2025-11-25",
+          },
+        ],
+        ["a batch", [{ jsonrpc: "2.0", id: 1, method: "ping" }, {
+          jsonrpc: "2.0",
+          id: "c\udc00",
+          method: "ping",
+        }], {
+          "mcp-session-id": session,
+          "mcp-protocol-version": "2025-11-25",
+        }],
+      ];
+      for (const [name, body, headers] of cases) {
+        const { response, text } = await post(body, headers);
+        assert.equal(response.status, 400, `${name}: ${text}`);
+        assert.match(text, /Invalid Request: the request id is not well-formed/, name);
+        assert.doesNotMatch(text, /\\ud[89a-f]/i, name);
+      }
+      await fetch(server.url, { method: "DELETE", headers: { "mcp-session-id": session } })
+        .then((r) => r.body?.cancel());
+    },
+  );
+
   await t.step("requests with a foreign Host or Origin are refused", async () => {
     const port = new URL(server.url).port;
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });

@@ -2712,6 +2712,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "execute_code over Streamable HTTP",
   },
   {
+    name: "a request whose id holds half a surrogate pair reaches the transports",
+    file: "src/host/http_server.ts",
+    from: 'if (request.method === "POST" && await postsIllFormedId(request)) {',
+    to: "if (false) {",
+    tests: ["tests/http_test.ts"],
+    filter: "execute_code over Streamable HTTP",
+  },
+  {
+    name: "a batch is checked for ill-formed ids in its first message only",
+    file: "src/host/well_formed_answers.ts",
+    from: "return (Array.isArray(parsed) ? parsed : [parsed]).some((message) => {",
+    to: "return (Array.isArray(parsed) ? parsed.slice(0, 1) : [parsed]).some((message) => {",
+    tests: ["tests/http_test.ts"],
+    filter: "execute_code over Streamable HTTP",
+  },
+  {
     name: "HTTP session messages are sent as they are, halves of surrogate pairs and all",
     file: "src/host/http_server.ts",
     from:
@@ -3026,7 +3042,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the launcher does not check who owns the folders above the cache folder",
     file: "src/relaunch/restricted_relaunch.ts",
-    from: "foldersAboveProblem(locateRuntime().cacheDir, Deno.uid() ?? undefined)",
+    from: "foldersAboveProblem(locateRuntime().cacheDir, processUid())",
     to: "foldersAboveProblem(locateRuntime().cacheDir, undefined)",
     tests: ["tests/private_folder_test.ts"],
     filter: "serve refuses a cache folder",

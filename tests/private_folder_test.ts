@@ -5,7 +5,7 @@ import { foldersAboveProblem, privateFolderProblem } from "../src/sandbox/privat
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
 import { silentLogger } from "../src/_util/log.ts";
-import { childEnv, MAIN, ROOT } from "./_helpers.ts";
+import { childEnv, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
 
 Deno.test("attack: privateFolderProblem() refuses a folder others could write, move or replace", async (t) => {
   const base = await Deno.makeTempDir(); // 0700, in sticky /tmp
@@ -80,7 +80,14 @@ Deno.test("attack: serve refuses a cache folder under one others can rename thin
 
 async function serveRefuses(base: string, refusal: RegExp): Promise<void> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "serve", "--config", `${ROOT}tests/fixtures/no_servers.json`],
+    args: [
+      "run",
+      ...SERVE_FLAGS,
+      MAIN,
+      "serve",
+      "--config",
+      `${ROOT}tests/fixtures/no_servers.json`,
+    ],
     env: { ...childEnv(), CODEMODE_CACHE_DIR: join(base, "cache") },
     clearEnv: true,
     stdin: "null",

@@ -24,3 +24,18 @@ export function hostOwner(writableDir: string): Owner | undefined {
     return undefined;
   }
 }
+
+/**
+ * This process's user, told without a system permission (which the launcher has not; Deno
+ * guards `/proc/self` behind every permission): what `id -u` says; undefined when it cannot say.
+ */
+export function processUid(): number | undefined {
+  try {
+    const out = new Deno.Command("id", { args: ["-u"], stdout: "piped", stderr: "null" })
+      .outputSync();
+    const uid = Number(new TextDecoder().decode(out.stdout).trim());
+    return out.success && Number.isInteger(uid) ? uid : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -34,7 +34,7 @@ import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
 import type { Host } from "./server.ts";
 import { statelessLegacy } from "./stateless_legacy.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
-import { sendWellFormed, wellFormedResponse } from "./well_formed_answers.ts";
+import { holdsIllFormedId, sendWellFormed, wellFormedResponse } from "./well_formed_answers.ts";
 
 export interface HttpOptions {
   host: string;
@@ -275,6 +275,16 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
+    if (request.method === "POST" && await postsIllFormedId(request)) {
+      return Response.json(
+        jsonRpcError(
+          "Invalid Request: the request id is not well-formed Unicode (it holds half a surrogate pair)",
+          null,
+          -32600,
+        ),
+        { status: 400 },
+      );
+    }
     if (!(await isLegacyRequest(request))) {
       // A client that takes only JSON gets JSON, and a call it abandons runs on to its end.
       if (!callAsEventStream(request.headers)) return await modern.fetch(request);
@@ -388,6 +398,12 @@ function jsonRpcError(message: string, id: string | number | null = null, code =
 function requestId(json: unknown): string | number | null {
   const id = (json as { id?: unknown } | null)?.id;
   return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/** Whether a POST's body holds a request with an ill-formed id (a copy is read, bounded). */
+async function postsIllFormedId(request: Request): Promise<boolean> {
+  const body = await readAtMost(request.clone().body ?? [], MAX_BODY_BYTES);
+  return body !== null && holdsIllFormedId(new TextDecoder().decode(body));
 }
 
 /** A request body parsed as JSON, or why it cannot be (bounded like the SDK's transport). */

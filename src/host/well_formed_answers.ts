@@ -65,6 +65,26 @@ export async function wellFormedResponse(response: Response): Promise<Response> 
   }
 }
 
+/**
+ * Whether JSON-RPC `text` (one message or a batch) holds a request whose id is a string that is
+ * not well-formed. Its answer could carry neither that id (a client decoding to UTF-8 cannot read
+ * it) nor a mended one (the HTTP transports find the waiting stream by the id): such a request
+ * is refused whole, before any transport sees it.
+ */
+export function holdsIllFormedId(text: string): boolean {
+  if (!LONE_SURROGATE_ESCAPE.test(text)) return false;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return false; // the transport says it is no JSON
+  }
+  return (Array.isArray(parsed) ? parsed : [parsed]).some((message) => {
+    const id = (message as { id?: unknown } | null)?.id;
+    return typeof id === "string" && !id.isWellFormed();
+  });
+}
+
 /** A `\uD800`–`\uDFFF` escape in JSON text (not an escaped backslash before `ud800`). */
 const LONE_SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]/;
 

@@ -20,6 +20,7 @@ import {
 } from "./server_permissions.ts";
 import { createRedactor } from "../policy/redaction.ts";
 import { locateRuntime, runtimeTrustedPaths } from "../sandbox/runtime.ts";
+import { processUid } from "../_util/host_owner.ts";
 import { cacheFolderRefusal, foldersAboveProblem } from "../sandbox/private_folder.ts";
 import type { Logger } from "../_util/log.ts";
 
@@ -88,7 +89,7 @@ export async function computeHostGrants(
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
   const { grants, scrub, unavailableProfiles } = await computeHostGrants(options);
   // The host will not be able to read the folders above its cache folder: checked here.
-  const exposed = await foldersAboveProblem(locateRuntime().cacheDir, Deno.uid() ?? undefined);
+  const exposed = await foldersAboveProblem(locateRuntime().cacheDir, processUid());
   if (exposed) {
     options.log.error(cacheFolderRefusal(exposed));
     return 1;
