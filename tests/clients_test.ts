@@ -668,6 +668,39 @@ Deno.test("attack: import hides secrets however an entry's command line spells t
     [{ command: "npx", args: ["srv", "--header", "Authorization: Bot LEAKJ.x"] }, ["LEAKJ"], [
       "args",
     ]],
+    // The server's own rule names these secrets (`…_PASS`): import's takes it in.
+    [
+      {
+        command: "node",
+        args: ["srv.js", "--pass", "LEAKP1", "--db-pass=LEAKP2"],
+        env: { DB_PASS: "LEAKP3" },
+      },
+      ["LEAKP1", "LEAKP2", "LEAKP3"],
+      ["env DB_PASS", "args"],
+    ],
+    [
+      { url: "https://example.com/mcp?pass=LEAKP4&db_pass=LEAKP5" },
+      ["LEAKP4", "LEAKP5"],
+      ["URL parameter pass", "URL parameter db_pass"],
+    ],
+    // URLs in the command field, as in args.
+    [
+      {
+        command:
+          "npx mcp-remote https://alice:LEAKQ1@example.com/mcp https://h.example/mcp/sk0123456789abcdefLEAKQ2/sse",
+      },
+      ["LEAKQ1", "LEAKQ2"],
+      ["command"],
+    ],
+    // A shell word however it is quoted: $'…', quotes inside a word, escaped spaces.
+    [
+      {
+        command: "sh",
+        args: ["-c", "TOKEN=$'LEAKR1' API_KEY=abc\"LEAKR2 x\" SECRET=hunter2\\ LEAKR3 node srv.js"],
+      },
+      ["LEAKR1", "LEAKR2", "LEAKR3"],
+      ["args"],
+    ],
   ];
   for (const [entry, leaks, where] of rows) {
     const shown = JSON.stringify([

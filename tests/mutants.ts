@@ -3048,6 +3048,31 @@ export const MUTATIONS: Mutation[] = [
     filter: "serve refuses a cache folder",
   },
   {
+    name: "import's secret names miss the server's (DB_PASS, --pass)",
+    file: "src/clients/secrets.ts",
+    from: "return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name);",
+    to: "return SECRET_NAME.test(name);",
+    tests: ["tests/clients_test.ts"],
+    filter: "however an entry's command line",
+  },
+  {
+    name: "import shows URL secrets in the command field",
+    file: "src/clients/secrets.ts",
+    from: "return withoutInlineSecrets(withoutUrlSecrets(command));",
+    to: "return withoutInlineSecrets(command);",
+    tests: ["tests/clients_test.ts"],
+    filter: "however an entry's command line",
+  },
+  {
+    name: "import reads a shell word only to its first quote or escaped space",
+    file: "src/clients/secrets.ts",
+    from:
+      'const VALUE = "(\\\\{[^}]*\\\\}|(?:\\\\$?\'[^\']*\'|\\"(?:[^\\"\\\\\\\\]|\\\\\\\\.)*\\"|\\\\\\\\.|[^\\\\s;&|\'\\"`)\\\\\\\\])+)";',
+    to: 'const VALUE = "(\\"[^\\"]*\\"|\'[^\']*\'|\\\\{[^}]*\\\\}|[^\\\\s;&|\'\\"`)]+)";',
+    tests: ["tests/clients_test.ts"],
+    filter: "however an entry's command line",
+  },
+  {
     name: "import shows a token in a URL entry's path",
     file: "src/clients/secrets.ts",
     from: "if (segments.some((segment) => isTokenShaped(show(segment)))) {",
@@ -3131,8 +3156,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import reads an ODBC value in braces only to its first ;",
     file: "src/clients/secrets.ts",
-    from: "|\\\\{[^}]*\\\\}|",
-    to: "|",
+    from: "(\\\\{[^}]*\\\\}|(?:",
+    to: "((?:",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
@@ -3147,7 +3172,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows secrets in an entry's command field",
     file: "src/clients/secrets.ts",
-    from: "masked.command = withoutInlineSecrets(entry.command);",
+    from: "masked.command = withoutCommandSecrets(entry.command);",
     to: "masked.command = entry.command;",
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",

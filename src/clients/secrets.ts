@@ -9,6 +9,7 @@
 import { isRecord } from "./client_configs.ts";
 import { parseEntryUrl } from "./entry_url.ts";
 import { secretFlagValues } from "../config/secret_flags.ts";
+import { SECRET_NAME as SERVER_SECRET_NAME } from "../config/config.ts";
 import {
   isEncodedSecretConfig,
   isTokenShaped,
@@ -23,8 +24,9 @@ const SECRET_NAME = /key|token|secret|passw|credential|(?<!un)auth|pat$|cookie|s
 const PLACEHOLDER_ONLY = /^(\$\{[A-Za-z_][A-Za-z0-9_]*\}|Bearer \$\{[A-Za-z_][A-Za-z0-9_]*\})$/;
 export const HIDDEN = "[hidden]";
 
+/** Import's rule, which takes in the server's as well (`DB_PASS`, `--pass`). */
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name);
+  return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name);
 }
 
 /**
@@ -120,10 +122,11 @@ function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
 }
 
 /**
- * A word's value: quoted (the quotes kept with it), in braces as ODBC quotes (`PWD={a;b}`), or up
- * to a space or a shell operator.
+ * A word's value: in braces as ODBC quotes (`PWD={a;b}`), or a shell word: quoted parts
+ * (`"…"`, `'…'`, `$'…'`, the quotes kept with it), escaped characters (`\\ `) and plain ones up
+ * to a space or a shell operator, in any mix (`abc"d e"`).
  */
-const VALUE = "(\"[^\"]*\"|'[^']*'|\\{[^}]*\\}|[^\\s;&|'\"`)]+)";
+const VALUE = "(\\{[^}]*\\}|(?:\\$?'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"|\\\\.|[^\\s;&|'\"`)\\\\])+)";
 /** Where a word starts: a line's start, a space, a shell operator or an opening quote. */
 const WORD_START = "(^|[\\s;&|('\"`])";
 /** `NAME=V`, `--name=V`, `-Dname.with.dots=V`: a setting given its value. */
@@ -206,6 +209,11 @@ export function withoutInlineSecrets(text: string): string {
     );
 }
 
+/** A command line with its literal secrets hidden: those of its settings and of its URLs. */
+function withoutCommandSecrets(command: string): string {
+  return withoutInlineSecrets(withoutUrlSecrets(command));
+}
+
 /** Where `entry` holds a literal secret ("env GITHUB_TOKEN", "header Authorization"), if anywhere. */
 export function literalSecrets(entry: ServerEntry): string[] {
   const found: string[] = [];
@@ -214,7 +222,7 @@ export function literalSecrets(entry: ServerEntry): string[] {
     else if (withoutUrlPasswords(value) !== value) found.push(`a password in env ${key}`);
     else if (shownEnvValue(key, value) !== value) found.push(`env ${key}`);
   }
-  if (entry.command !== undefined && withoutInlineSecrets(entry.command) !== entry.command) {
+  if (entry.command !== undefined && withoutCommandSecrets(entry.command) !== entry.command) {
     found.push("command");
   }
   // Every header value is a secret to the server (it scrubs them all).
@@ -246,7 +254,7 @@ export function maskEntry(entry: unknown): unknown {
     );
   }
   if ("headers" in entry) masked.headers = mapValues(entry.headers, (_, v) => isLiteral(v));
-  if (typeof entry.command === "string") masked.command = withoutInlineSecrets(entry.command);
+  if (typeof entry.command === "string") masked.command = withoutCommandSecrets(entry.command);
   if (typeof entry.url === "string") {
     masked.url = maskUrl(entry.url)?.shown ?? withoutUrlSecrets(entry.url);
   }
