@@ -255,13 +255,13 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       raw: { url: "https://m.example/mcp", headers: { A: "${REQ_ID:-$}{env:GITHUB_TOKEN}" } },
       ctx: { projectDir: "/work/p" },
       outcome: "skip",
-      reason: /\$\{REQ_ID:-\$\}, whose default holds \$, \{ or \}/,
+      reason: /\$\{REQ_ID:-…\}, whose default holds \$, \{ or \}/,
     },
     {
-      name: "a default holding { is refused",
-      raw: { command: "x", args: ["${A:-{}"] },
+      name: "a default holding { is refused, and not quoted (it may be a secret)",
+      raw: { command: "x", env: { API_KEY: "${API_KEY:-sk$TopSecretDefault}" } },
       outcome: "skip",
-      reason: /whose default holds/,
+      reason: /^(?!.*TopSecret).*\$\{API_KEY:-…\}, whose default holds/,
     },
     {
       name: "a variable not set now is kept, with a note",

@@ -454,6 +454,28 @@ Deno.test("a server left out for its URL is named by the file's text, not a secr
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("attack: a URL written out that cannot be read is named without its query or user info", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/mcp_servers.json`;
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      servers: {
+        spaced: { url: "https://exa mple.com/mcp?api_key=Sk_live_TopSecret12345" },
+        ftp: { url: "ftp://alice:hunter2TopSecret@example.com/mcp" },
+      },
+      settings: { permissions_dir: `${ROOT}tests/fixtures/permissions` },
+    }),
+  );
+  const config = await loadConfig({ path, env: () => undefined });
+  const reasons = config.unavailable.map((u) => u.reason);
+  assert.equal(reasons.length, 2);
+  assert.match(reasons[0]!, /"https:\/\/exa mple\.com\/mcp\?…" is not an http\(s\) URL/);
+  assert.match(reasons[1]!, /"ftp:\/\/…@example\.com\/mcp" is not an http\(s\) URL/);
+  assert.doesNotMatch(reasons.join() + JSON.stringify(config.notes), /TopSecret/);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("SECRET_NAME tells secret-holding variable names from others", () => {
   const secret = [
     "GITHUB_TOKEN",

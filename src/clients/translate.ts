@@ -281,11 +281,11 @@ function rewriteVariables(
     if (VAR_NAME.test(inner) && !EDITOR_VARIABLES.has(inner)) return whole;
     const fallback = /^([A-Za-z_][A-Za-z0-9_]*):-(.*)$/.exec(inner);
     if (fallback) {
-      const [, , otherwise] = fallback as unknown as [string, string, string];
+      const [, variable, otherwise] = fallback as unknown as [string, string, string];
       if (/[${}]/.test(otherwise)) {
         // The rewrite is one pass: "${A:-$}{env:B}" would become "${env:B}", a read of B that
-        // nothing here showed.
-        problems.push(`uses ${whole}, whose default holds $, { or }`);
+        // nothing here showed. The default is not quoted: it may be a secret written out.
+        problems.push(`uses \${${variable}:-…}, whose default holds $, { or }`);
         return whole;
       }
       // Kept as written: the server reads the variable when set, else the default, as Claude

@@ -424,6 +424,14 @@ const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const SECRET_NAME =
   /TOKEN|SECRET|PASSW|(^|_)PASS$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
 
+/**
+ * A URL that could not be read, as an error may quote it: without its user info and its query,
+ * where a secret may be written (`?api_key=…`); what is left says which entry is wrong.
+ */
+function shownBadUrl(text: string): string {
+  return text.replace(/^([^:/?#\s]*:\/\/)[^/?#]*@/, "$1…@").replace(/[?#][\s\S]*$/, "?…");
+}
+
 const SERVER_FIELDS = [
   "command",
   "args",
@@ -557,7 +565,9 @@ function parseServer(
     } catch {
       // The file's own text, not the expanded value: a ${VAR} in it may hold a secret.
       const why = String(entry.url).includes("${") ? " with this environment's values" : "";
-      throw new TypeError(ctx.where("url") + `: "${entry.url}" is not an http(s) URL${why}`);
+      throw new TypeError(
+        ctx.where("url") + `: "${shownBadUrl(String(entry.url))}" is not an http(s) URL${why}`,
+      );
     }
     for (const key of ["args", "env", "cwd"]) {
       if (entry[key] !== undefined) {
