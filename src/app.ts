@@ -223,6 +223,7 @@ export async function openApp(
     return ready;
   });
   const started = Promise.all([sandboxesReady, toolsReady]).then(() => {
+    if (closed) return; // shut down before it started: its upstreams were stopped, not down
     const servers = upstream.snapshot();
     const down = servers.filter((s) => s.error !== undefined).map((s) => s.server);
     log.info(

@@ -1654,7 +1654,7 @@ for (const client of CLIENTS) {
 
     const r = await s.run(["install", "--client", client]);
     assert.equal(r.code, 0, r.stdout);
-    assert.match(r.stdout, /because no mcp-code-mode command on PATH/);
+    assert.match(r.stdout, /launch: no mcp-code-mode command on PATH/);
     const installed = await readJson(path);
     const ours = installed[key]["code-mode"];
     assert.deepEqual(ours.args, ["task", "--cwd", PROJECT, "serve"]);
@@ -1684,7 +1684,7 @@ for (const client of CLIENTS) {
     await Deno.chmod(join(s.bin, "mcp-code-mode"), 0o755);
     const switched = await s.run(["install", "--client", client]);
     assert.equal(switched.code, 0, switched.stdout);
-    assert.match(switched.stdout, /because the mcp-code-mode command on PATH, by its full path/);
+    assert.match(switched.stdout, /launch: the mcp-code-mode command on PATH, by its full path/);
     assert.match(switched.stdout, /^ {2}updated .*command, args of the "code-mode" entry there/m);
     const now = (await readJson(path))[key]["code-mode"];
     assert.deepEqual([now.command, now.args], [join(s.bin, "mcp-code-mode"), ["serve"]]);
@@ -1747,6 +1747,27 @@ Deno.test("install again keeps the user's env of our entry and never prints the 
     args: ["serve"],
     env: old.env,
   });
+});
+
+Deno.test("import warns that the checkout's mcp_servers.json, which git tracks, would carry literal secrets", async () => {
+  await using s = await tempHome();
+  const path = join(s.home, ".config", "Claude", "claude_desktop_config.json");
+  const gh = { command: "npx", args: ["srv"], env: { GITHUB_TOKEN: "ghp_TopSecretTopSecret" } };
+  await writeJson(path, { mcpServers: { gh } });
+  const checkout = await s.run(["import", "--from", "claude-desktop", "--dry-run"]);
+  assert.equal(checkout.code, 0, checkout.stdout);
+  assert.match(
+    checkout.stdout,
+    /Warning: .*mcp_servers\.json is this checkout's, which git tracks/,
+  );
+  assert.doesNotMatch(checkout.stdout, /TopSecret/);
+  const own = await s.run(["import", "--from", "claude-desktop", "--dry-run", "--config", s.out]);
+  assert.doesNotMatch(own.stdout, /git tracks/);
+  await writeJson(path, {
+    mcpServers: { gh: { ...gh, env: { GITHUB_TOKEN: "${GITHUB_TOKEN}" } } },
+  });
+  const placeholders = await s.run(["import", "--from", "claude-desktop", "--dry-run"]);
+  assert.doesNotMatch(placeholders.stdout, /git tracks/);
 });
 
 Deno.test("install carries CODEMODE_CACHE_DIR into the entry's env, beside the user's own", async () => {

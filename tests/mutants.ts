@@ -3090,6 +3090,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "however an entry's command line",
   },
   {
+    name: "import writes literal secrets into the checkout's git-tracked file without a word",
+    file: "src/commands/clients.ts",
+    from: "written.some((w) => literalSecrets(w.entry).length > 0)",
+    to: "false",
+    tests: ["tests/clients_test.ts"],
+    filter: "which git tracks",
+  },
+  {
     name: "import shows a token in a URL entry's path",
     file: "src/clients/secrets.ts",
     from: "if (segments.some((segment) => isTokenShaped(show(segment)))) {",

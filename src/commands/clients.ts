@@ -19,7 +19,7 @@ import {
   valueAt,
 } from "../clients/client_configs.ts";
 import { type FileRead, readJsonFile } from "../clients/read_json_file.ts";
-import { configMode, HIDDEN, maskConfig, maskEntry } from "../clients/secrets.ts";
+import { configMode, HIDDEN, literalSecrets, maskConfig, maskEntry } from "../clients/secrets.ts";
 import { isInside, realTarget } from "../clients/real_target.ts";
 import { describeEntry } from "../clients/describe_entry.ts";
 import {
@@ -398,14 +398,24 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
   const { mode, why } = configMode(ours.status === "ok" ? ours.mode : null, written);
   const privately = `${options.configPath} ${options.dryRun ? "would be" : "is"} written ` +
     `owner-only (mode 0${mode?.toString(8)}): ${why.join("; ")}`;
+  // The checkout's own file is tracked by git: a commit would carry the secrets away.
+  const tracked = resolve(options.configPath) === resolve(deps.projectRoot, "mcp_servers.json") &&
+      written.some((w) => literalSecrets(w.entry).length > 0)
+    ? `Warning: ${options.configPath} is this checkout's, which git tracks: a commit would carry ` +
+      "the literal secrets above. Import into a file of your own instead (--config " +
+      "~/.config/mcp-code-mode/mcp_servers.json, then CODEMODE_CONFIG or --config for serve), " +
+      "or turn them into ${NAME} placeholders read from the environment."
+    : null;
   if (options.dryRun) {
     out(`Dry run: ${options.configPath} would be (${counts}; literal secrets shown as ${HIDDEN}):`);
     const shown = JSON.stringify(maskConfig(plan.file), null, 2);
     deps.out(escapeUnsafe(shortenSpaces(shown), { keepNewlines: true }) + "\n");
     if (why.length > 0) out(privately);
+    if (tracked) out(tracked);
     return failed ? 1 : 0;
   }
   if (why.length > 0) out(privately);
+  if (tracked) out(tracked);
   try {
     const backup = await writeJsonWithBackup(options.configPath, plan.file, {
       exists: ours.status === "ok",
@@ -511,7 +521,7 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   }
   out(`${describeSource(target)}${read.status === "missing" ? " (new file)" : ""}`);
   out(`  "${OUR_SERVER_NAME}": ${JSON.stringify(entry)}`);
-  out(`  because ${launch.why}`);
+  out(`  launch: ${launch.why}`);
   const configText = await Deno.readTextFile(
     configPath ?? join(deps.projectRoot, "mcp_servers.json"),
   )

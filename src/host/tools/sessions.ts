@@ -22,7 +22,11 @@ export function registerSessionTools(server: McpServer, sessions: SessionManager
           counted(s.executions, "run")
         }, last used ${s.last_used}${s.busy ? ", running" : ""})`
       ).join("\n");
-    return { content: [{ type: "text" as const, text }], structuredContent: { sessions: list } };
+    return {
+      content: [{ type: "text" as const, text }],
+      structuredContent: { sessions: list },
+      isError: false,
+    };
   });
 
   const closeInput = { session_id: z.string().max(64) };

@@ -46,6 +46,7 @@ export function registerToolDiscovery(
     return {
       content: [{ type: "text" as const, text }],
       structuredContent: { matches: hits.map((h) => ({ name: h.name, stub: h.stub })), tokens },
+      isError: false,
     };
   });
 
