@@ -17,7 +17,10 @@ async function stillWorks(server: TestServer): Promise<void> {
 
 /** Deno's hint to run again with a flag is replaced by the thing that decides: the profile. */
 function refusedByProfile(r: { diagnostics: Diagnostics | null }): void {
-  assert.match(r.diagnostics!.message, /not granted by this sandbox's permission profile/);
+  assert.match(
+    r.diagnostics!.message,
+    /not granted by this sandbox's permission profile \(execute_code's `profile` parameter says what each profile grants\)/,
+  );
   assert.doesNotMatch(r.diagnostics!.message + (r.diagnostics!.traceback ?? ""), /--allow-/);
 }
 

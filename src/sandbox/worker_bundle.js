@@ -915,7 +915,8 @@ def _profile_hint(text):
         import re
         _DENO_FLAG_HINT = re.compile(r", run again with the --allow-[a-z-]+ flag")
     return _DENO_FLAG_HINT.sub(
-        ": not granted by this sandbox's permission profile (see Permission profiles in the README)",
+        ": not granted by this sandbox's permission profile (execute_code's \`profile\` parameter "
+        "says what each profile grants)",
         text,
     )
 
