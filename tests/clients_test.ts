@@ -1685,7 +1685,10 @@ for (const client of CLIENTS) {
     const switched = await s.run(["install", "--client", client]);
     assert.equal(switched.code, 0, switched.stdout);
     assert.match(switched.stdout, /launch: the mcp-code-mode command on PATH, by its full path/);
-    assert.match(switched.stdout, /^ {2}updated .*command, args of the "code-mode" entry there/m);
+    assert.match(
+      switched.stdout,
+      /^ {2}updated .*command, args, env of the "code-mode" entry there/m,
+    );
     const now = (await readJson(path))[key]["code-mode"];
     assert.deepEqual([now.command, now.args], [join(s.bin, "mcp-code-mode"), ["serve"]]);
 
@@ -1741,11 +1744,11 @@ Deno.test("install again keeps the user's env of our entry and never prints the 
   const r = await s.run(["install", "--client", "claude-desktop"]);
   assert.equal(r.code, 0, r.stdout);
   assert.doesNotMatch(r.stdout, /SECRETSECRET|work\.json/);
-  assert.match(r.stdout, /its fields: command, args, env; kept as they were: env\)/);
+  assert.match(r.stdout, /its fields: command, args, env; kept as they were: none; its env's own/);
   assert.deepEqual((await readJson(path)).mcpServers["code-mode"], {
     command: join(s.bin, "mcp-code-mode"),
     args: ["serve"],
-    env: old.env,
+    env: { ...old.env, DENO_DIR },
   });
 });
 
@@ -1770,7 +1773,7 @@ Deno.test("import warns that the checkout's mcp_servers.json, which git tracks, 
   assert.doesNotMatch(placeholders.stdout, /git tracks/);
 });
 
-Deno.test("install carries CODEMODE_CACHE_DIR into the entry's env, beside the user's own", async () => {
+Deno.test("install carries CODEMODE_CACHE_DIR and DENO_DIR into the entry's env, beside the user's own", async () => {
   await using s = await tempHome();
   const path = join(s.home, ".config", "Claude", "claude_desktop_config.json");
   const env = { OPENAI_API_KEY: "sk-proj-SECRETSECRETSECRET" };
@@ -1782,9 +1785,12 @@ Deno.test("install carries CODEMODE_CACHE_DIR into the entry's env, beside the u
   assert.deepEqual((await readJson(path)).mcpServers["code-mode"].env, {
     ...env,
     CODEMODE_CACHE_DIR: cache,
+    DENO_DIR,
   });
   const unset = await s.run(["install", "--client", "cursor", "--dry-run"]);
   assert.doesNotMatch(unset.stdout, /CODEMODE_CACHE_DIR/);
+  // Deno's cache too (a client's minimal environment would fetch every package again).
+  assert.match(unset.stdout, /with Deno's cache .* \(DENO_DIR\)/);
 });
 
 Deno.test("install --scope project creates the client's project file in the current folder", async () => {

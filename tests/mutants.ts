@@ -3098,6 +3098,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "which git tracks",
   },
   {
+    name: "install leaves DENO_DIR out of the client's entry",
+    file: "src/clients/our_entry.ts",
+    from: "if (facts.denoDir !== undefined && !facts.standalone) {",
+    to: "if (false) {",
+    tests: ["tests/clients_test.ts"],
+    filter: "install carries CODEMODE_CACHE_DIR and DENO_DIR",
+  },
+  {
     name: "import shows a token in a URL entry's path",
     file: "src/clients/secrets.ts",
     from: "if (segments.some((segment) => isTokenShaped(show(segment)))) {",

@@ -10,7 +10,7 @@ export const OUR_SERVER_NAME = "code-mode";
 export interface Launch {
   command: string;
   args: string[];
-  /** Environment the client sets for the server (the cache folder, when not the default). */
+  /** Environment the client sets for the server (the cache folders, when not the defaults). */
   env?: Record<string, string>;
   /** Why this command, for the user. */
   why: string;
@@ -28,6 +28,11 @@ export function chooseLaunch(facts: {
   configPath?: string;
   /** The cache folder (CODEMODE_CACHE_DIR, absolute) the client's server should use, if set. */
   cacheDir?: string;
+  /**
+   * Deno's cache folder (DENO_DIR, absolute), if set: a client starts servers with a minimal
+   * environment, and without it Deno would fetch every package again (offline: fail to start).
+   */
+  denoDir?: string;
 }): Launch {
   let launch = chooseCommand(facts);
   if (facts.configPath !== undefined) {
@@ -40,8 +45,16 @@ export function chooseLaunch(facts: {
   if (facts.cacheDir !== undefined) {
     launch = {
       ...launch,
-      env: { CODEMODE_CACHE_DIR: facts.cacheDir },
+      env: { ...launch.env, CODEMODE_CACHE_DIR: facts.cacheDir },
       why: `${launch.why}; with the cache folder ${facts.cacheDir} (CODEMODE_CACHE_DIR)`,
+    };
+  }
+  // The single binary carries its packages: Deno's cache is not read.
+  if (facts.denoDir !== undefined && !facts.standalone) {
+    launch = {
+      ...launch,
+      env: { ...launch.env, DENO_DIR: facts.denoDir },
+      why: `${launch.why}; with Deno's cache ${facts.denoDir} (DENO_DIR)`,
     };
   }
   return launch;

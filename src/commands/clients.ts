@@ -486,6 +486,11 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
   if (cacheDir?.includes("${")) {
     throw new UsageError(`CODEMODE_CACHE_DIR: ${cacheDir} holds "\${", which clients expand`);
   }
+  const denoSetting = deps.env("DENO_DIR");
+  const denoDir = denoSetting ? resolve(deps.platform.cwd, denoSetting) : undefined;
+  if (denoDir?.includes("${")) {
+    throw new UsageError(`DENO_DIR: ${denoDir} holds "\${", which clients expand`);
+  }
   const launch = chooseLaunch({
     installedCommand: deps.which("mcp-code-mode"),
     execPath: deps.execPath,
@@ -493,6 +498,7 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
     projectRoot: deps.projectRoot,
     configPath,
     cacheDir,
+    denoDir,
   });
   const entry = clientEntry(options.client, launch);
   const read = await readJsonFile(target.path);
@@ -544,6 +550,10 @@ export async function runInstall(options: InstallOptions, deps: ClientsDeps): Pr
       `  updated ${Object.keys(entry).join(", ")} of the "${OUR_SERVER_NAME}" entry there ` +
         `(its fields: ${plan.previousFields.join(", ") || "none"}; kept as they were: ${
           plan.keptFields!.join(", ") || "none"
+        }${
+          "env" in entry && plan.previousFields.includes("env")
+            ? "; its env's own variables kept beside ours"
+            : ""
         })`,
     );
   }
