@@ -1,6 +1,7 @@
 /** The cache folder must be one no other local user can write, move or replace. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { lchown } from "node:fs/promises";
 import { foldersAboveProblem, privateFolderProblem } from "../src/sandbox/private_folder.ts";
 import { ensureSnapshot } from "../src/sandbox/snapshot.ts";
 import { locateRuntime } from "../src/sandbox/runtime.ts";
@@ -68,17 +69,65 @@ Deno.test("attack: privateFolderProblem() refuses a folder others could write, m
 Deno.test("attack: serve refuses a cache folder under one others can rename things in", async () => {
   const base = await Deno.makeTempDir();
   await Deno.chmod(base, 0o777); // not sticky: anyone may move the cache folder away
-  await serveRefuses(base, /Cannot use the cache folder: another user can move .* \(mode 777\)/);
+  const cache = join(base, "cache");
+  await serveRefuses(cache, /Cannot use the cache folder: another user can move .* \(mode 777\)/);
   if (Deno.uid() === 0) {
-    // Another user's folder: its owner may rename what is in it, whatever its mode.
+    // Another user's folder: its owner may rename what is in it, whatever its mode; told so
+    // when the client starts the server without PATH too.
     await Deno.chmod(base, 0o755);
     await Deno.chown(base, 65534, null);
-    await serveRefuses(base, /Cannot use the cache folder: another user \(uid 65534\)/);
+    await serveRefuses(cache, /Cannot use the cache folder: another user \(uid 65534\)/);
+    await serveRefuses(cache, /Cannot use the cache folder: another user \(uid 65534\)/, {
+      PATH: "",
+    });
   }
   await Deno.remove(base, { recursive: true });
 });
 
-async function serveRefuses(base: string, refusal: RegExp): Promise<void> {
+Deno.test("attack: serve refuses a relative cache folder (sandboxes run in /, where it names another)", async () => {
+  await serveRefuses(
+    "tmp/codemode-cache",
+    /Cannot use the cache folder: CODEMODE_CACHE_DIR is "tmp\/codemode-cache", not an absolute path/,
+  );
+});
+
+Deno.test("attack: a symlink above the cache folder counts as its owner's, and leads to folders that count too", async () => {
+  if (Deno.uid() !== 0) return; // giving a symlink to another user takes root
+  const base = await Deno.makeTempDir(); // root's, 0700
+  const sticky = join(base, "sticky");
+  await Deno.mkdir(sticky, { mode: 0o1777 });
+  await Deno.chmod(sticky, 0o1777); // like /tmp
+  const rootReal = join(base, "root_real");
+  await Deno.mkdir(join(rootReal, "cache"), { recursive: true });
+  // nobody's symlink in the sticky folder, to a root folder: nobody may swap it for a folder.
+  await Deno.symlink(rootReal, join(sticky, "link"));
+  await lchown(join(sticky, "link"), 65534, 0);
+  assert.match(
+    (await privateFolderProblem(join(sticky, "link", "cache"), 0))!,
+    /another user \(uid 65534\) can move .*\/link is theirs/,
+  );
+  // root's symlink to a folder inside nobody's: the real path's folders are walked too.
+  const nobodys = join(base, "nobodys");
+  await Deno.mkdir(join(nobodys, "real", "cache"), { recursive: true });
+  await Deno.chown(nobodys, 65534, null);
+  await Deno.symlink(join(nobodys, "real"), join(base, "rootlink"));
+  assert.match(
+    (await privateFolderProblem(join(base, "rootlink", "cache"), 0))!,
+    /another user \(uid 65534\) can move .*\/nobodys is theirs/,
+  );
+  // And a cache folder not made yet, below that symlink.
+  assert.match(
+    (await foldersAboveProblem(join(base, "rootlink", "new", "cache"), 0))!,
+    /nobodys is theirs/,
+  );
+  await Deno.remove(base, { recursive: true });
+});
+
+async function serveRefuses(
+  cache: string,
+  refusal: RegExp,
+  env: Record<string, string> = {},
+): Promise<void> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -88,7 +137,7 @@ async function serveRefuses(base: string, refusal: RegExp): Promise<void> {
       "--config",
       `${ROOT}tests/fixtures/no_servers.json`,
     ],
-    env: { ...childEnv(), CODEMODE_CACHE_DIR: join(base, "cache") },
+    env: { ...childEnv(), CODEMODE_CACHE_DIR: cache, ...env },
     clearEnv: true,
     stdin: "null",
     stdout: "piped",

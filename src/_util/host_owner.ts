@@ -27,15 +27,25 @@ export function hostOwner(writableDir: string): Owner | undefined {
 
 /**
  * This process's user, told without a system permission (which the launcher has not; Deno
- * guards `/proc/self` behind every permission): what `id -u` says; undefined when it cannot say.
+ * guards `/proc/self` behind every permission): what `id -u` says, by its usual full paths
+ * first (a client may start the server without PATH), else what this Deno says when asked in a
+ * process of its own; undefined when neither can say (Windows has no such ids).
  */
 export function processUid(): number | undefined {
-  try {
-    const out = new Deno.Command("id", { args: ["-u"], stdout: "piped", stderr: "null" })
-      .outputSync();
-    const uid = Number(new TextDecoder().decode(out.stdout).trim());
-    return out.success && Number.isInteger(uid) ? uid : undefined;
-  } catch {
-    return undefined;
+  const asked: [string, string[]][] = [
+    ["/usr/bin/id", ["-u"]],
+    ["/bin/id", ["-u"]],
+    [Deno.execPath(), ["eval", "--no-config", "console.log(Deno.uid())"]],
+  ];
+  for (const [command, args] of asked) {
+    try {
+      const out = new Deno.Command(command, { args, stdout: "piped", stderr: "null" })
+        .outputSync();
+      const said = new TextDecoder().decode(out.stdout).trim();
+      if (out.success && /^\d+$/.test(said)) return Number(said);
+    } catch {
+      // not there: the next
+    }
   }
+  return undefined;
 }

@@ -4,7 +4,7 @@
  */
 import { readEnv } from "../config/environment.ts";
 import { fileURLToPath as fromFileUrl } from "node:url";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { version as pyodideVersion } from "pyodide";
 import { PYODIDE_VERSION } from "../_util/version.ts";
 import { denoCacheDir, type TrustedPath } from "../policy/trusted_paths.ts";
@@ -101,12 +101,26 @@ export function locateRuntime(
   };
 }
 
+/**
+ * The cache folder, always an absolute path: sandboxes run in `/`, so a relative one would name
+ * another folder for them than the one the host checked and built (a relative
+ * `CODEMODE_CACHE_DIR` or `HOME` is refused; a relative `XDG_CACHE_HOME` is ignored, as the XDG
+ * specification says).
+ */
 export function defaultCacheDir(): string {
   const explicit = readEnv("CODEMODE_CACHE_DIR");
-  if (explicit) return explicit;
+  if (explicit) return absolute(explicit, "CODEMODE_CACHE_DIR");
   const xdg = readEnv("XDG_CACHE_HOME");
+  if (xdg && isAbsolute(xdg)) return join(xdg, "mcp-code-mode");
   const home = readEnv("HOME") ?? Deno.cwd();
-  return join(xdg ?? join(home, ".cache"), "mcp-code-mode");
+  return join(absolute(home, "HOME"), ".cache", "mcp-code-mode");
+}
+
+function absolute(path: string, variable: string): string {
+  if (isAbsolute(path)) return path;
+  throw new Error(
+    `Cannot use the cache folder: ${variable} is ${JSON.stringify(path)}, not an absolute path`,
+  );
 }
 
 /** The runtime's own files, which no profile may grant write access to. */
