@@ -255,14 +255,22 @@ Deno.test("translateEntry() turns each client's entry into ours, or says why not
       raw: { url: "https://m.example/mcp", headers: { A: "${REQ_ID:-$}{env:GITHUB_TOKEN}" } },
       ctx: { projectDir: "/work/p" },
       outcome: "skip",
-      reason: /\$\{REQ_ID:-…\}, whose default holds \$, \{ or \}/,
+      reason: /\$\{REQ_ID…\}, whose default holds \$, \{ or \}/,
     },
     {
       name: "a default holding { is refused, and not quoted (it may be a secret)",
       raw: { command: "x", env: { API_KEY: "${API_KEY:-sk$TopSecretDefault}" } },
       outcome: "skip",
-      reason: /^(?!.*TopSecret).*\$\{API_KEY:-…\}, whose default holds/,
+      reason: /^(?!.*TopSecret).*\$\{API_KEY…\}, whose default holds/,
     },
+    ...["${API_KEY-sk-TopSecret1}", "${env:API_KEY:-sk-TopSecret2}", "${TOKEN:=TopSecret3}"].map((
+      form,
+    ) => ({
+      name: `a form with no equivalent, ${form.slice(0, 12)}…, is refused without its default`,
+      raw: { command: "x", env: { API_KEY: form } },
+      outcome: "skip" as const,
+      reason: /^(?!.*TopSecret).*\$\{(env:)?(API_KEY|TOKEN)…\}, which has no equivalent here/,
+    })),
     {
       name: "a variable not set now is kept, with a note",
       raw: { command: "x", env: { T: "${MISSING_ONE}" } },
@@ -777,6 +785,36 @@ Deno.test("attack: import hides secrets that no name announces: encoded configs,
       ["LEAK8"],
       ["args"],
     ],
+    // A password holding #, ? or a quote (generated passwords do).
+    [
+      {
+        command: "srv",
+        env: {
+          DATABASE_URL: "postgres://app:Xy7kP2#LEAKS1?qR9@db.internal:5432/app",
+          OTHER_URL: 'postgres://app:pa"LEAKS2@db/x',
+        },
+      },
+      ["LEAKS1", "LEAKS2"],
+      ["a password in env DATABASE_URL", "a password in env OTHER_URL"],
+    ],
+    // Objects written as JavaScript or Python, a JSON number, a connection string with spaces,
+    // a percent-encoded parameter name.
+    [
+      {
+        command: "srv",
+        args: [
+          "--config",
+          "{ apiKey: 'LEAKS3', level: 3 }",
+          "--py",
+          "{'api_key': 'LEAKS4'}",
+          '{"password": 918273645512}',
+          "--url=https://x.example/mcp?to%6Ben=LEAKS6",
+        ],
+        env: { CONN: "Server=db; Password = LEAKS5; Uid = sa" },
+      },
+      ["LEAKS3", "LEAKS4", "918273645512", "LEAKS5", "LEAKS6"],
+      ["env CONN", "args"],
+    ],
   ];
   for (const [entry, leaks, where] of rows) {
     const shown = JSON.stringify(maskEntry(entry));
@@ -794,6 +832,9 @@ Deno.test("attack: import hides secrets that no name announces: encoded configs,
       `https://s.example/mcp?config=${config({ level: 3, region: "eu" })}`,
       'sh -c "cd /x && srv --config \\"{\\"region\\":\\"eu\\"}\\""',
       "postgres://admin:${DB_PASSWORD}@db/x",
+      "https://host.example:8080?to=a@b.example",
+      "{ level: 3, region: 'eu' }",
+      "Server = db; Uid = sa",
     ],
     env: { PWD: "/home/me", OLDPWD: "/tmp" },
   };

@@ -463,15 +463,19 @@ Deno.test("attack: a URL written out that cannot be read is named without its qu
       servers: {
         spaced: { url: "https://exa mple.com/mcp?api_key=Sk_live_TopSecret12345" },
         ftp: { url: "ftp://alice:hunter2TopSecret@example.com/mcp" },
+        slash: { url: "https://admin:Zm9v/TopSecret#x?y@mcp.example.com/mcp" },
+        bare: { url: "mcp.example.com/sk-live-TopSecret1234567890/mcp" },
       },
       settings: { permissions_dir: `${ROOT}tests/fixtures/permissions` },
     }),
   );
   const config = await loadConfig({ path, env: () => undefined });
   const reasons = config.unavailable.map((u) => u.reason);
-  assert.equal(reasons.length, 2);
-  assert.match(reasons[0]!, /"https:\/\/exa mple\.com\/mcp\?…" is not an http\(s\) URL/);
-  assert.match(reasons[1]!, /"ftp:\/\/…@example\.com\/mcp" is not an http\(s\) URL/);
+  assert.equal(reasons.length, 4);
+  assert.match(reasons[0]!, /"https:\/\/exa mple\.com…" is not an http\(s\) URL/);
+  assert.match(reasons[1]!, /"ftp:\/\/…@example\.com…" is not an http\(s\) URL/);
+  assert.match(reasons[2]!, /"https:\/\/…@mcp\.example\.com…" is not an http\(s\) URL/);
+  assert.match(reasons[3]!, /"mcp\.example\.com…" is not an http\(s\) URL/);
   assert.doesNotMatch(reasons.join() + JSON.stringify(config.notes), /TopSecret/);
   await Deno.remove(dir, { recursive: true });
 });

@@ -134,9 +134,16 @@ const ASSIGNMENT = new RegExp(`${WORD_START}((?:-D|--?)?[A-Za-z_][A-Za-z0-9_.-]*
 /** `--api-key V`: a flag, then its value as the next word. */
 const FLAG_THEN_VALUE = new RegExp(`${WORD_START}(--?[A-Za-z][A-Za-z0-9_-]*)(\\s+)${VALUE}`, "g");
 /** `?api_key=V` or `&token=V`: a URL's query parameter, wherever the URL is in the text. */
-const QUERY_PARAMETER = /([?&])([A-Za-z_][A-Za-z0-9_.-]*)=([^&#\s'"`]+)/g;
-/** `"apiKey": "V"`: a JSON string under a key (a config given as JSON on a command line). */
-const JSON_MEMBER = /("([A-Za-z_][A-Za-z0-9_.-]*)"\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
+const QUERY_PARAMETER = /([?&])([A-Za-z_%][A-Za-z0-9_.%-]*)=([^&#\s'"`]+)/g;
+/**
+ * `{"apiKey": "V"}`, `{ apiKey: 'V' }`, `{'api_key': 'V'}`, `{"password": 1234}`: a member of a
+ * JSON, JavaScript or Python object given on a command line (a key at the start or after `{` or
+ * `,`, quoted or not; a quoted value or a number).
+ */
+const OBJECT_MEMBER =
+  /((?:^|[{,])\s*(['"]?)([A-Za-z_][A-Za-z0-9_.-]*)\2\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*)/g;
+/** `Password = V;`: a connection string's setting, spaces around its `=` (else an ASSIGNMENT). */
+const CONNECTION_SETTING = /((?:^|;)\s*([A-Za-z][A-Za-z0-9 _]*?)(?:\s+=\s*|\s*=\s+))([^;]*)/g;
 /** `\"apiKey\": \"V\"`: the same with its quotes escaped (JSON inside a quoted shell word). */
 const ESCAPED_JSON_MEMBER = /(\\"([A-Za-z_][A-Za-z0-9_.-]*)\\"\s*:\s*)\\"([^"\\]*)\\"/g;
 /** `Bearer V`: a credential after its scheme. */
@@ -146,6 +153,15 @@ const HEADER_VALUE = new RegExp(
   "(^|[\\s;&|('\"`=])([A-Za-z][A-Za-z0-9_-]*:)(\\s*)([^'\"`\\n]+)",
   "g",
 );
+
+/** A query parameter's name as a server reads it (`api%5Fkey` is `api_key`). */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
 
 /**
  * Whether a setting's or flag's name (`--api-key`, `-Djavax.net.ssl.keyStorePassword`, ODBC's
@@ -166,14 +182,25 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       QUERY_PARAMETER,
       (match, mark: string, name: string, value: string) =>
-        (isSecretWord(name) && hide(value)) || isEncodedSecret(value)
+        (isSecretWord(decodedName(name)) && hide(value)) || isEncodedSecret(value)
           ? `${mark}${name}=${HIDDEN}`
           : match,
     )
     .replace(
-      JSON_MEMBER,
-      (match, head: string, key: string, value: string) =>
-        isSecretWord(key) && hide(value) ? `${head}"${HIDDEN}"` : match,
+      OBJECT_MEMBER,
+      (match, head: string, _quote: string, key: string, value: string) => {
+        if (!isSecretWord(key) || !hide(value)) return match;
+        const quote = /^['"]/.test(value) ? value[0] : "";
+        return `${head}${quote}${HIDDEN}${quote}`;
+      },
+    )
+    .replace(
+      CONNECTION_SETTING,
+      (match, head: string, name: string, value: string) =>
+        isSecretWord(name.trim().replaceAll(" ", "_")) && hide(value.trim()) &&
+          value.trim() !== HIDDEN
+          ? `${head}${HIDDEN}`
+          : match,
     )
     .replace(
       ESCAPED_JSON_MEMBER,

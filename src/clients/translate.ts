@@ -285,14 +285,14 @@ function rewriteVariables(
       if (/[${}]/.test(otherwise)) {
         // The rewrite is one pass: "${A:-$}{env:B}" would become "${env:B}", a read of B that
         // nothing here showed. The default is not quoted: it may be a secret written out.
-        problems.push(`uses \${${variable}:-…}, whose default holds $, { or }`);
+        problems.push(`uses ${placeholderName(`${variable}:-`)}, whose default holds $, { or }`);
         return whole;
       }
       // Kept as written: the server reads the variable when set, else the default, as Claude
       // Code does (a default baked in now would ignore the variable set later).
       return whole;
     }
-    problems.push(`uses ${whole}, which has no equivalent here`);
+    problems.push(`uses ${placeholderName(inner)}, which has no equivalent here`);
     return whole;
   });
 }
@@ -361,4 +361,13 @@ function mapValues(
   f: (value: string) => string,
 ): Record<string, string> {
   return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, f(v)]));
+}
+
+/**
+ * A `${…}` form as a reason may quote it: its name, and `…` for whatever follows (a default, which
+ * may be a secret written out: `${API_KEY-sk-…}`, `${env:TOKEN:=…}`).
+ */
+function placeholderName(inner: string): string {
+  const name = /^(?:env:)?[A-Za-z_][A-Za-z0-9_]*/.exec(inner)?.[0] ?? "";
+  return name === inner ? `\${${inner}}` : `\${${name}…}`;
 }

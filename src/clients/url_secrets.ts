@@ -73,20 +73,22 @@ function decodeBase64Text(value: string): string | null {
 /**
  * `text` with the password of every `scheme://user:password@` in it replaced by `hidden`, read
  * as a URL parser reads the user info (up to the last `@` before the path, so a password may
- * hold `@`), and, when no `@` comes before the path, up to the first `@` after it (a password
- * holding `/`, which no parser reads as one, is still written out). A number before the first
- * `/` is a port, not a password. `keep(password)` keeps a placeholder.
+ * hold `@`, `?`, `#` or a quote), and, when no `@` comes before the path, up to the first `@`
+ * after it (a password holding `/`, which no parser reads as one, is still written out). A
+ * number right after `host:` is a port, not a password. `keep(password)` keeps a placeholder.
  */
 export function withoutUrlPasswords(
   text: string,
   hidden: string,
   keep: (password: string) => boolean,
 ): string {
-  return text.replace(/(\/\/[^/@\s:'"`]*:)([^\s?#'"`]*)/g, (match, head: string, rest: string) => {
+  return text.replace(/(\/\/[^/@\s:'"`]*:)(\S*)/g, (match, head: string, rest: string) => {
+    // A number before the path, the query or the end is a port (`//host:8080?to=a@b`).
+    if (/^\d+(?:[/?#]|$)/.test(rest)) return match;
     const slash = rest.indexOf("/");
     const beforePath = slash === -1 ? rest : rest.slice(0, slash);
     let at = beforePath.lastIndexOf("@");
-    if (at === -1 && slash !== -1 && !/^\d*$/.test(beforePath)) at = rest.indexOf("@", slash);
+    if (at === -1 && slash !== -1) at = rest.indexOf("@", slash);
     if (at <= 0) return match;
     const password = rest.slice(0, at);
     return keep(password) ? match : `${head}${hidden}${rest.slice(at)}`;

@@ -425,11 +425,17 @@ export const SECRET_NAME =
   /TOKEN|SECRET|PASSW|(^|_)PASS$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
 
 /**
- * A URL that could not be read, as an error may quote it: without its user info and its query,
- * where a secret may be written (`?api_key=…`); what is left says which entry is wrong.
+ * A URL that could not be read, as an error may quote it: its scheme and host only. User info
+ * may hold any character (`/`, `?`, `#` among them), so all up to the last `@` goes; the path
+ * and query go too (a token may be written there); what is left says which entry is wrong.
  */
 function shownBadUrl(text: string): string {
-  return text.replace(/^([^:/?#\s]*:\/\/)[^/?#]*@/, "$1…@").replace(/[?#][\s\S]*$/, "?…");
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(text)?.[0] ?? "";
+  const rest = text.slice(scheme.length);
+  const at = rest.lastIndexOf("@");
+  const host = at === -1 ? rest : rest.slice(at + 1);
+  const end = host.search(/[/?#]/);
+  return scheme + (at === -1 ? "" : "…@") + (end === -1 ? host : `${host.slice(0, end)}…`);
 }
 
 const SERVER_FIELDS = [
