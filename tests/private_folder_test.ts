@@ -55,6 +55,24 @@ Deno.test("attack: privateFolderProblem() refuses a folder others could write, m
       await Deno.chmod(base, 0o700);
     },
   );
+  await t.step(
+    "a folder above it not made yet, where others could make it first, is refused",
+    async () => {
+      // In a sticky folder anyone may make `team`, as theirs, before the server makes it.
+      const sticky = join(base, "sticky");
+      await Deno.mkdir(sticky, { mode: 0o1777 });
+      await Deno.chmod(sticky, 0o1777);
+      assert.match(
+        (await foldersAboveProblem(join(sticky, "team", "cache"), me))!,
+        /another user could make .*\/sticky\/team first, as theirs, in .*\/sticky \(mode 1777\)/,
+      );
+      // The cache folder itself may be made there: one someone else made is theirs, and refused.
+      assert.equal(await foldersAboveProblem(join(sticky, "cache"), me), null);
+      await Deno.chmod(sticky, 0o755);
+      assert.equal(await foldersAboveProblem(join(sticky, "team", "cache"), me), null);
+      await Deno.remove(sticky);
+    },
+  );
   await t.step("the server will not boot sandboxes from such a cache folder", async () => {
     await Deno.chmod(folder, 0o777);
     await assert.rejects(
@@ -71,6 +89,9 @@ Deno.test("attack: serve refuses a cache folder under one others can rename thin
   await Deno.chmod(base, 0o777); // not sticky: anyone may move the cache folder away
   const cache = join(base, "cache");
   await serveRefuses(cache, /Cannot use the cache folder: another user can move .* \(mode 777\)/);
+  // A folder above the cache not made yet, in a sticky one: another user could make it first.
+  await Deno.chmod(base, 0o1777);
+  await serveRefuses(join(base, "team", "cache"), /another user could make .*\/team first/);
   if (Deno.uid() === 0) {
     // Another user's folder: its owner may rename what is in it, whatever its mode; told so
     // when the client starts the server without PATH too.
@@ -114,6 +135,15 @@ Deno.test("attack: a symlink above the cache folder counts as its owner's, and l
   assert.match(
     (await privateFolderProblem(join(base, "rootlink", "cache"), 0))!,
     /another user \(uid 65534\) can move .*\/nobodys is theirs/,
+  );
+  // A symlink reached through another's target: nobody's, in the sticky folder.
+  await Deno.mkdir(join(base, "rootdir"));
+  await Deno.symlink(join(sticky, "l2"), join(base, "rootdir", "l1"));
+  await Deno.symlink(rootReal, join(sticky, "l2"));
+  await lchown(join(sticky, "l2"), 65534, 0);
+  assert.match(
+    (await foldersAboveProblem(join(base, "rootdir", "l1", "cache"), 0))!,
+    /another user \(uid 65534\) can move .*\/l2 is theirs/,
   );
   // And a cache folder not made yet, below that symlink.
   assert.match(

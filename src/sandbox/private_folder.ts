@@ -6,7 +6,7 @@
  * another user's entries); and every folder above it must be root's or the server user's (the
  * owner of a folder may rename what is in it, whatever its mode).
  */
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 
 /** Writable by group or others. */
 const SHARED_WRITE = 0o022;
@@ -32,59 +32,75 @@ export async function privateFolderProblem(
 }
 
 /**
- * Why a folder above `path` would let another user move it or put another in its place (one
- * that others can write and that is not sticky, or one that belongs to a user other than root
- * and `serverUid`; a symlink among them that belongs to such a user, who may replace it), or
- * null. Both the path as written and its real path are walked: a symlink above leads to folders
- * of its own. Folders not there yet are skipped; the walk stops at the first this process may not
- * read (the restricted host may read none: the process that launches it runs this walk too, see
- * restricted_relaunch.ts). `serverUid` undefined: only modes are checked.
+ * Why a folder above `path` would let another user move it or put another in its place, or
+ * null: one that others can write and that is not sticky; one that belongs to a user other than
+ * root and `serverUid` (a symlink too: its owner may replace it); or a folder above it not made
+ * yet whose nearest existing folder others can write, sticky or not (they could make it first,
+ * as theirs, before the server makes it). The path as written is walked, and so is where each
+ * symlink on it leads (`MAX_SYMLINKS` at most). The walk stops at the first folder this process
+ * may not read (the restricted host may read none: the process that launches it runs this walk
+ * too, see restricted_relaunch.ts). `serverUid` undefined: only modes are checked.
  */
 export async function foldersAboveProblem(
   path: string,
   serverUid: number | undefined,
 ): Promise<string | null> {
-  const written = resolve(path);
-  for (const chain of new Set([written, await realPathOf(written)])) {
-    const problem = await chainProblem(chain, path, serverUid);
+  const chains = [resolve(path)];
+  for (let i = 0; i < chains.length; i++) {
+    if (i > MAX_SYMLINKS) return `${path} leads through more than ${MAX_SYMLINKS} symlinks`;
+    const problem = await chainProblem(chains[i]!, path, serverUid, (leadsTo) => {
+      chains.push(leadsTo);
+    });
     if (problem) return problem;
   }
   return null;
 }
 
-/** `path` with the symlinks of its nearest existing folder resolved (itself may not exist yet). */
-async function realPathOf(path: string): Promise<string> {
-  for (let known = path, rest = "";; rest = join(basename(known), rest), known = dirname(known)) {
-    try {
-      return join(await Deno.realPath(known), rest);
-    } catch {
-      if (known === dirname(known)) return path;
-    }
-  }
-}
+/** Symlinks followed at most while walking a path (the kernel's own limit is 40). */
+const MAX_SYMLINKS = 40;
 
+/**
+ * Walks the folders above `chain` (see foldersAboveProblem); `follow` is given the path each
+ * symlink among them leads to, with the rest of `chain` after it.
+ */
 async function chainProblem(
   chain: string,
   path: string,
   serverUid: number | undefined,
+  follow: (leadsTo: string) => void,
 ): Promise<string | null> {
+  let missing: string | null = null; // the highest folder above `path` not made yet
   for (let above = dirname(chain);; above = dirname(above)) {
     let info: Deno.FileInfo | null = null;
     try {
       info = await Deno.lstat(above);
     } catch (error) {
       if (!(error instanceof Deno.errors.NotFound)) return null;
+      missing = above;
     }
     const owner = info?.uid ?? null;
     if (serverUid !== undefined && owner !== null && owner !== 0 && owner !== serverUid) {
       return `another user (uid ${owner}) can move ${path} or put another folder in its place: ` +
         `${above} is theirs`;
     }
-    // A symlink's own mode says nothing (the folder it leads to is walked as the real path).
+    if (info?.isSymlink) {
+      const target = await Deno.readLink(above).catch(() => null);
+      if (target === null) return null; // as for a folder it may not read
+      follow(join(resolve(dirname(above), target), relative(above, chain)));
+    }
+    // A symlink's own mode says nothing (the folder it leads to is walked in its turn).
     const mode = info && !info.isSymlink ? info.mode ?? 0 : 0;
     if ((mode & SHARED_WRITE) && !(mode & STICKY)) {
       return `another user can move ${path} or put another folder in its place through ${above}` +
         ` (mode ${(mode & 0o7777).toString(8)})`;
+    }
+    if (info && missing !== null) {
+      if (mode & SHARED_WRITE) {
+        return `another user could make ${missing} first, as theirs, in ${above} (mode ${
+          (mode & 0o7777).toString(8)
+        }): make it before starting the server`;
+      }
+      missing = null;
     }
     if (above === dirname(above)) return null;
   }
