@@ -1,3 +1,4 @@
+import { createRedactor } from "../src/policy/redaction.ts";
 import assert from "node:assert/strict";
 import { loadConfig, parseConfigFile, SECRET_NAME } from "../src/config/config.ts";
 import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
@@ -451,6 +452,27 @@ Deno.test("a server left out for its URL is named by the file's text, not a secr
   const reason = config.unavailable[0]!.reason;
   assert.match(reason, /"\$\{REMOTE_URL\}" is not an http\(s\) URL/);
   assert.doesNotMatch(reason + JSON.stringify(config.notes), /TopSecret/);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("attack: a header value is scrubbed as fetch quotes it too, trimmed of spaces at its ends", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/mcp_servers.json`;
+  const value = "Bearer SeCrEtHeaderValue0123\u0000 ";
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      servers: { remote: { url: "http://127.0.0.1:9/mcp", headers: { Authorization: value } } },
+      settings: { permissions_dir: `${ROOT}tests/fixtures/permissions` },
+    }),
+  );
+  const config = await loadConfig({ path, env: () => undefined });
+  // Fetch refuses the NUL and quotes the value without the trailing space.
+  const quoted = await fetch("http://127.0.0.1:9/", { headers: { Authorization: value } })
+    .then(() => "", (error) => String(error));
+  assert.match(quoted, /SeCrEtHeaderValue0123/);
+  const scrubbed = createRedactor(config.secrets).text(quoted);
+  assert.doesNotMatch(scrubbed, /SeCrEt/, scrubbed);
   await Deno.remove(dir, { recursive: true });
 });
 

@@ -3204,6 +3204,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/clients_test.ts"],
   },
   {
+    name: "a download error shows the index URL's user info and query",
+    file: "src/packages/capped_download.ts",
+    from: "const shown = shownUrl(url);",
+    to: "const shown = url.href;",
+    tests: ["tests/packages_test.ts"],
+    filter: "names no token written in the index URL",
+  },
+  {
+    name: "a header value is scrubbed only as written, not as fetch quotes it",
+    file: "src/config/config.ts",
+    from: 'addSecret(value.replace(/^[\\t\\n\\r ]+|[\\t\\n\\r ]+$/g, ""), `header "${header}"`);',
+    to: "",
+    tests: ["tests/config_test.ts"],
+    filter: "fetch quotes it",
+  },
+  {
     name: "import shows a token in a URL entry's path",
     file: "src/clients/secrets.ts",
     from: "if (segments.some((segment) => isTokenShaped(show(segment)))) {",

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { normalizeName, parseWheelName, scriptDependencies } from "../src/packages/wheels.ts";
 import { ROOT, startServer, writeConfig } from "./_helpers.ts";
 import { defaultCacheDir } from "../src/sandbox/runtime.ts";
+import { download } from "../src/packages/capped_download.ts";
 
 Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
   assert.equal(normalizeName("Tiny_Math.Utils"), "tiny-math-utils");
@@ -51,6 +52,29 @@ with zipfile.ZipFile("outputs/tinymath-1.0.0-py3-none-any.whl", "w") as whl:
     whl.writestr("tinymath-1.0.0.dist-info/RECORD", "")
 "built"
 `;
+
+Deno.test("attack: a download error names no token written in the index URL's user info or query", async () => {
+  const fetches: string[] = [];
+  for (
+    const answer of [
+      () => Promise.reject(new TypeError("fetch failed")),
+      () => Promise.resolve(new Response("no", { status: 403 })),
+    ]
+  ) {
+    const failed = await download(
+      new URL("https://__token__:pypi-TopSecret1@index.example/simple/pkg/?key=TopSecret2"),
+      1000,
+      { fetch: (url) => (fetches.push(String(url)), answer()) },
+    ).then(() => "", (error) => (error as Error).message);
+    assert.match(
+      failed,
+      /^https:\/\/index\.example\/simple\/pkg\/\?… (cannot be reached|answered 403)/,
+    );
+    assert.doesNotMatch(failed, /TopSecret/);
+  }
+  // The request itself still carries them.
+  assert.match(fetches[0]!, /__token__:pypi-TopSecret1@.*key=TopSecret2/);
+});
 
 Deno.test("scripts install pure-Python wheels from the local folder", async (t) => {
   const dir = await Deno.makeTempDir();

@@ -356,6 +356,8 @@ export function parseConfigFile(
     if (server.kind === "http") {
       for (const [header, value] of Object.entries(server.headers)) {
         addSecret(value, `header "${header}"`);
+        // As fetch normalizes it, and so quotes it in its errors (a value it refuses).
+        addSecret(value.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, ""), `header "${header}"`);
       }
     } else {
       for (const [key, value] of Object.entries(server.env)) {

@@ -14,6 +14,14 @@ export const MAX_PACKAGE_BYTES = 48 * 1024 * 1024;
  */
 export const PACKAGE_CACHE_BYTES = 128 * 1024 * 1024;
 
+/**
+ * `url` as an error may show it: without user info or query (a private index's token is written
+ * in one of them), which reach the script and its caller.
+ */
+function shownUrl(url: URL): string {
+  return `${url.origin}${url.pathname}${url.search ? "?…" : ""}`;
+}
+
 /** The body of `url`, or an Error saying why not (unreachable, status, too large, too slow). */
 export async function download(
   url: URL,
@@ -23,23 +31,24 @@ export async function download(
   const signals = [AbortSignal.timeout(options.timeoutMs ?? 120_000)];
   if (options.deadline) signals.push(options.deadline);
   const signal = AbortSignal.any(signals);
+  const shown = shownUrl(url);
   let response: Response;
   try {
     response = await (options.fetch ?? fetch)(url, { signal, redirect: "error" });
   } catch (error) {
-    throw new Error(`${url} cannot be reached (${reason(error, signal)})`);
+    throw new Error(`${shown} cannot be reached (${reason(error, signal)})`);
   }
   if (!response.ok) {
     await response.body?.cancel();
-    throw new Error(`${url} answered ${response.status}`);
+    throw new Error(`${shown} answered ${response.status}`);
   }
   let body: Uint8Array | null;
   try {
     body = await readAtMost(response.body ?? [], maxBytes);
   } catch (error) {
-    throw new Error(`${url} could not be read (${reason(error, signal)})`);
+    throw new Error(`${shown} could not be read (${reason(error, signal)})`);
   }
-  if (body === null) throw new Error(`${url} is larger than ${maxBytes} bytes`);
+  if (body === null) throw new Error(`${shown} is larger than ${maxBytes} bytes`);
   return body;
 }
 
