@@ -815,12 +815,64 @@ Deno.test("attack: import hides secrets that no name announces: encoded configs,
       ["LEAKS3", "LEAKS4", "918273645512", "LEAKS5", "LEAKS6"],
       ["env CONN", "args"],
     ],
+    // Attacker 35: more names, URL shapes and code.
+    [
+      {
+        command: "srv",
+        env: {
+          MYSQL_PWD: "LEAKT1xxxx",
+          SSH_PASSPHRASE: "LEAKT2xxxx",
+          DATABASE_URL: "postgres://admin:2024/LEAKT3@db/x",
+          OWNER_URL: "postgres://o'brien:LEAKT4@db/x",
+          UPSTREAM: "https://api.example.com/mcp?auth[token]=LEAKT5",
+          SENTRY_DSN: "https://0123456789abcdefLEAKT6a1b2c3d4@o1.ingest.sentry.io/1",
+        },
+      },
+      ["LEAKT1", "LEAKT2", "LEAKT3", "LEAKT4", "LEAKT5", "LEAKT6"],
+      [
+        "env MYSQL_PWD",
+        "env SSH_PASSPHRASE",
+        "a password in env DATABASE_URL",
+        "a password in env OWNER_URL",
+        "env UPSTREAM",
+        "a password in env SENTRY_DSN",
+      ],
+    ],
+    [
+      {
+        command: "srv",
+        args: [
+          '{"apiKeys": ["LEAKU1"]}',
+          '{"api key": "LEAKU2"}',
+          '{"to\\u006ben": "LEAKU3"}',
+          "process.env.API_KEY = 'LEAKU4'; require('srv')",
+          "--password:LEAKU5",
+          "https://api.example.com/mcp#access_token=LEAKU6",
+          "python3 -c \"import srv; srv.run(token = 'LEAKU7')\"",
+          "--url=https://api.example.com/mcp#access_token=LEAKU8",
+        ],
+      },
+      ["LEAKU1", "LEAKU2", "LEAKU3", "LEAKU4", "LEAKU5", "LEAKU6", "LEAKU7", "LEAKU8"],
+      ["args"],
+    ],
+    [
+      { url: "https://ghp_LEAKV1abcdefghij0123456789@api.example.com/mcp#token=LEAKV2" },
+      ["LEAKV1", "LEAKV2"],
+      ["a token in a URL's user name", "a secret in a URL's fragment"],
+    ],
   ];
   for (const [entry, leaks, where] of rows) {
     const shown = JSON.stringify(maskEntry(entry));
     for (const leak of leaks) assert.equal(shown.includes(leak), false, shown);
     assert.deepEqual(literalSecrets(entry as never), where, shown);
   }
+  // Code keeps its shape: the value is hidden, not the `=` before it.
+  assert.deepEqual(
+    (maskEntry({ command: "sh", args: ["python3 -c \"srv.run(token = 'LEAK')\""] }) as {
+      args: string[];
+    }).args,
+    ["python3 -c \"srv.run(token = '[hidden]')\""],
+  );
   // What is no secret is shown as it is: words joined by dashes, a port and its path, a
   // scoped package in a path, a config with no secret in it, the env PWD, a placeholder.
   const plain = {
@@ -835,6 +887,9 @@ Deno.test("attack: import hides secrets that no name announces: encoded configs,
       "https://host.example:8080?to=a@b.example",
       "{ level: 3, region: 'eu' }",
       "Server = db; Uid = sa",
+      "postgres://db:5432/app",
+      "https://me@example.com/mcp",
+      "x = 'plain'; level = 3",
     ],
     env: { PWD: "/home/me", OLDPWD: "/tmp" },
   };

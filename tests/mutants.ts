@@ -3083,8 +3083,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import's secret names miss the server's (DB_PASS, --pass)",
     file: "src/clients/secrets.ts",
-    from: "return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name);",
-    to: "return SECRET_NAME.test(name);",
+    from: "return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name) ||",
+    to: "return SECRET_NAME.test(name) ||",
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",
   },
@@ -3164,15 +3164,18 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a URL password holding # or ?",
     file: "src/clients/url_secrets.ts",
-    from: "return text.replace(/(\\/\\/[^/@\\s:'\"`]*:)(\\S*)/g,",
-    to: "return text.replace(/(\\/\\/[^/@\\s:'\"`]*:)([^\\s?#'\"`]*)/g,",
+    from:
+      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+    to:
+      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)([^\\s?#'\"`]*)/g, (match, head: string, rest: string) => {",
     tests: ["tests/clients_test.ts"],
   },
   {
     name: "import reads a port as a password (//host:8080?to=a@b)",
     file: "src/clients/url_secrets.ts",
-    from: "if (/^\\d+(?:[/?#]|$)/.test(rest)) return match;",
-    to: "",
+    from:
+      "if (/^\\d+(?:[/?#]|$)/.test(rest) && (/[.[]/.test(host) || /^localhost$/i.test(host))) {",
+    to: "if (false) {",
     tests: ["tests/clients_test.ts"],
   },
   {
@@ -3218,6 +3221,116 @@ export const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/config_test.ts"],
     filter: "fetch quotes it",
+  },
+  {
+    name: "import shows MYSQL_PWD and SSH_PASSPHRASE",
+    file: "src/clients/secrets.ts",
+    from: "(/pwd|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));",
+    to: "false;",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import reads a query name only to its first bracket",
+    file: "src/clients/secrets.ts",
+    from: "const QUERY_PARAMETER = /([?&#])([A-Za-z_%][A-Za-z0-9_.%[\\]-]*)=([^&#\\s'\"`]+)/g;",
+    to: "const QUERY_PARAMETER = /([?&#])([A-Za-z_%][A-Za-z0-9_.%-]*)=([^&#\\s'\"`]+)/g;",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import reads no parameters in a URL's fragment inside text",
+    file: "src/clients/secrets.ts",
+    from: "const QUERY_PARAMETER = /([?&#])([A-Za-z_%][A-Za-z0-9_.%[\\]-]*)=([^&#\\s'\"`]+)/g;",
+    to: "const QUERY_PARAMETER = /([?&])([A-Za-z_%][A-Za-z0-9_.%[\\]-]*)=([^&#\\s'\"`]+)/g;",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a secret array in an object",
+    file: "src/clients/secrets.ts",
+    from:
+      "/((?:^|[{,])\\s*(?:\"((?:[^\"\\\\]|\\\\.)+)\"|'([^']+)'|([A-Za-z_$][\\w$.-]*))\\s*:\\s*)('(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\"|-?\\d[\\d.eE+-]*|\\[[^\\]]*\\])/g;",
+    to:
+      "/((?:^|[{,])\\s*(?:\"((?:[^\"\\\\]|\\\\.)+)\"|'([^']+)'|([A-Za-z_$][\\w$.-]*))\\s*:\\s*)('(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\"|-?\\d[\\d.eE+-]*)/g;",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import reads an escaped JSON key as written",
+    file: "src/clients/secrets.ts",
+    from: 'return JSON.parse(`"${written}"`);',
+    to: "return written;",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a value given to a secret name in code",
+    file: "src/clients/secrets.ts",
+    from: "isSecretWord(name) && hide(value) ? `${head}${value[0]}${HIDDEN}${value[0]}` : match,",
+    to: "match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a secret flag's value after a colon",
+    file: "src/clients/secrets.ts",
+    from: "isSecretWord(flag) && hide(value) ? `${head}${HIDDEN}` : match,",
+    to: "match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import takes `token = ` in code for a credential scheme",
+    file: "src/clients/secrets.ts",
+    from: 'hide(value) && !value.startsWith("=") ? `${start}${scheme}${gap}${HIDDEN}` : match,',
+    to: "hide(value) ? `${start}${scheme}${gap}${HIDDEN}` : match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a token given as a URL entry's user name",
+    file: "src/clients/secrets.ts",
+    from: 'if (url.password === "" && isTokenShaped(show(url.username))) {',
+    to: "if (false) {",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a secret in a URL entry's fragment",
+    file: "src/clients/secrets.ts",
+    from:
+      "if ([...fragment].some(([key, value]) => isSecretName(key) && isLiteral(show(value)))) {",
+    to: "if (false) {",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a token user name in a URL inside text",
+    file: "src/clients/url_secrets.ts",
+    from: "isTokenShaped(user) && !keep(user) ? `${slashes}${hidden}@` : match,",
+    to: "match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import takes any number after user: for a port",
+    file: "src/clients/url_secrets.ts",
+    from:
+      "if (/^\\d+(?:[/?#]|$)/.test(rest) && (/[.[]/.test(host) || /^localhost$/i.test(host))) {",
+    to: "if (/^\\d+(?:[/?#]|$)/.test(rest)) {",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import stops a URL's user name at a quote",
+    file: "src/clients/url_secrets.ts",
+    from:
+      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+    to:
+      "return withoutUsers.replace(/(\\/\\/[^/@\\s:'\"`]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
   },
   {
     name: "import shows a token in a URL entry's path",
@@ -3318,7 +3431,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows the credential after Bearer",
     file: "src/clients/secrets.ts",
-    from: "hide(value) ? `${start}${scheme}${gap}${HIDDEN}` : match,",
+    from: 'hide(value) && !value.startsWith("=") ? `${start}${scheme}${gap}${HIDDEN}` : match,',
     to: "match,",
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",

@@ -26,7 +26,9 @@ export const HIDDEN = "[hidden]";
 
 /** Import's rule, which takes in the server's as well (`DB_PASS`, `--pass`). */
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name);
+  return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name) ||
+    // `MYSQL_PWD`, `SSH_PASSPHRASE`; not the shell's working folder.
+    (/pwd|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));
 }
 
 /**
@@ -76,6 +78,16 @@ function maskUrl(text: string): { shown: string; hidden: string[] } | null {
   if (url.password !== "" && isLiteral(show(url.password))) {
     url.password = MARK;
     hidden.push("a password in a URL");
+  }
+  // A token as the user name alone (`https://ghp_…@github.com/`, a Sentry DSN's key).
+  if (url.password === "" && isTokenShaped(show(url.username))) {
+    url.username = MARK;
+    hidden.push("a token in a URL's user name");
+  }
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  if ([...fragment].some(([key, value]) => isSecretName(key) && isLiteral(show(value)))) {
+    url.hash = MARK;
+    hidden.push("a secret in a URL's fragment");
   }
   const segments = url.pathname.split("/");
   if (segments.some((segment) => isTokenShaped(show(segment)))) {
@@ -133,15 +145,25 @@ const WORD_START = "(^|[\\s;&|('\"`])";
 const ASSIGNMENT = new RegExp(`${WORD_START}((?:-D|--?)?[A-Za-z_][A-Za-z0-9_.-]*)=${VALUE}`, "g");
 /** `--api-key V`: a flag, then its value as the next word. */
 const FLAG_THEN_VALUE = new RegExp(`${WORD_START}(--?[A-Za-z][A-Za-z0-9_-]*)(\\s+)${VALUE}`, "g");
-/** `?api_key=V` or `&token=V`: a URL's query parameter, wherever the URL is in the text. */
-const QUERY_PARAMETER = /([?&])([A-Za-z_%][A-Za-z0-9_.%-]*)=([^&#\s'"`]+)/g;
+/**
+ * `?api_key=V`, `&token=V`, `#access_token=V`, `?auth[token]=V`: a URL's query (or fragment)
+ * parameter, wherever the URL is in the text.
+ */
+const QUERY_PARAMETER = /([?&#])([A-Za-z_%][A-Za-z0-9_.%[\]-]*)=([^&#\s'"`]+)/g;
 /**
  * `{"apiKey": "V"}`, `{ apiKey: 'V' }`, `{'api_key': 'V'}`, `{"password": 1234}`: a member of a
  * JSON, JavaScript or Python object given on a command line (a key at the start or after `{` or
  * `,`, quoted or not; a quoted value or a number).
  */
 const OBJECT_MEMBER =
-  /((?:^|[{,])\s*(['"]?)([A-Za-z_][A-Za-z0-9_.-]*)\2\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*)/g;
+  /((?:^|[{,])\s*(?:"((?:[^"\\]|\\.)+)"|'([^']+)'|([A-Za-z_$][\w$.-]*))\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|\[[^\]]*\])/g;
+/**
+ * `process.env.API_KEY = 'V'`, `run(token = "V")`: a quoted value given to a name in code (a
+ * script passed with `-c` or `-e`).
+ */
+const CODE_ASSIGNMENT = /(\b([A-Za-z_$][\w$]*)\s*=\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")/g;
+/** `--password:V`: a flag given its value after a colon. */
+const COLON_FLAG = /((?:^|[\s'"])(--?[A-Za-z][A-Za-z0-9_-]*):)(\S+)/g;
 /** `Password = V;`: a connection string's setting, spaces around its `=` (else an ASSIGNMENT). */
 const CONNECTION_SETTING = /((?:^|;)\s*([A-Za-z][A-Za-z0-9 _]*?)(?:\s+=\s*|\s*=\s+))([^;]*)/g;
 /** `\"apiKey\": \"V\"`: the same with its quotes escaped (JSON inside a quoted shell word). */
@@ -153,6 +175,15 @@ const HEADER_VALUE = new RegExp(
   "(^|[\\s;&|('\"`=])([A-Za-z][A-Za-z0-9_-]*:)(\\s*)([^'\"`\\n]+)",
   "g",
 );
+
+/** A JSON key as a parser reads it (`api\\u005fkey` is `api_key`). */
+function jsonKey(written: string): string {
+  try {
+    return JSON.parse(`"${written}"`);
+  } catch {
+    return written;
+  }
+}
 
 /** A query parameter's name as a server reads it (`api%5Fkey` is `api_key`). */
 function decodedName(name: string): string {
@@ -188,11 +219,22 @@ export function withoutInlineSecrets(text: string): string {
     )
     .replace(
       OBJECT_MEMBER,
-      (match, head: string, _quote: string, key: string, value: string) => {
+      (match, head: string, doubled?: string, single?: string, bare?: string, value = "") => {
+        const key = doubled !== undefined ? jsonKey(doubled) : single ?? bare ?? "";
         if (!isSecretWord(key) || !hide(value)) return match;
         const quote = /^['"]/.test(value) ? value[0] : "";
         return `${head}${quote}${HIDDEN}${quote}`;
       },
+    )
+    .replace(
+      CODE_ASSIGNMENT,
+      (match, head: string, name: string, value: string) =>
+        isSecretWord(name) && hide(value) ? `${head}${value[0]}${HIDDEN}${value[0]}` : match,
+    )
+    .replace(
+      COLON_FLAG,
+      (match, head: string, flag: string, value: string) =>
+        isSecretWord(flag) && hide(value) ? `${head}${HIDDEN}` : match,
     )
     .replace(
       CONNECTION_SETTING,
@@ -210,7 +252,8 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       SCHEME_VALUE,
       (match, start: string, scheme: string, gap: string, value: string) =>
-        hide(value) ? `${start}${scheme}${gap}${HIDDEN}` : match,
+        // `token = 'V'` is an assignment (CODE_ASSIGNMENT), no scheme.
+        hide(value) && !value.startsWith("=") ? `${start}${scheme}${gap}${HIDDEN}` : match,
     )
     .replace(
       ASSIGNMENT,

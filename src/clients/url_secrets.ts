@@ -71,7 +71,8 @@ function decodeBase64Text(value: string): string | null {
 }
 
 /**
- * `text` with the password of every `scheme://user:password@` in it replaced by `hidden`, read
+ * `text` with the password of every `scheme://user:password@` in it replaced by `hidden` (and a
+ * token-shaped user name given alone, `//ghp_…@github.com`), read
  * as a URL parser reads the user info (up to the last `@` before the path, so a password may
  * hold `@`, `?`, `#` or a quote), and, when no `@` comes before the path, up to the first `@`
  * after it (a password holding `/`, which no parser reads as one, is still written out). A
@@ -82,9 +83,18 @@ export function withoutUrlPasswords(
   hidden: string,
   keep: (password: string) => boolean,
 ): string {
-  return text.replace(/(\/\/[^/@\s:'"`]*:)(\S*)/g, (match, head: string, rest: string) => {
-    // A number before the path, the query or the end is a port (`//host:8080?to=a@b`).
-    if (/^\d+(?:[/?#]|$)/.test(rest)) return match;
+  const withoutUsers = text.replace(
+    /(\/\/)([A-Za-z0-9_~.+=-]{20,})@/g,
+    (match, slashes: string, user: string) =>
+      isTokenShaped(user) && !keep(user) ? `${slashes}${hidden}@` : match,
+  );
+  return withoutUsers.replace(/(\/\/[^/@\s:]*:)(\S*)/g, (match, head: string, rest: string) => {
+    // A number before the path, the query or the end is a host's port (`//host:8080?to=a@b`);
+    // after a name that is no host (no dot), the start of a password (`//admin:2024/x@db`).
+    const host = head.slice(2, -1);
+    if (/^\d+(?:[/?#]|$)/.test(rest) && (/[.[]/.test(host) || /^localhost$/i.test(host))) {
+      return match;
+    }
     const slash = rest.indexOf("/");
     const beforePath = slash === -1 ? rest : rest.slice(0, slash);
     let at = beforePath.lastIndexOf("@");
