@@ -453,6 +453,18 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
         assert.match(text, /Invalid Request: the request id is not well-formed/, name);
         assert.doesNotMatch(text, /\\ud[89a-f]/i, name);
       }
+      // An error the SDK writes with the client's string in its data (outside the handlers'
+      // own mending): well-formed too.
+      await post({ jsonrpc: "2.0", method: "notifications/initialized" }, {
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+      });
+      const read = await post(
+        { jsonrpc: "2.0", id: 9, method: "resources/read", params: { uri: "x\ud800://y" } },
+        { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" },
+      );
+      assert.match(read.text, /is invalid/, read.text);
+      assert.doesNotMatch(read.text, /\\ud800/i, read.text);
       await fetch(server.url, { method: "DELETE", headers: { "mcp-session-id": session } })
         .then((r) => r.body?.cancel());
     },
