@@ -580,6 +580,25 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     assert.equal(r.stdout, "stateless ok\n");
     assert.equal(r.result, "\uFFFDx", "well-formed, stateless too");
     await client.close();
+    // An error the SDK writes with the client's half surrogate in its data, as a stream.
+    const read = await fetch(server.url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 4,
+        method: "resources/read",
+        params: { uri: "x\ud800://y" },
+      }),
+      signal: AbortSignal.timeout(10_000),
+    }).then((response) => response.text());
+    assert.match(read, /is invalid/, read);
+    assert.doesNotMatch(read, /\\ud800/i, read);
     // No session, so no standalone SSE stream to leave open.
     const get = await fetch(server.url, {
       headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
