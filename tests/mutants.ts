@@ -3075,8 +3075,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "the launcher does not check who owns the folders above the cache folder",
     file: "src/relaunch/restricted_relaunch.ts",
-    from: "foldersAboveProblem(locateRuntime().cacheDir, processUid())",
-    to: "foldersAboveProblem(locateRuntime().cacheDir, undefined)",
+    from: "() => foldersAboveProblem(cacheDir, uid),",
+    to: "() => foldersAboveProblem(cacheDir, undefined),",
     tests: ["tests/private_folder_test.ts"],
     filter: "serve refuses a cache folder",
   },
@@ -3331,6 +3331,22 @@ export const MUTATIONS: Mutation[] = [
       "return withoutUsers.replace(/(\\/\\/[^/@\\s:'\"`]*:)(\\S*)/g, (match, head: string, rest: string) => {",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
+  },
+  {
+    name: "a cache folder the server cannot write is trusted by its modes alone",
+    file: "src/sandbox/snapshot.ts",
+    from: "if (serverUser === undefined) {",
+    to: "if (false) {",
+    tests: ["tests/private_folder_test.ts"],
+    filter: "cannot write is refused",
+  },
+  {
+    name: "the launcher does not check the cache folder itself",
+    file: "src/relaunch/restricted_relaunch.ts",
+    from: "() => privateFolderProblem(cacheDir, uid),",
+    to: "() => foldersAboveProblem(cacheDir, uid),",
+    tests: ["tests/private_folder_test.ts"],
+    filter: "cannot write is refused",
   },
   {
     name: "import shows a token in a URL entry's path",

@@ -105,6 +105,36 @@ Deno.test("attack: serve refuses a cache folder under one others can rename thin
   await Deno.remove(base, { recursive: true });
 });
 
+Deno.test("attack: a cache folder the server cannot write is refused, and one another user made first is refused before the host starts", async () => {
+  if (Deno.uid() !== 0) return; // an immutable folder and another user's take root
+  const base = await Deno.makeTempDir();
+  const cache = join(base, "cache");
+  await Deno.mkdir(cache, { mode: 0o700 });
+  const immutable = (on: boolean) =>
+    new Deno.Command("chattr", { args: [on ? "+i" : "-i", cache] }).output();
+  if (!(await immutable(true)).success) return; // a file system without the attribute
+  try {
+    // The server's user is told by a file it makes there: it cannot, so it is not its folder.
+    await assert.rejects(
+      ensureSnapshot(locateRuntime(cache), silentLogger),
+      /Cannot use the cache folder: this server's user cannot write .*cache/,
+    );
+    // Another user's folder (made first in a shared one): the launcher refuses it, by its owner,
+    // before the host (which could only say it cannot write there) starts.
+    await immutable(false);
+    await Deno.chown(cache, 65534, null);
+    await Deno.chmod(cache, 0o755);
+    await immutable(true);
+    await serveRefuses(
+      cache,
+      /Cannot use the cache folder: .*cache belongs to another user \(uid 65534\)/,
+    );
+  } finally {
+    await immutable(false);
+    await Deno.remove(base, { recursive: true });
+  }
+});
+
 Deno.test("attack: serve refuses a relative cache folder (sandboxes run in /, where it names another)", async () => {
   await serveRefuses(
     "tmp/codemode-cache",

@@ -21,7 +21,11 @@ import {
 import { createRedactor } from "../policy/redaction.ts";
 import { locateRuntime, runtimeTrustedPaths } from "../sandbox/runtime.ts";
 import { processUid } from "../_util/host_owner.ts";
-import { cacheFolderRefusal, foldersAboveProblem } from "../sandbox/private_folder.ts";
+import {
+  cacheFolderRefusal,
+  foldersAboveProblem,
+  privateFolderProblem,
+} from "../sandbox/private_folder.ts";
 import type { Logger } from "../_util/log.ts";
 
 /** The flag a server started this way gets (and users may pass to skip the restart). */
@@ -88,8 +92,14 @@ export async function computeHostGrants(
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
   const { grants, scrub, unavailableProfiles } = await computeHostGrants(options);
-  // The host will not be able to read the folders above its cache folder: checked here.
-  const exposed = await foldersAboveProblem(locateRuntime().cacheDir, processUid());
+  // The host cannot read the folders above its cache folder: they are checked here, and so is
+  // the cache folder itself when it is there (one another user made first is theirs).
+  const cacheDir = locateRuntime().cacheDir;
+  const uid = processUid();
+  const exposed = await Deno.lstat(cacheDir).then(
+    () => privateFolderProblem(cacheDir, uid),
+    () => foldersAboveProblem(cacheDir, uid),
+  );
   if (exposed) {
     options.log.error(cacheFolderRefusal(exposed));
     return 1;

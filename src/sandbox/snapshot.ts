@@ -99,12 +99,16 @@ export async function ensureSnapshot(
 
 /**
  * Makes the cache folder (closed to others when new) and refuses it when another local user could
- * put a snapshot or a preloaded folder of their own there (see private_folder.ts). Returns the
- * server's user, when it can be told.
+ * put a snapshot or a preloaded folder of their own there (see private_folder.ts). The server's
+ * user is told by a file it makes there: a folder it cannot write is refused (one another user
+ * made first, in a shared folder, is writable only by them). Returns the server's user.
  */
-async function checkCacheFolder(cacheDir: string): Promise<number | undefined> {
+async function checkCacheFolder(cacheDir: string): Promise<number> {
   await Deno.mkdir(cacheDir, { recursive: true, mode: 0o700 });
   const serverUser = hostOwner(cacheDir)?.uid;
+  if (serverUser === undefined) {
+    throw new Error(cacheFolderRefusal(`this server's user cannot write ${cacheDir}`));
+  }
   const problem = await privateFolderProblem(cacheDir, serverUser);
   if (problem) throw new Error(cacheFolderRefusal(problem));
   return serverUser;
