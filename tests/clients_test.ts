@@ -855,6 +855,27 @@ Deno.test("attack: import hides secrets that no name announces: encoded configs,
       ["LEAKU1", "LEAKU2", "LEAKU3", "LEAKU4", "LEAKU5", "LEAKU6", "LEAKU7", "LEAKU8"],
       ["args"],
     ],
+    // Attacker 36: an e-mail as the user name, subscripts, annotations, string prefixes,
+    // template literals, a token user name with a password.
+    [
+      {
+        command: "python3 -c \"import os; os.environ['GITHUB_TOKEN']='LEAKW1'; import srv\"",
+        args: [
+          "api_key: str = 'LEAKW2'",
+          "password = b'LEAKW3'",
+          "run(token = f'LEAKW4')",
+          "process.env.API_KEY = `LEAKW5`",
+        ],
+        env: { SMTP_URL: "smtp://alerts@example.com:LEAKW6@smtp.example.com:587" },
+      },
+      ["LEAKW1", "LEAKW2", "LEAKW3", "LEAKW4", "LEAKW5", "LEAKW6"],
+      ["a password in env SMTP_URL", "command", "args"],
+    ],
+    [
+      { url: "https://ghp_LEAKX1abcdefghij0123456789:x-oauth-basic@mcp.example.com/mcp" },
+      ["LEAKX1"],
+      ["a password in a URL", "a token in a URL's user name"],
+    ],
     [
       { url: "https://ghp_LEAKV1abcdefghij0123456789@api.example.com/mcp#token=LEAKV2" },
       ["LEAKV1", "LEAKV2"],
@@ -890,8 +911,18 @@ Deno.test("attack: import hides secrets that no name announces: encoded configs,
       "postgres://db:5432/app",
       "https://me@example.com/mcp",
       "x = 'plain'; level = 3",
+      "http://registry:4873/@acme%2fpkg",
+      "--upstream=http://mastodon:3000/@alice",
+      "https://docs.example.com/api#session=overview",
+      '{"keys": ["id", "name"]}',
+      "--keyfile:C:/keys/a.pem",
     ],
-    env: { PWD: "/home/me", OLDPWD: "/tmp" },
+    env: {
+      PWD: "/home/me",
+      OLDPWD: "/tmp",
+      PWDEBUG: "1",
+      OLLAMA_URL: "http://ollama:11434/api?from=me@example.com",
+    },
   };
   assert.deepEqual(maskEntry(plain), plain);
   assert.deepEqual(literalSecrets(plain as never), []);

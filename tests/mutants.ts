@@ -3163,18 +3163,17 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "import shows a URL password holding # or ?",
-    file: "src/clients/url_secrets.ts",
+    file: "src/_util/url_secrets.ts",
     from:
-      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+      "return withoutUsers.replace(/(\\/\\/[^/\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
     to:
-      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)([^\\s?#'\"`]*)/g, (match, head: string, rest: string) => {",
+      "return withoutUsers.replace(/(\\/\\/[^/\\s:]*:)([^\\s?#'\"`]*)/g, (match, head: string, rest: string) => {",
     tests: ["tests/clients_test.ts"],
   },
   {
     name: "import reads a port as a password (//host:8080?to=a@b)",
-    file: "src/clients/url_secrets.ts",
-    from:
-      "if (/^\\d+(?:[/?#]|$)/.test(rest) && (/[.[]/.test(host) || /^localhost$/i.test(host))) {",
+    file: "src/_util/url_secrets.ts",
+    from: "if (/^\\d+(?:[/?#]|$)/.test(rest) && !(noHost && /^\\d+\\/[^/?#@]+@/.test(rest))) {",
     to: "if (false) {",
     tests: ["tests/clients_test.ts"],
   },
@@ -3195,8 +3194,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import reads a percent-encoded parameter name as it is written",
     file: "src/clients/secrets.ts",
-    from: "(isSecretWord(decodedName(name)) && hide(value)) || isEncodedSecret(value)",
-    to: "(isSecretWord(name) && hide(value)) || isEncodedSecret(value)",
+    from: "(isParameterSecret(mark, decodedName(name)) && hide(value)) || isEncodedSecret(value)",
+    to: "(isParameterSecret(mark, name) && hide(value)) || isEncodedSecret(value)",
     tests: ["tests/clients_test.ts"],
   },
   {
@@ -3225,7 +3224,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows MYSQL_PWD and SSH_PASSPHRASE",
     file: "src/clients/secrets.ts",
-    from: "(/pwd|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));",
+    from: "(/pwd$|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));",
     to: "false;",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3267,15 +3266,16 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a value given to a secret name in code",
     file: "src/clients/secrets.ts",
-    from: "isSecretWord(name) && hide(value) ? `${head}${value[0]}${HIDDEN}${value[0]}` : match,",
-    to: "match,",
+    from: "CODE_ASSIGNMENT,\n",
+    to: "/(?!)/g,\n",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
   {
     name: "import shows a secret flag's value after a colon",
     file: "src/clients/secrets.ts",
-    from: "isSecretWord(flag) && hide(value) ? `${head}${HIDDEN}` : match,",
+    from:
+      "isSecretWord(flag) && hide(value) && !/[/\\\\]/.test(value) ? `${head}${HIDDEN}` : match,",
     to: "match,",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3291,7 +3291,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a token given as a URL entry's user name",
     file: "src/clients/secrets.ts",
-    from: 'if (url.password === "" && isTokenShaped(show(url.username))) {',
+    from: "if (isTokenShaped(show(url.username))) {",
     to: "if (false) {",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3300,35 +3300,34 @@ export const MUTATIONS: Mutation[] = [
     name: "import shows a secret in a URL entry's fragment",
     file: "src/clients/secrets.ts",
     from:
-      "if ([...fragment].some(([key, value]) => isSecretName(key) && isLiteral(show(value)))) {",
+      'if ([...fragment].some(([key, value]) => isParameterSecret("#", key) && isLiteral(show(value)))) {',
     to: "if (false) {",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
   {
     name: "import shows a token user name in a URL inside text",
-    file: "src/clients/url_secrets.ts",
-    from: "isTokenShaped(user) && !keep(user) ? `${slashes}${hidden}@` : match,",
+    file: "src/_util/url_secrets.ts",
+    from: "isTokenShaped(user) && !keep(user) ? `${slashes}${hidden}${after}` : match,",
     to: "match,",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
   {
     name: "import takes any number after user: for a port",
-    file: "src/clients/url_secrets.ts",
-    from:
-      "if (/^\\d+(?:[/?#]|$)/.test(rest) && (/[.[]/.test(host) || /^localhost$/i.test(host))) {",
+    file: "src/_util/url_secrets.ts",
+    from: "if (/^\\d+(?:[/?#]|$)/.test(rest) && !(noHost && /^\\d+\\/[^/?#@]+@/.test(rest))) {",
     to: "if (/^\\d+(?:[/?#]|$)/.test(rest)) {",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
   {
     name: "import stops a URL's user name at a quote",
-    file: "src/clients/url_secrets.ts",
+    file: "src/_util/url_secrets.ts",
     from:
-      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+      "return withoutUsers.replace(/(\\/\\/[^/\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
     to:
-      "return withoutUsers.replace(/(\\/\\/[^/@\\s:'\"`]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+      "return withoutUsers.replace(/(\\/\\/[^/\\s:'\"`]*:)(\\S*)/g, (match, head: string, rest: string) => {",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
@@ -3349,6 +3348,90 @@ export const MUTATIONS: Mutation[] = [
     filter: "cannot write is refused",
   },
   {
+    name: "import hides PWDEBUG",
+    file: "src/clients/secrets.ts",
+    from: "(/pwd$|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));",
+    to: "(/pwd|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import hides page anchors such as #session=",
+    file: "src/clients/secrets.ts",
+    from: 'return mark === "#" ? SERVER_SECRET_NAME.test(name) : isSecretWord(name);',
+    to: "return isSecretWord(name);",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import hides a list of field names under a key-ish name",
+    file: "src/clients/secrets.ts",
+    from: 'if (value.startsWith("[") && !/["\'][^"\']*\\d[^"\']*["\']/.test(value)) return match;',
+    to: "",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import hides a key file's path after --keyfile:",
+    file: "src/clients/secrets.ts",
+    from:
+      "isSecretWord(flag) && hide(value) && !/[/\\\\]/.test(value) ? `${head}${HIDDEN}` : match,",
+    to: "isSecretWord(flag) && hide(value) ? `${head}${HIDDEN}` : match,",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a value given to a secret subscript in code",
+    file: "src/clients/secrets.ts",
+    from: "SUBSCRIPT_ASSIGNMENT,\n",
+    to: "/(?!)/g,\n",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import shows a token user name that has a password",
+    file: "src/clients/secrets.ts",
+    from: "if (isTokenShaped(show(url.username))) {",
+    to: 'if (url.password === "" && isTokenShaped(show(url.username))) {',
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import stops a URL's user name at an @",
+    file: "src/_util/url_secrets.ts",
+    from:
+      "return withoutUsers.replace(/(\\/\\/[^/\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+    to:
+      "return withoutUsers.replace(/(\\/\\/[^/@\\s:]*:)(\\S*)/g, (match, head: string, rest: string) => {",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "import reads a port followed by an @ in the query as a password",
+    file: "src/_util/url_secrets.ts",
+    from: "if (/^\\d+(?:[/?#]|$)/.test(rest) && !(noHost && /^\\d+\\/[^/?#@]+@/.test(rest))) {",
+    to: "if (/^\\d+(?:[/?#]|$)/.test(rest) && !noHost) {",
+    tests: ["tests/clients_test.ts"],
+    filter: "no name announces",
+  },
+  {
+    name: "a Pyodide mirror's user info is shown in messages",
+    file: "src/packages/pyodide_distribution.ts",
+    from: "? `Pyodide's packages at ${shownUrl(new URL(this.#options.source))}`",
+    to: "? `Pyodide's packages at ${this.#options.source}`",
+    tests: ["tests/packages_test.ts"],
+    filter: "names no token written",
+  },
+  {
+    name: "a download error shows a token in the index URL's path",
+    file: "src/_util/url_secrets.ts",
+    from:
+      'const path = url.pathname.split("/").map((s) => isTokenShaped(s) ? "\u2026" : s).join("/");',
+    to: "const path = url.pathname;",
+    tests: ["tests/packages_test.ts"],
+    filter: "names no token written",
+  },
+  {
     name: "import shows a token in a URL entry's path",
     file: "src/clients/secrets.ts",
     from: "if (segments.some((segment) => isTokenShaped(show(segment)))) {",
@@ -3367,8 +3450,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a base64 config holding a secret in a URL inside an arg",
     file: "src/clients/secrets.ts",
-    from: "(isSecretWord(decodedName(name)) && hide(value)) || isEncodedSecret(value)",
-    to: "isSecretWord(decodedName(name)) && hide(value)",
+    from: "(isParameterSecret(mark, decodedName(name)) && hide(value)) || isEncodedSecret(value)",
+    to: "isParameterSecret(mark, decodedName(name)) && hide(value)",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
@@ -3398,7 +3481,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "import stops a URL password at its first @",
-    file: "src/clients/url_secrets.ts",
+    file: "src/_util/url_secrets.ts",
     from: 'let at = beforePath.lastIndexOf("@");',
     to: 'let at = beforePath.indexOf("@");',
     tests: ["tests/clients_test.ts"],
@@ -3406,7 +3489,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "import shows a URL password holding a slash",
-    file: "src/clients/url_secrets.ts",
+    file: "src/_util/url_secrets.ts",
     from: 'if (at === -1 && slash !== -1) at = rest.indexOf("@", slash);',
     to: "",
     tests: ["tests/clients_test.ts"],
@@ -3414,7 +3497,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "import calls words joined by dashes a token",
-    file: "src/clients/url_secrets.ts",
+    file: "src/_util/url_secrets.ts",
     from: "/[0-9]/.test(run) && /[A-Za-z]/.test(run)",
     to: "true",
     tests: ["tests/clients_test.ts"],
@@ -3470,7 +3553,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a secret query parameter inside a longer arg or env value",
     file: "src/clients/secrets.ts",
-    from: "(isSecretWord(decodedName(name)) && hide(value)) || isEncodedSecret(value)",
+    from: "(isParameterSecret(mark, decodedName(name)) && hide(value)) || isEncodedSecret(value)",
     to: "isEncodedSecret(value)",
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",

@@ -7,6 +7,7 @@ import { normalizeName, parseWheelName, scriptDependencies } from "../src/packag
 import { ROOT, startServer, writeConfig } from "./_helpers.ts";
 import { defaultCacheDir } from "../src/sandbox/runtime.ts";
 import { download } from "../src/packages/capped_download.ts";
+import { PyodideDistribution } from "../src/packages/pyodide_distribution.ts";
 
 Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
   assert.equal(normalizeName("Tiny_Math.Utils"), "tiny-math-utils");
@@ -74,6 +75,19 @@ Deno.test("attack: a download error names no token written in the index URL's us
   }
   // The request itself still carries them.
   assert.match(fetches[0]!, /__token__:pypi-TopSecret1@.*key=TopSecret2/);
+  // A token as a path segment (an index's documented form), and a Pyodide mirror's user info.
+  const inPath = await download(
+    new URL("https://pypi.example/1a2B3c4D5e6F7g8H9i0JkLmN/acme/pkg/"),
+    1000,
+    { fetch: () => Promise.resolve(new Response("no", { status: 503 })) },
+  ).then(() => "", (error) => (error as Error).message);
+  assert.equal(inPath, "https://pypi.example/…/acme/pkg/ answered 503");
+  const mirror = new PyodideDistribution({
+    source: "https://deploy:S3cretMirrorPw@mirror.example/pyodide/",
+    pinnedLock: { info: {}, packages: {} } as never,
+    cacheDir: "/nonexistent",
+  });
+  assert.equal(mirror.where, "Pyodide's packages at https://mirror.example/pyodide/");
 });
 
 Deno.test("scripts install pure-Python wheels from the local folder", async (t) => {

@@ -15,7 +15,7 @@ import {
   isTokenShaped,
   withoutPathTokens,
   withoutUrlPasswords as withoutPasswordsAs,
-} from "./url_secrets.ts";
+} from "../_util/url_secrets.ts";
 import type { ServerEntry } from "./translate.ts";
 
 /** Env names whose literal values are probably secrets. */
@@ -27,8 +27,8 @@ export const HIDDEN = "[hidden]";
 /** Import's rule, which takes in the server's as well (`DB_PASS`, `--pass`). */
 export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name) || SERVER_SECRET_NAME.test(name) ||
-    // `MYSQL_PWD`, `SSH_PASSPHRASE`; not the shell's working folder.
-    (/pwd|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));
+    // `MYSQL_PWD`, `SSH_PASSPHRASE`; not the shell's working folder, nor `PWDEBUG`.
+    (/pwd$|passphrase/i.test(name) && !/^(old)?pwd$/i.test(name));
 }
 
 /**
@@ -80,12 +80,12 @@ function maskUrl(text: string): { shown: string; hidden: string[] } | null {
     hidden.push("a password in a URL");
   }
   // A token as the user name alone (`https://ghp_…@github.com/`, a Sentry DSN's key).
-  if (url.password === "" && isTokenShaped(show(url.username))) {
+  if (isTokenShaped(show(url.username))) {
     url.username = MARK;
     hidden.push("a token in a URL's user name");
   }
   const fragment = new URLSearchParams(url.hash.slice(1));
-  if ([...fragment].some(([key, value]) => isSecretName(key) && isLiteral(show(value)))) {
+  if ([...fragment].some(([key, value]) => isParameterSecret("#", key) && isLiteral(show(value)))) {
     url.hash = MARK;
     hidden.push("a secret in a URL's fragment");
   }
@@ -161,7 +161,11 @@ const OBJECT_MEMBER =
  * `process.env.API_KEY = 'V'`, `run(token = "V")`: a quoted value given to a name in code (a
  * script passed with `-c` or `-e`).
  */
-const CODE_ASSIGNMENT = /(\b([A-Za-z_$][\w$]*)\s*=\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")/g;
+const CODE_ASSIGNMENT =
+  /(\b([A-Za-z_$][\w$]*)(?:\s*:\s*[\w.[\], ]+?)?\s*=\s*[bfrBFRuU]{0,2})('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)/g;
+/** `os.environ['TOKEN'] = 'V'`: the same into a subscript. */
+const SUBSCRIPT_ASSIGNMENT =
+  /(\[\s*(['"])([A-Za-z_$][\w$]*)\2\s*\]\s*=\s*[bfrBFRuU]{0,2})('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)/g;
 /** `--password:V`: a flag given its value after a colon. */
 const COLON_FLAG = /((?:^|[\s'"])(--?[A-Za-z][A-Za-z0-9_-]*):)(\S+)/g;
 /** `Password = V;`: a connection string's setting, spaces around its `=` (else an ASSIGNMENT). */
@@ -175,6 +179,14 @@ const HEADER_VALUE = new RegExp(
   "(^|[\\s;&|('\"`=])([A-Za-z][A-Za-z0-9_-]*:)(\\s*)([^'\"`\\n]+)",
   "g",
 );
+
+/**
+ * Whether a URL parameter's name says secret. In a fragment, only by the server's narrower rule:
+ * page anchors such as `#session=overview` are no secrets, `#access_token=V` is.
+ */
+function isParameterSecret(mark: string, name: string): boolean {
+  return mark === "#" ? SERVER_SECRET_NAME.test(name) : isSecretWord(name);
+}
 
 /** A JSON key as a parser reads it (`api\\u005fkey` is `api_key`). */
 function jsonKey(written: string): string {
@@ -213,7 +225,7 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       QUERY_PARAMETER,
       (match, mark: string, name: string, value: string) =>
-        (isSecretWord(decodedName(name)) && hide(value)) || isEncodedSecret(value)
+        (isParameterSecret(mark, decodedName(name)) && hide(value)) || isEncodedSecret(value)
           ? `${mark}${name}=${HIDDEN}`
           : match,
     )
@@ -222,6 +234,9 @@ export function withoutInlineSecrets(text: string): string {
       (match, head: string, doubled?: string, single?: string, bare?: string, value = "") => {
         const key = doubled !== undefined ? jsonKey(doubled) : single ?? bare ?? "";
         if (!isSecretWord(key) || !hide(value)) return match;
+        // A list is hidden when it holds something like a secret, a string with a digit in it
+        // (`"keys": ["id", "name"]` is a list of field names).
+        if (value.startsWith("[") && !/["'][^"']*\d[^"']*["']/.test(value)) return match;
         const quote = /^['"]/.test(value) ? value[0] : "";
         return `${head}${quote}${HIDDEN}${quote}`;
       },
@@ -232,9 +247,15 @@ export function withoutInlineSecrets(text: string): string {
         isSecretWord(name) && hide(value) ? `${head}${value[0]}${HIDDEN}${value[0]}` : match,
     )
     .replace(
+      SUBSCRIPT_ASSIGNMENT,
+      (match, head: string, _quote: string, name: string, value: string) =>
+        isSecretWord(name) && hide(value) ? `${head}${value[0]}${HIDDEN}${value[0]}` : match,
+    )
+    .replace(
       COLON_FLAG,
       (match, head: string, flag: string, value: string) =>
-        isSecretWord(flag) && hide(value) ? `${head}${HIDDEN}` : match,
+        // `--keyfile:C:/keys/a.pem` names a file: no secret.
+        isSecretWord(flag) && hide(value) && !/[/\\]/.test(value) ? `${head}${HIDDEN}` : match,
     )
     .replace(
       CONNECTION_SETTING,
@@ -273,7 +294,7 @@ export function withoutInlineSecrets(text: string): string {
     .replace(
       HEADER_VALUE,
       (match, start: string, name: string, gap: string, value: string) =>
-        isSecretWord(name.slice(0, -1)) && hide(value.trim()) && value.trim() !== HIDDEN
+        isSecretWord(name.slice(0, -1)) && hide(value.trim()) && !value.includes(HIDDEN)
           ? `${start}${name}${gap}${HIDDEN}`
           : match,
     );

@@ -4,6 +4,7 @@
  * deadline besides its own timeout (a slow source cannot hold a request for hours).
  */
 import { readAtMost } from "../_util/bytes.ts";
+import { shownUrl } from "../_util/url_secrets.ts";
 
 /** Largest files: a lock or index page, and a package file (the sandbox gets it in one line). */
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
@@ -13,14 +14,6 @@ export const MAX_PACKAGE_BYTES = 48 * 1024 * 1024;
  * all callers together: past it, the least recently used are read from disk again.
  */
 export const PACKAGE_CACHE_BYTES = 128 * 1024 * 1024;
-
-/**
- * `url` as an error may show it: without user info or query (a private index's token is written
- * in one of them), which reach the script and its caller.
- */
-function shownUrl(url: URL): string {
-  return `${url.origin}${url.pathname}${url.search ? "?…" : ""}`;
-}
 
 /** The body of `url`, or an Error saying why not (unreachable, status, too large, too slow). */
 export async function download(

@@ -4,6 +4,7 @@
  * local folder. Every file is checked against the lock's sha256 before a sandbox gets it;
  * downloads are kept in a cache folder, so the next run does not download again.
  */
+import { shownUrl } from "../_util/url_secrets.ts";
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
@@ -49,7 +50,7 @@ export class PyodideDistribution {
   /** How messages name this source. */
   get where(): string {
     return this.#isUrl
-      ? `Pyodide's packages at ${this.#options.source}`
+      ? `Pyodide's packages at ${shownUrl(new URL(this.#options.source))}`
       : `the Pyodide package folder ${this.#options.source}`;
   }
 

@@ -2,7 +2,8 @@
  * Secrets a URL carries where no name says so (pure): a password in its user info, a token as
  * a path segment (`/mcp/sk-ak-…/sse`, `/s/<uuid>/`), a query value that is base64 of a JSON
  * config holding a secret-named member (`?config=eyJhcGlLZXkiOi…`). Import hides them when it
- * prints an entry (secrets.ts); a false positive only hides a value.
+ * prints an entry (clients/secrets.ts), and errors show a URL without them (`shownUrl`); a false
+ * positive only hides a value.
  */
 
 /** A URL in text: `scheme://` up to a space, a quote or a shell operator. */
@@ -84,15 +85,17 @@ export function withoutUrlPasswords(
   keep: (password: string) => boolean,
 ): string {
   const withoutUsers = text.replace(
-    /(\/\/)([A-Za-z0-9_~.+=-]{20,})@/g,
-    (match, slashes: string, user: string) =>
-      isTokenShaped(user) && !keep(user) ? `${slashes}${hidden}@` : match,
+    /(\/\/)([A-Za-z0-9_~.+=-]{20,})([:@])/g,
+    (match, slashes: string, user: string, after: string) =>
+      isTokenShaped(user) && !keep(user) ? `${slashes}${hidden}${after}` : match,
   );
-  return withoutUsers.replace(/(\/\/[^/@\s:]*:)(\S*)/g, (match, head: string, rest: string) => {
-    // A number before the path, the query or the end is a host's port (`//host:8080?to=a@b`);
-    // after a name that is no host (no dot), the start of a password (`//admin:2024/x@db`).
+  return withoutUsers.replace(/(\/\/[^/\s:]*:)(\S*)/g, (match, head: string, rest: string) => {
+    // A number before the path, the query or the end is a port (`//host:8080?to=a@b`,
+    // `//ollama:11434/api?from=me@x`, `//registry:4873/@acme`), unless a path segment of its own
+    // comes before the `@` after a name that is no host (no dot): `//admin:2024/x@db`.
     const host = head.slice(2, -1);
-    if (/^\d+(?:[/?#]|$)/.test(rest) && (/[.[]/.test(host) || /^localhost$/i.test(host))) {
+    const noHost = !/[.[]/.test(host) && !/^localhost$/i.test(host);
+    if (/^\d+(?:[/?#]|$)/.test(rest) && !(noHost && /^\d+\/[^/?#@]+@/.test(rest))) {
       return match;
     }
     const slash = rest.indexOf("/");
@@ -117,4 +120,13 @@ export function withoutPathTokens(text: string, hidden: string): string {
       .map((segment) => isTokenShaped(segment) ? hidden : segment).join("/");
     return url.slice(0, pathStart) + path + url.slice(pathEnd);
   });
+}
+
+/**
+ * `url` as a message may show it: its origin and path, without user info, query or fragment, and
+ * with token-shaped path segments hidden (a private index's token is written in one of these).
+ */
+export function shownUrl(url: URL): string {
+  const path = url.pathname.split("/").map((s) => isTokenShaped(s) ? "…" : s).join("/");
+  return `${url.origin}${path}${url.search || url.hash ? "?…" : ""}`;
 }
