@@ -476,6 +476,34 @@ Deno.test("attack: a header value is scrubbed as fetch quotes it too, trimmed of
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("attack: a package index's or Pyodide mirror's credentials are secrets; a folder's @ is not", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/mcp_servers.json`;
+  const write = (settings: Record<string, string>) =>
+    Deno.writeTextFile(
+      path,
+      JSON.stringify({
+        servers: {},
+        settings: { permissions_dir: `${ROOT}tests/fixtures/permissions`, ...settings },
+      }),
+    );
+  await write({
+    package_index: "https://__token__:pypi-IndexTok3nSecret@pypi.example/simple/",
+    pyodide_packages: "https://deploy:S3cretMirrorPw@mirror.example/pyodide/",
+  });
+  const config = await loadConfig({ path, env: () => undefined });
+  assert.ok(config.secrets.includes("pypi-IndexTok3nSecret"), String(config.secrets));
+  assert.ok(config.secrets.includes("S3cretMirrorPw"), String(config.secrets));
+  const scrubbed = createRedactor(config.secrets).text(
+    "index pypi-IndexTok3nSecret mirror S3cretMirrorPw",
+  );
+  assert.doesNotMatch(scrubbed, /Secret|S3cret/);
+  await Deno.mkdir(`${dir}/me@host/pkgs`, { recursive: true });
+  await write({ pyodide_packages: `${dir}/me@host/pkgs` });
+  assert.deepEqual((await loadConfig({ path, env: () => undefined })).secrets, []);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("attack: a URL written out that cannot be read is named without its query or user info", async () => {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/mcp_servers.json`;

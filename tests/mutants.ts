@@ -2104,7 +2104,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a proxy password is not scrubbed",
     file: "src/config/config.ts",
-    from: "secrets: [...new Set([...parsed.secrets, ...proxy.map((p) => p.value)])],",
+    from: "secrets: [...new Set([...parsed.secrets, ...urlSecrets.map((p) => p.value)])],",
     to: "secrets: parsed.secrets,",
     tests: ["tests/proxy_test.ts"],
   },
@@ -3430,6 +3430,14 @@ export const MUTATIONS: Mutation[] = [
     to: "const path = url.pathname;",
     tests: ["tests/packages_test.ts"],
     filter: "names no token written",
+  },
+  {
+    name: "a package index's credentials are not scrubbed",
+    file: "src/config/config.ts",
+    from: '...urlCredentials(settings.package_index, "settings.package_index, the index\'s"),',
+    to: "",
+    tests: ["tests/config_test.ts"],
+    filter: "Pyodide mirror's credentials",
   },
   {
     name: "import shows a token in a URL entry's path",

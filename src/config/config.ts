@@ -17,7 +17,7 @@ import {
 } from "../sandbox/profile.ts";
 import { secretProblem } from "../policy/redaction.ts";
 import { expandPlaceholders } from "./placeholders.ts";
-import { proxySecrets } from "../upstream/network_env.ts";
+import { proxySecrets, urlCredentials } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
 import { closestName, didYouMean } from "./did_you_mean.ts";
@@ -222,9 +222,16 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
       );
     }
   }
-  // A secret too short to scrub would leak quietly through every scrubbed surface: refuse it.
-  const proxy = proxySecrets(env);
-  for (const { value, origin } of proxy) {
+  // The credentials in the proxy variables, and in a private package index's or Pyodide
+  // mirror's URL (settings take no ${NAME}, so they are written in the file), are secrets; a
+  // folder path, which the mirror may be, reads as a URL with no user. One too short to scrub
+  // would leak quietly through every scrubbed surface: refuse it.
+  const urlSecrets = [
+    ...proxySecrets(env),
+    ...urlCredentials(settings.package_index, "settings.package_index, the index's"),
+    ...urlCredentials(settings.pyodide_packages, "settings.pyodide_packages, the mirror's"),
+  ];
+  for (const { value, origin } of urlSecrets) {
     const problem = secretProblem(value);
     if (problem) throw new TypeError(`Cannot load config ${path}: ${origin}: ${problem}`);
   }
@@ -235,7 +242,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
     settings,
     profiles,
     unavailableProfiles,
-    secrets: [...new Set([...parsed.secrets, ...proxy.map((p) => p.value)])],
+    secrets: [...new Set([...parsed.secrets, ...urlSecrets.map((p) => p.value)])],
     notes: parsed.notes,
   };
 }

@@ -37,19 +37,28 @@ const PROXY_VARIABLES = NETWORK_VARIABLES.filter((name) => /^(https?|all)_proxy$
 export function proxySecrets(
   read: (name: string) => string | undefined,
 ): { value: string; origin: string }[] {
-  const secrets: { value: string; origin: string }[] = [];
-  for (const name of PROXY_VARIABLES) {
-    const value = read(name);
-    if (!value || !value.includes("@")) continue;
-    const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
-    if (!URL.canParse(withScheme)) continue;
-    const { username, password } = new URL(withScheme);
-    const credential = password || username;
-    if (!credential) continue;
-    const origin = `environment variable ${name}, the proxy's ${password ? "password" : "user"}`;
-    secrets.push({ value, origin }, { value: decoded(credential), origin });
-  }
-  return secrets;
+  return PROXY_VARIABLES.flatMap((name) =>
+    urlCredentials(read(name), `environment variable ${name}, the proxy's`)
+  );
+}
+
+/**
+ * The secrets of a URL with credentials in it (a proxy, a private package index): the URL as
+ * written and its password (or its user, when it has no password), decoded; none without them.
+ * `origin` says whose they are ("the proxy's"), for a refusal.
+ */
+export function urlCredentials(
+  value: string | undefined,
+  origin: string,
+): { value: string; origin: string }[] {
+  if (!value || !value.includes("@")) return [];
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+  if (!URL.canParse(withScheme)) return [];
+  const { username, password } = new URL(withScheme);
+  const credential = password || username;
+  if (!credential) return [];
+  const said = `${origin} ${password ? "password" : "user"}`;
+  return [{ value, origin: said }, { value: decoded(credential), origin: said }];
 }
 
 /** A URL part with its %-escapes decoded, or as written when they do not decode. */
