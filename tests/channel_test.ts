@@ -9,6 +9,7 @@ import {
   type ChannelViolation,
   JsonRpcChannel,
   type MessageSet,
+  QUOTED_ID_CHARS,
   RemoteError,
   RPC_INTERNAL_ERROR,
   RPC_INVALID_PARAMS,
@@ -204,6 +205,32 @@ Deno.test("a line longer than maxLineBytes is dropped as overlong_line, up to it
   assert.equal(peer.seen.violations[0]!.kind, "overlong_line");
   assert.match(peer.seen.violations[0]!.detail, /longer than 64 bytes/);
   assert.deepEqual(peer.seen.notifications, [["ready", undefined]], "nothing of the long line");
+});
+
+Deno.test("a violation quotes a bounded start of the peer's id, however long the id", async (t) => {
+  // Attacker 37: a sandbox's replies to ids never sent, each id 8 MB, were kept quoted whole
+  // (99 of them took the host to 1.35 GB in one execution).
+  const long = "A".repeat(200_000);
+  const table: [string, unknown, RegExp][] = [
+    [
+      "a long string id",
+      long,
+      new RegExp(`^a reply to id "A{${QUOTED_ID_CHARS}}"\\.\\.\\. \\(200000 characters\\)`),
+    ],
+    ["a short string id", "abc", /^a reply to id "abc", which is not pending$/],
+    ["a number id", 7, /^a reply to id 7, which is not pending$/],
+  ];
+  for (const [what, id, shown] of table) {
+    await t.step(what, async () => {
+      const peer = rawPeer(1024 * 1024);
+      await peer.send(JSON.stringify({ jsonrpc: "2.0", id, result: 1 }) + "\n");
+      await peer.end();
+      assert.deepEqual(peer.seen.violations.map((v) => v.kind), ["reply_to_nothing"]);
+      const detail = peer.seen.violations[0]!.detail;
+      assert.match(detail, shown);
+      assert.ok(detail.length < 200, `a detail of ${detail.length} characters`);
+    });
+  }
 });
 
 Deno.test("a reply to a pending id with both result and error rejects it as malformed_reply", async () => {

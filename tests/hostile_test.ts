@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnServe, startServer, type TestServer } from "./_helpers.ts";
+import { sessionSandbox } from "./_sandbox.ts";
 
 async function stillWorks(server: TestServer): Promise<void> {
   const r = await server.execute({
@@ -113,6 +114,31 @@ Deno.test("exhausting resources stays inside the sandbox", async (t) => {
     assert.ok(JSON.stringify(cut).length <= 65_536 && cut.length > 5_000, `${cut.length}`);
     await stillWorks(server);
   });
+});
+
+Deno.test("a sandbox's replies to ids never sent cost the host a bounded record each", async () => {
+  // Attacker 37: each such reply's id was kept quoted whole until the execution ended; 99 ids of
+  // 8 MB took the host to 1.35 GB for one execution, and four executions at once to 4.67 GB.
+  await using sandbox = await sessionSandbox();
+  const outcome = await sandbox.execute({
+    timeoutMs: 30_000,
+    memoryBytes: 512 * 1024 * 1024,
+    outputBytes: 65536,
+    code: [
+      "import js, json",
+      "for i in range(5):",
+      "    line = json.dumps({'jsonrpc': '2.0', 'id': str(i) * 1_000_000, 'result': 1}) + '\\n'",
+      "    js.Deno.stdout.writeSync(js.TextEncoder.new().encode(line))",
+      "'real'",
+    ].join("\n"),
+  }, { callTool: () => Promise.reject(new Error("no calls here")) });
+  assert.equal(outcome.stop, null, outcome.stop?.message);
+  assert.equal(outcome.reply?.ok && outcome.reply.result, "real");
+  assert.equal(outcome.violations.length, 5);
+  for (const detail of outcome.violations) {
+    assert.match(detail, /^a reply to id "\d+"\.\.\. \(1000000 characters\)/);
+    assert.ok(detail.length < 200, `a record of ${detail.length} characters`);
+  }
 });
 
 Deno.test("bad requests from the MCP client get clear errors, never a crash", async (t) => {

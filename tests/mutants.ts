@@ -784,6 +784,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "cannot forge",
   },
   {
+    name: "a reply to an id never sent is recorded quoting the whole id",
+    file: "src/rpc/channel.ts",
+    from: 'if (typeof id !== "string" || id.length <= QUOTED_ID_CHARS) return JSON.stringify(id);',
+    to: "return JSON.stringify(id);",
+    tests: ["tests/hostile_test.ts", "tests/channel_test.ts"],
+    filter: "bounded",
+  },
+  {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
     from: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",

@@ -180,7 +180,7 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
     if (waiter === undefined) {
       this.#violation(
         "reply_to_nothing",
-        `a reply to id ${JSON.stringify(m.id)}, which is not pending`,
+        `a reply to id ${quotedId(m.id as JsonRpcId)}, which is not pending`,
       );
       return;
     }
@@ -206,6 +206,17 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
       },
     ).catch(() => {/* the peer is gone; nothing to tell it */});
   }
+}
+
+/**
+ * How much of a peer's id a violation quotes. The peer chooses the id: a sandbox's 99 replies
+ * with 8 MB ids, quoted whole, took the host to 1.35 GB for one execution.
+ */
+export const QUOTED_ID_CHARS = 64;
+
+function quotedId(id: JsonRpcId): string {
+  if (typeof id !== "string" || id.length <= QUOTED_ID_CHARS) return JSON.stringify(id);
+  return `${JSON.stringify(id.slice(0, QUOTED_ID_CHARS))}... (${id.length} characters)`;
 }
 
 function isRpcError(value: unknown): value is RpcError {
