@@ -492,6 +492,16 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     ));
     const reply = new TextDecoder().decode(await new Response(conn.readable).arrayBuffer());
     assert.match(reply, /^HTTP\/1\.1 403/);
+    // Attacker 37: a Host that makes no URL with the path (a trailing dot after the port) was a
+    // 500 from the URL parser; it is refused as any foreign Host.
+    for (const host of [`127.0.0.1:${port}.`, `127.0.0.1:${port}:1`, "127.0.0.1:/x"]) {
+      const raw = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+      await raw.write(new TextEncoder().encode(
+        `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      ));
+      const answer = new TextDecoder().decode(await new Response(raw.readable).arrayBuffer());
+      assert.match(answer, /^HTTP\/1\.1 (403|400)/, `Host: ${host}: ${answer.slice(0, 200)}`);
+    }
   });
 
   await t.step("SIGTERM shuts down with no sandbox left", async () => {

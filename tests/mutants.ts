@@ -792,6 +792,16 @@ export const MUTATIONS: Mutation[] = [
     filter: "bounded",
   },
   {
+    name: "the path is read before the Host check (a Host that makes no URL is a 500)",
+    file: "src/host/http_server.ts",
+    from:
+      '    const refused = guardRequest(request.headers, guard);\n    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });\n    if (new URL(request.url).pathname !== "/mcp") {\n      return new Response("Not found: the MCP endpoint is /mcp\\n", { status: 404 });\n    }',
+    to:
+      '    if (new URL(request.url).pathname !== "/mcp") {\n      return new Response("Not found: the MCP endpoint is /mcp\\n", { status: 404 });\n    }\n    const refused = guardRequest(request.headers, guard);\n    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });',
+    tests: ["tests/http_test.ts"],
+    filter: "over Streamable HTTP",
+  },
+  {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
     from: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",

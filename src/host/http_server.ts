@@ -270,11 +270,13 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   };
 
   const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+    // The Host check first: the request's URL is made of its Host header, and a Host that makes
+    // no URL (`127.0.0.1:8788.`) is one the server does not answer to.
+    const refused = guardRequest(request.headers, guard);
+    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
     if (new URL(request.url).pathname !== "/mcp") {
       return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
     }
-    const refused = guardRequest(request.headers, guard);
-    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
     if (request.method === "POST" && await postsIllFormedId(request)) {
       return Response.json(
         jsonRpcError(
