@@ -502,6 +502,16 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
       const answer = new TextDecoder().decode(await new Response(raw.readable).arrayBuffer());
       assert.match(answer, /^HTTP\/1\.1 (403|400)/, `Host: ${host}: ${answer.slice(0, 200)}`);
     }
+    // Attacker 38: with a Host the server answers to, an absolute-form target that is no URL
+    // (Deno makes the request's URL of the target) was a 500, logged as an error quoting it.
+    for (const target of ["http://a^b/mcp", `http://127.0.0.1:${port}./mcp`, "http://[::1/mcp"]) {
+      const raw = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+      await raw.write(new TextEncoder().encode(
+        `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      ));
+      const answer = new TextDecoder().decode(await new Response(raw.readable).arrayBuffer());
+      assert.match(answer, /^HTTP\/1\.1 400/, `${target}: ${answer.slice(0, 200)}`);
+    }
   });
 
   await t.step("SIGTERM shuts down with no sandbox left", async () => {

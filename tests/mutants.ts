@@ -792,14 +792,33 @@ export const MUTATIONS: Mutation[] = [
     filter: "bounded",
   },
   {
-    name: "the path is read before the Host check (a Host that makes no URL is a 500)",
+    name: "a request whose URL does not parse is a 500",
     file: "src/host/http_server.ts",
-    from:
-      '    const refused = guardRequest(request.headers, guard);\n    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });\n    if (new URL(request.url).pathname !== "/mcp") {\n      return new Response("Not found: the MCP endpoint is /mcp\\n", { status: 404 });\n    }',
-    to:
-      '    if (new URL(request.url).pathname !== "/mcp") {\n      return new Response("Not found: the MCP endpoint is /mcp\\n", { status: 404 });\n    }\n    const refused = guardRequest(request.headers, guard);\n    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });',
+    from: "const path = URL.parse(request.url)?.pathname;",
+    to: "const path = new URL(request.url).pathname as string | undefined;",
     tests: ["tests/http_test.ts"],
     filter: "over Streamable HTTP",
+  },
+  {
+    name: "a $ref's malformed percent-escape throws out of the schema reader",
+    file: "src/catalog/schema_types.ts",
+    from: 'const key = decodedSegment(raw)?.replace(/~1/g, "/").replace(/~0/g, "~");',
+    to: 'const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");',
+    tests: ["tests/hostile_schemas_test.ts"],
+  },
+  {
+    name: "a server whose schemas break the generator breaks the whole catalog",
+    file: "src/catalog/catalog.ts",
+    from: "made = render([], `its tools could not be made into Python (${why})`.slice(0, 300));",
+    to: "throw failure;",
+    tests: ["tests/hostile_schemas_test.ts"],
+  },
+  {
+    name: "a docstring ending in quotes is closed early",
+    file: "src/catalog/schema_types.ts",
+    from: '    /"{3,}|"+$/g,',
+    to: '    /"{3,}/g,',
+    tests: ["tests/hostile_schemas_test.ts"],
   },
   {
     name: "calls still running at the end are not waited for",

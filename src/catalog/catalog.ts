@@ -103,25 +103,25 @@ export class Catalog {
     let sent = 0;
     this.servers = servers.map((s) => {
       const moduleName = modules.get(s.server)!;
-      let specs = functionSpecs(s.tools, (tool) => observed(s.server, tool));
-      let error = s.error;
-      let source = renderModule(s.server, s.description, specs, error);
-      const withheld = withheldBecause(source.length, sent);
-      if (withheld) {
-        specs = [];
-        error = `its tools are withheld: ${withheld}`;
-        source = renderModule(s.server, s.description, specs, error);
-      }
-      sent += source.length;
-      return {
-        server: s.server,
-        moduleName,
-        description: s.description,
+      const render = (specs: FunctionSpec[], error: string | undefined) => ({
         specs,
-        source,
-        stub: renderModuleStub(moduleName, s.description, specs),
         error,
-      };
+        source: renderModule(s.server, s.description, specs, error),
+        stub: renderModuleStub(moduleName, s.description, specs),
+      });
+      let made: ReturnType<typeof render>;
+      try {
+        made = render(functionSpecs(s.tools, (tool) => observed(s.server, tool)), s.error);
+      } catch (failure) {
+        // What an upstream's tools say is theirs to choose: one whose schemas break the
+        // generator (a schema nested past the stack, say) loses its tools, not the catalog.
+        const why = failure instanceof Error ? `${failure.name}: ${failure.message}` : failure;
+        made = render([], `its tools could not be made into Python (${why})`.slice(0, 300));
+      }
+      const withheld = withheldBecause(made.source.length, sent);
+      if (withheld) made = render([], `its tools are withheld: ${withheld}`);
+      sent += made.source.length;
+      return { server: s.server, moduleName, description: s.description, ...made };
     });
     this.#byServer = new Map(this.servers.map((e) => [e.server, e]));
   }

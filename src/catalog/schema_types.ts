@@ -391,9 +391,13 @@ function isFieldName(key: string): boolean {
 }
 
 function docstring(text: string): string {
-  return `"""${
-    sourceSafe(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"').replace(/"$/, '\\"'))
-  }"""`;
+  // Backslashes doubled first, so none can escape what follows; then every quote of a run of
+  // three or more, and of a run at the end (it would join the closing quotes), is escaped.
+  const escaped = text.replace(/\\/g, "\\\\").replace(
+    /"{3,}|"+$/g,
+    (run) => '\\"'.repeat(run.length),
+  );
+  return `"""${sourceSafe(escaped)}"""`;
 }
 
 /**
@@ -461,7 +465,8 @@ export function resolvePointer(document: JsonSchema, ref: string): JsonSchema | 
   if (!path.startsWith("/")) return undefined;
   let node: unknown = document;
   for (const raw of path.slice(1).split("/")) {
-    const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+    const key = decodedSegment(raw)?.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (key === undefined) return undefined;
     const record = asRecord(node) ??
       (Array.isArray(node) ? node as unknown as Record<string, unknown> : null);
     if (record === null || !Object.hasOwn(record, key)) return undefined;
@@ -472,7 +477,16 @@ export function resolvePointer(document: JsonSchema, ref: string): JsonSchema | 
 
 function refHint(ref: string): string {
   const last = ref.split("/").pop() ?? "";
-  return last === "" || last === "#" ? "Root" : decodeURIComponent(last);
+  return last === "" || last === "#" ? "Root" : decodedSegment(last) ?? last;
+}
+
+/** A pointer segment's percent-escapes decoded; undefined when they are malformed (`%`, `%zz`). */
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined; // an upstream's `$ref: "#/%"` threw out of the catalog and ended the host
+  }
 }
 
 /** `edit_file`, `old-text`, `oldText` -> `EditFile`, `OldText`, `OldText`. */

@@ -270,11 +270,19 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   };
 
   const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
-    // The Host check first: the request's URL is made of its Host header, and a Host that makes
-    // no URL (`127.0.0.1:8788.`) is one the server does not answer to.
+    // Who may talk first: nothing of a refused request is read.
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
-    if (new URL(request.url).pathname !== "/mcp") {
+    // The request's URL is made of its target, or of its Host header when the target is a path:
+    // one that is no URL (`POST http://a^b/mcp`, `Host: 127.0.0.1:8788.`) is the client's
+    // mistake, not a failure of ours (it was a 500, logged as an error quoting it).
+    const path = URL.parse(request.url)?.pathname;
+    if (path === undefined) {
+      return Response.json(jsonRpcError("Bad Request: the request target is not a URL"), {
+        status: 400,
+      });
+    }
+    if (path !== "/mcp") {
       return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
     }
     if (request.method === "POST" && await postsIllFormedId(request)) {
@@ -341,7 +349,8 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     onError: (error) => {
       // A client that cancelled or went away is no failure of ours.
       const gone = (error as Error | undefined)?.name === "AbortError";
-      log[gone ? "debug" : "error"]("http request failed", { error: String(error) });
+      // Bounded: an error may quote what the client sent.
+      log[gone ? "debug" : "error"]("http request failed", { error: String(error).slice(0, 500) });
       return Response.json(jsonRpcError("Internal error", null, -32603), { status: 500 });
     },
   }, async (request, info) => wellFormedResponse(await handle(request, info)));
