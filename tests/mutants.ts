@@ -1256,7 +1256,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "every server's tool module is sent to every sandbox, however large",
     file: "src/catalog/catalog.ts",
-    from: "const withheld = withheldBecause(source.length, sent);",
+    from: "const withheld = withheldBecause(made.source.length, sent);",
     to: "const withheld = null;",
     tests: ["tests/catalog_test.ts"],
   },

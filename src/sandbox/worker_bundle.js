@@ -166,7 +166,7 @@ var JsonRpcChannel = class {
     }
     const waiter = this.#pending.get(m.id);
     if (waiter === void 0) {
-      this.#violation("reply_to_nothing", `a reply to id ${JSON.stringify(m.id)}, which is not pending`);
+      this.#violation("reply_to_nothing", `a reply to id ${quotedId(m.id)}, which is not pending`);
       return;
     }
     this.#pending.delete(m.id);
@@ -198,6 +198,11 @@ var JsonRpcChannel = class {
     });
   }
 };
+var QUOTED_ID_CHARS = 64;
+function quotedId(id) {
+  if (typeof id !== "string" || id.length <= QUOTED_ID_CHARS) return JSON.stringify(id);
+  return `${JSON.stringify(id.slice(0, QUOTED_ID_CHARS))}... (${id.length} characters)`;
+}
 function isRpcError(value) {
   if (typeof value !== "object" || value === null) return false;
   const e = value;
