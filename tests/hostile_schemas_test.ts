@@ -19,6 +19,22 @@ const HOSTILE_TOOLS = [
     },
   },
   {
+    name: "nameless",
+    description: "A union definition whose key has no ASCII letter to make a class name of.",
+    inputSchema: {
+      type: "object",
+      properties: { who: { $ref: "#/$defs/用户" } },
+      $defs: {
+        "用户": {
+          oneOf: [
+            { type: "object", properties: { id: { type: "integer" } } },
+            { type: "object", properties: { email: { type: "string" } } },
+          ],
+        },
+      },
+    },
+  },
+  {
     name: "quotes",
     description: 'Ends with triple quotes """',
     inputSchema: {
@@ -73,15 +89,27 @@ Deno.test("an upstream's hostile tool schemas leave its module valid Python and 
         "import inspect",
         "doc = inspect.getdoc(hostile.quotes)",
         "fields = hostile.Spec.__annotations__",
-        "[hostile.bad_ref(a=1, b=2), sorted(fields), hostile.Spec.__doc__, 'git_status' in dir(git)]",
+        "[hostile.bad_ref(a=1, b=2), sorted(fields), hostile.Spec.__doc__, 'git_status' in dir(git),",
+        " str(inspect.signature(hostile.nameless))]",
       ].join("\n"),
     });
     assert.equal(r.success, true, r.text);
-    const [called, fields, doc, gitToo] = r.result as [string, string[], string, boolean];
+    const [called, fields, doc, gitToo, nameless] = r.result as [
+      string,
+      string[],
+      string,
+      boolean,
+      string,
+    ];
     assert.equal(called, "hostile.bad_ref called");
     assert.deepEqual(fields, ["escaped", "four", "one", "two"]);
     assert.equal(doc, 'Python source, e.g. """', "the docstring says what the schema says");
     assert.equal(gitToo, true, "the other server's module is there too");
+    assert.match(
+      nameless,
+      /who: mcp_tools\.hostile\.Shape1 \| mcp_tools\.hostile\.Shape2/,
+      `classes named with a letter first: ${nameless}`,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -115,4 +143,54 @@ Deno.test("a server whose schemas the generator cannot render loses its tools, n
   assert.match(deepEntry!.source, /could not be made into Python/);
   assert.deepEqual(plainEntry!.specs.map((s) => s.tool), ["ok"]);
   assert.equal(catalog.hasTool("plain", "ok"), true);
+});
+
+Deno.test("a schema's costs an upstream chooses are charged to the budget of its rendering", async (t) => {
+  const annotationOf = (schema: Record<string, unknown>) => {
+    const catalog = new Catalog([{
+      server: "s",
+      description: "",
+      tools: [{
+        server: "s",
+        name: "t",
+        inputSchema: { type: "object", properties: { p: schema } },
+      }],
+    }]);
+    return catalog.servers[0]!.specs[0]!.params[0]!.annotation;
+  };
+  await t.step("a required list is copied into every alternative of an anyOf beside it", () => {
+    // Attacker 39: 100,000 names beside 6,000 alternatives took 54 s of the host's thread.
+    const alternatives = Array.from({ length: 5 }, (_, i) => ({
+      type: "object",
+      properties: { [`k${i}`]: { type: "string" } },
+    }));
+    const names = Array.from({ length: 5_000 }, (_, i) => `r${i}`);
+    assert.notEqual(annotationOf({ anyOf: alternatives }), "Any", "five alternatives render");
+    assert.equal(annotationOf({ anyOf: alternatives, required: names }), "Any");
+  });
+  await t.step("a definition is rendered once however its pointer is spelt", () => {
+    const catalog = new Catalog([{
+      server: "s",
+      description: "",
+      tools: [{
+        server: "s",
+        name: "t",
+        inputSchema: {
+          type: "object",
+          properties: {
+            a: { $ref: "#/$defs/Item" },
+            b: { $ref: "#/%24defs/Item" },
+            c: { $ref: "#/$defs/%49tem" },
+          },
+          $defs: { Item: { type: "object", properties: { x: { type: "string" } } } },
+        },
+      }],
+    }]);
+    const params = catalog.servers[0]!.specs[0]!.params;
+    assert.deepEqual(params.map((p) => p.annotation), [
+      "Item",
+      "Item",
+      "Item",
+    ]);
+  });
 });

@@ -821,6 +821,27 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/hostile_schemas_test.ts"],
   },
   {
+    name: "a required list beside an anyOf is copied free of the rendering budget",
+    file: "src/catalog/schema_types.ts",
+    from: "const required = Array.isArray(schema.required) ? schema.required.length : 0;",
+    to: "const required = 0;",
+    tests: ["tests/hostile_schemas_test.ts"],
+  },
+  {
+    name: "a definition is rendered again for each spelling of its pointer",
+    file: "src/catalog/schema_types.ts",
+    from: "const refs = this.#byRef;",
+    to: "const refs = new Map<JsonSchema, PythonType>(this.#byRef);",
+    tests: ["tests/hostile_schemas_test.ts"],
+  },
+  {
+    name: "a type named by digits alone is no Python name",
+    file: "src/catalog/schema_types.ts",
+    from: "const root = /^[A-Za-z_]/.test(base) ? base : `Shape${base}`;",
+    to: 'const root = base || "Shape";',
+    tests: ["tests/hostile_schemas_test.ts"],
+  },
+  {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
     from: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",
@@ -1585,8 +1606,15 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "an output schema's patterns are run on the host",
     file: "src/upstream/output_validator.ts",
-    from: '.filter(([key]) => key !== "pattern" && key !== "patternProperties")',
-    to: ".filter(() => true)",
+    from: 'const UNCHECKED = new Set(["pattern", "patternProperties", "uniqueItems"]);',
+    to: 'const UNCHECKED = new Set(["uniqueItems"]);',
+    tests: ["tests/output_validator_test.ts"],
+  },
+  {
+    name: "an output schema's uniqueItems compares every pair of items on the host",
+    file: "src/upstream/output_validator.ts",
+    from: 'const UNCHECKED = new Set(["pattern", "patternProperties", "uniqueItems"]);',
+    to: 'const UNCHECKED = new Set(["pattern", "patternProperties"]);',
     tests: ["tests/output_validator_test.ts"],
   },
   {
