@@ -514,6 +514,55 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     }
   });
 
+  await t.step("a body over 4 MiB is refused with 413, and one cut short with 400", async () => {
+    // Attacker 39: a POST over the bound was never answered (the body check read a clone whose
+    // cancel never finished), holding what had come of it; a body cut short was a 500.
+    const port = Number(new URL(server.url).port);
+    const big = new Uint8Array(5 * 1024 * 1024).fill(0x20);
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    // Not a timing test: without an answer, the test would hang instead of failing.
+    const unanswered = () => AbortSignal.timeout(30_000);
+    const sized = await fetch(server.url, {
+      method: "POST",
+      body: big,
+      headers,
+      signal: unanswered(),
+    });
+    assert.equal(sized.status, 413);
+    await sized.body?.cancel();
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 5; i++) controller.enqueue(new Uint8Array(1024 * 1024).fill(0x20));
+        controller.close();
+      },
+    });
+    const chunked = await fetch(server.url, {
+      method: "POST",
+      body: stream,
+      headers,
+      signal: unanswered(),
+    });
+    assert.equal(chunked.status, 413, "a chunked body, no Content-Length");
+    await chunked.body?.cancel();
+    const raw = await Deno.connect({ hostname: "127.0.0.1", port });
+    await raw.write(new TextEncoder().encode(
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{}`,
+    ));
+    await raw.closeWrite();
+    const answer = new TextDecoder().decode(await new Response(raw.readable).arrayBuffer());
+    assert.match(answer, /^HTTP\/1\.1 400/, answer.slice(0, 200));
+    const fine = await fetch(server.url, {
+      method: "POST",
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+      headers,
+    });
+    assert.notEqual(fine.status, 500, "the server goes on answering");
+    await fine.body?.cancel();
+  });
+
   await t.step("SIGTERM shuts down with no sandbox left", async () => {
     const client = await connect(server.url);
     // The server cancels it; the client only learns when its own timeout fires.

@@ -842,6 +842,15 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/hostile_schemas_test.ts"],
   },
   {
+    name: "an HTTP body over the bound is read through a clone, and never answered",
+    file: "src/host/http_server.ts",
+    from:
+      "      const buffered = await bufferedBody(request, log);\n      if (buffered instanceof Response) return buffered;\n      request = buffered;",
+    to: "",
+    tests: ["tests/http_test.ts"],
+    filter: "over Streamable HTTP",
+  },
+  {
     name: "calls still running at the end are not waited for",
     file: "src/execution/executor.ts",
     from: "await gate.close(ended ? 0 : PENDING_CALLS_GRACE_MS, options.signal);",

@@ -92,6 +92,7 @@ export const SSE_KEEP_ALIVE_MS = 2000;
 const SHUTDOWN_GRACE_MS = 5000;
 /** The largest session-less POST body read (the SDK transport's own default). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const TOO_LARGE = `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`;
 
 export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   const refusal = checkBind(options.host, options.token, options.allowedHosts);
@@ -269,7 +270,8 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
   };
 
-  const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+  const handle = async (received: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+    let request = received;
     // Who may talk first: nothing of a refused request is read.
     const refused = guardRequest(request.headers, guard);
     if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
@@ -284,6 +286,11 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
     if (path !== "/mcp") {
       return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
+    }
+    if (request.method === "POST") {
+      const buffered = await bufferedBody(request, log);
+      if (buffered instanceof Response) return buffered;
+      request = buffered;
     }
     if (request.method === "POST" && await postsIllFormedId(request)) {
       return Response.json(
@@ -412,6 +419,32 @@ function requestId(json: unknown): string | number | null {
 }
 
 /** Whether a POST's body holds a request with an ill-formed id (a copy is read, bounded). */
+/**
+ * The request with its body read whole, once, up to MAX_BODY_BYTES; or the answer when it is
+ * larger (413) or cannot be read (400: the client cut it short). Every later reader (the ill-formed
+ * id check, the SDK's era check and transport) reads that copy: a clone of an unread body over
+ * the bound was never answered, and held what had come of it (a 5 MB POST, 40 of them: 504 MB).
+ */
+async function bufferedBody(request: Request, log: Logger): Promise<Request | Response> {
+  const refuse = (status: number, message: string) =>
+    Response.json(jsonRpcError(message), { status });
+  if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return refuse(413, TOO_LARGE);
+  let body: Uint8Array | null;
+  try {
+    body = await readAtMost(request.body ?? [], MAX_BODY_BYTES);
+  } catch (error) {
+    log.debug("http request body could not be read", { error: String(error).slice(0, 200) });
+    return refuse(400, "Bad Request: the request body could not be read whole");
+  }
+  if (body === null) return refuse(413, TOO_LARGE);
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: body as Uint8Array<ArrayBuffer>,
+    signal: request.signal,
+  });
+}
+
 async function postsIllFormedId(request: Request): Promise<boolean> {
   const body = await readAtMost(request.clone().body ?? [], MAX_BODY_BYTES);
   return body !== null && holdsIllFormedId(new TextDecoder().decode(body));
@@ -425,7 +458,7 @@ async function readJsonBody(
     refusal: {
       status: 413,
       code: -32000,
-      message: `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`,
+      message: TOO_LARGE,
     },
   };
   if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return tooLarge;
