@@ -149,12 +149,23 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
       assert.equal((await Deno.stat(`${root}/ws/given`)).uid, me);
       // Another way may still be found: the host gives back what changed owner in a run.
       await Deno.mkdir(`${root}/ws/midrun`);
+      // The owner changes while the script runs, for sure: the script says it has started and
+      // waits to hear the change is made (a fixed delay lost the race to a slow sandbox start,
+      // and the change then predated the run).
       const running = server.execute({
         profile: "workspace",
-        code: "import time\ntime.sleep(1.5)",
+        code: [
+          "import os, time",
+          "open('/workspace/started', 'w').close()",
+          "for _ in range(600):",
+          "    if os.path.exists('/workspace/changed'):",
+          "        break",
+          "    time.sleep(0.05)",
+        ].join("\n"),
       });
-      await delay(500);
+      for (let i = 0; i < 600 && !(await exists(`${root}/ws/started`)); i++) await delay(50);
       if (me === 0) await Deno.chown(`${root}/ws/midrun`, 65534, 65534); // as the run's doing
+      await Deno.writeTextFile(`${root}/ws/changed`, "");
       assert.equal((await running).success, true);
       assert.equal((await Deno.stat(`${root}/ws/midrun`)).uid, me, "given back when the run ended");
       const isolated = await server.execute({
@@ -382,3 +393,12 @@ Deno.test("a script that removes another profile's folder cannot stop the next s
   assert.equal((await server.execute({ profile: "shared", code: "1 + 1" })).result, 2);
   await Deno.remove(root, { recursive: true });
 });
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
