@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { Catalog } from "../src/catalog/catalog.ts";
-import { ROOT, startServer, writeConfig } from "./_helpers.ts";
+import { catalogServerEntry, ROOT, startServer, writeConfig } from "./_helpers.ts";
 
 const HOSTILE_TOOLS = [
   {
@@ -62,22 +62,8 @@ Deno.test("an upstream's hostile tool schemas leave its module valid Python and 
     await Deno.writeTextFile(fixture, JSON.stringify({ server: "hostile", tools: HOSTILE_TOOLS }));
     const config = await writeConfig(dir, {
       servers: {
-        hostile: {
-          command: "deno",
-          args: ["run", "--no-prompt", `--allow-read=${dir}`, "catalog_server.ts", fixture],
-          cwd: `${ROOT}tests/fixtures`,
-        },
-        git: {
-          command: "deno",
-          args: [
-            "run",
-            "--no-prompt",
-            "--allow-read",
-            "catalog_server.ts",
-            "tool_catalog/git.json",
-          ],
-          cwd: `${ROOT}tests/fixtures`,
-        },
+        hostile: catalogServerEntry(fixture),
+        git: catalogServerEntry(`${ROOT}tests/fixtures/tool_catalog/git.json`),
       },
       settings: { pool_size: 1, permissions_dir: `${ROOT}tests/fixtures/permissions` },
     });
@@ -146,18 +132,16 @@ Deno.test("a server whose schemas the generator cannot render loses its tools, n
 });
 
 Deno.test("a schema's costs an upstream chooses are charged to the budget of its rendering", async (t) => {
-  const annotationOf = (schema: Record<string, unknown>) => {
-    const catalog = new Catalog([{
+  /** The annotations of a tool's parameters, one per property of `inputSchema`. */
+  const annotations = (inputSchema: Record<string, unknown>) =>
+    new Catalog([{
       server: "s",
       description: "",
-      tools: [{
-        server: "s",
-        name: "t",
-        inputSchema: { type: "object", properties: { p: schema } },
-      }],
-    }]);
-    return catalog.servers[0]!.specs[0]!.params[0]!.annotation;
-  };
+      tools: [{ server: "s", name: "t", inputSchema }],
+    }])
+      .servers[0]!.specs[0]!.params.map((p) => p.annotation);
+  const annotationOf = (schema: Record<string, unknown>) =>
+    annotations({ type: "object", properties: { p: schema } })[0];
   await t.step("a required list is copied into every alternative of an anyOf beside it", () => {
     // Attacker 39: 100,000 names beside 6,000 alternatives took 54 s of the host's thread.
     const alternatives = Array.from({ length: 5 }, (_, i) => ({
@@ -169,28 +153,15 @@ Deno.test("a schema's costs an upstream chooses are charged to the budget of its
     assert.equal(annotationOf({ anyOf: alternatives, required: names }), "Any");
   });
   await t.step("a definition is rendered once however its pointer is spelt", () => {
-    const catalog = new Catalog([{
-      server: "s",
-      description: "",
-      tools: [{
-        server: "s",
-        name: "t",
-        inputSchema: {
-          type: "object",
-          properties: {
-            a: { $ref: "#/$defs/Item" },
-            b: { $ref: "#/%24defs/Item" },
-            c: { $ref: "#/$defs/%49tem" },
-          },
-          $defs: { Item: { type: "object", properties: { x: { type: "string" } } } },
-        },
-      }],
-    }]);
-    const params = catalog.servers[0]!.specs[0]!.params;
-    assert.deepEqual(params.map((p) => p.annotation), [
-      "Item",
-      "Item",
-      "Item",
-    ]);
+    const spelt = annotations({
+      type: "object",
+      properties: {
+        a: { $ref: "#/$defs/Item" },
+        b: { $ref: "#/%24defs/Item" },
+        c: { $ref: "#/$defs/%49tem" },
+      },
+      $defs: { Item: { type: "object", properties: { x: { type: "string" } } } },
+    });
+    assert.deepEqual(spelt, ["Item", "Item", "Item"]);
   });
 });

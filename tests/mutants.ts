@@ -844,9 +844,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "an HTTP body over the bound is read through a clone, and never answered",
     file: "src/host/http_server.ts",
-    from:
-      "      const buffered = await bufferedBody(request, log);\n      if (buffered instanceof Response) return buffered;\n      request = buffered;",
-    to: "",
+    from: "body = await readAtMost(request.body ?? [], MAX_BODY_BYTES);",
+    to: "body = await readAtMost(request.clone().body ?? [], MAX_BODY_BYTES);",
     tests: ["tests/http_test.ts"],
     filter: "over Streamable HTTP",
   },
@@ -2821,7 +2820,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a request whose id holds half a surrogate pair reaches the transports",
     file: "src/host/http_server.ts",
-    from: 'if (request.method === "POST" && await postsIllFormedId(request)) {',
+    from: "if (holdsIllFormedId(buffered.text)) {",
     to: "if (false) {",
     tests: ["tests/http_test.ts"],
     filter: "execute_code over Streamable HTTP",

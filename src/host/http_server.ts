@@ -290,17 +290,17 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (request.method === "POST") {
       const buffered = await bufferedBody(request, log);
       if (buffered instanceof Response) return buffered;
-      request = buffered;
-    }
-    if (request.method === "POST" && await postsIllFormedId(request)) {
-      return Response.json(
-        jsonRpcError(
-          "Invalid Request: the request id is not well-formed Unicode (it holds half a surrogate pair)",
-          null,
-          -32600,
-        ),
-        { status: 400 },
-      );
+      request = buffered.request;
+      if (holdsIllFormedId(buffered.text)) {
+        return Response.json(
+          jsonRpcError(
+            "Invalid Request: the request id is not well-formed Unicode (it holds half a surrogate pair)",
+            null,
+            -32600,
+          ),
+          { status: 400 },
+        );
+      }
     }
     if (!(await isLegacyRequest(request))) {
       // A client that takes only JSON gets JSON, and a call it abandons runs on to its end.
@@ -418,14 +418,17 @@ function requestId(json: unknown): string | number | null {
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
-/** Whether a POST's body holds a request with an ill-formed id (a copy is read, bounded). */
 /**
- * The request with its body read whole, once, up to MAX_BODY_BYTES; or the answer when it is
- * larger (413) or cannot be read (400: the client cut it short). Every later reader (the ill-formed
- * id check, the SDK's era check and transport) reads that copy: a clone of an unread body over
- * the bound was never answered, and held what had come of it (a 5 MB POST, 40 of them: 504 MB).
+ * The request with its body read whole, once, up to MAX_BODY_BYTES, and that body as text; or the
+ * answer when it is larger (413) or cannot be read (400: the client cut it short). Every later
+ * reader (the ill-formed id check, the SDK's era check and transport, `readJsonBody`) reads that
+ * copy: a clone of an unread body over the bound was never answered, and held what had come of
+ * it (a 5 MB POST, 40 of them: 504 MB).
  */
-async function bufferedBody(request: Request, log: Logger): Promise<Request | Response> {
+async function bufferedBody(
+  request: Request,
+  log: Logger,
+): Promise<{ request: Request; text: string } | Response> {
   const refuse = (status: number, message: string) =>
     Response.json(jsonRpcError(message), { status });
   if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return refuse(413, TOO_LARGE);
@@ -437,35 +440,21 @@ async function bufferedBody(request: Request, log: Logger): Promise<Request | Re
     return refuse(400, "Bad Request: the request body could not be read whole");
   }
   if (body === null) return refuse(413, TOO_LARGE);
-  return new Request(request.url, {
+  const buffered = new Request(request.url, {
     method: request.method,
     headers: request.headers,
     body: body as Uint8Array<ArrayBuffer>,
     signal: request.signal,
   });
+  return { request: buffered, text: new TextDecoder().decode(body) };
 }
 
-async function postsIllFormedId(request: Request): Promise<boolean> {
-  const body = await readAtMost(request.clone().body ?? [], MAX_BODY_BYTES);
-  return body !== null && holdsIllFormedId(new TextDecoder().decode(body));
-}
-
-/** A request body parsed as JSON, or why it cannot be (bounded like the SDK's transport). */
+/** A POST's body (already bounded by `bufferedBody`) parsed as JSON, or why it cannot be. */
 async function readJsonBody(
   request: Request,
 ): Promise<{ json: unknown } | { refusal: { status: number; code: number; message: string } }> {
-  const tooLarge = {
-    refusal: {
-      status: 413,
-      code: -32000,
-      message: TOO_LARGE,
-    },
-  };
-  if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return tooLarge;
-  const body = await readAtMost(request.body ?? [], MAX_BODY_BYTES);
-  if (body === null) return tooLarge;
   try {
-    return { json: JSON.parse(new TextDecoder().decode(body)) };
+    return { json: JSON.parse(await request.text()) };
   } catch {
     return { refusal: { status: 400, code: -32700, message: "Parse error: Invalid JSON" } };
   }
