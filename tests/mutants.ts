@@ -3865,6 +3865,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/tracing_test.ts"],
     filter: "OTLP receiver",
   },
+  {
+    name: "a build's scratch a killed server left stays in the cache folder for ever",
+    file: "src/sandbox/snapshot.ts",
+    from: "  if (now - changed < ABANDONED_BUILD_MS) return false;",
+    to: "  return false;",
+    tests: ["tests/snapshot_test.ts"],
+    filter: "scratch a killed",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

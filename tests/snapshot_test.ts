@@ -10,6 +10,7 @@ import {
   isSnapshotIntact,
   isSnapshotVerified,
   keepInUse,
+  removeStalePreloads,
   removeStaleSnapshots,
 } from "../src/sandbox/snapshot.ts";
 import { fromSparse, readSparseTable, toSparse } from "../src/sandbox/snapshot_format.ts";
@@ -122,5 +123,32 @@ Deno.test("a snapshot another server marked in use within a week is not removed 
     "snapshot-314-theirs.bin",
     "snapshot-314-theirs.bin.verified",
   ]);
+  await Deno.remove(cacheDir, { recursive: true });
+});
+
+Deno.test("a build's scratch a killed server left goes after a day; a build in progress stays", async () => {
+  const cacheDir = await Deno.makeTempDir();
+  const dayAndHourAgo = new Date(Date.now() - 25 * 3600_000);
+  const left = {
+    preloadFolder: `${cacheDir}/preload-abc.1111.tmp`, // its packages, hundreds of MB
+    preloadRaw: `${cacheDir}/preload-abc.bin.2222.tmp`,
+    snapshotRaw: `${cacheDir}/snapshot-314-x.bin.3333.tmp`,
+  };
+  const building = {
+    preloadFolder: `${cacheDir}/preload-def.4444.tmp`,
+    snapshotRaw: `${cacheDir}/snapshot-314-y.bin.5555.tmp`,
+  };
+  for (const folder of [left.preloadFolder, building.preloadFolder]) {
+    await Deno.mkdir(`${folder}/site/numpy`, { recursive: true });
+    await Deno.writeTextFile(`${folder}/site/numpy/__init__.py`, "");
+  }
+  for (const file of [left.preloadRaw, left.snapshotRaw, building.snapshotRaw]) {
+    await Deno.writeTextFile(file, "x");
+  }
+  for (const path of Object.values(left)) await Deno.utime(path, dayAndHourAgo, dayAndHourAgo);
+  await removeStalePreloads(cacheDir, [], silentLogger);
+  await removeStaleSnapshots(cacheDir, `${cacheDir}/snapshot-314-ours.bin`, silentLogger);
+  const kept = [...Deno.readDirSync(cacheDir)].map((e) => e.name).sort();
+  assert.deepEqual(kept, ["preload-def.4444.tmp", "snapshot-314-y.bin.5555.tmp"]);
   await Deno.remove(cacheDir, { recursive: true });
 });

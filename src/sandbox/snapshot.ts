@@ -181,6 +181,21 @@ const PRELOAD_PREFIX = "preload-";
 const STALE_CACHE_MS = 7 * 24 * 3600_000;
 
 /**
+ * How old a build's scratch file or folder (`.tmp`) must be to count as abandoned: a server
+ * killed while it built a snapshot leaves one (a preload's holds its packages, hundreds of MB),
+ * and nothing else would ever remove it. A build takes minutes.
+ */
+const ABANDONED_BUILD_MS = 24 * 3600_000;
+
+/** Removes `path` (file or folder) if it is a build's scratch left for a day: see above. */
+async function removeIfAbandoned(path: string, now: number): Promise<boolean> {
+  const changed = (await Deno.lstat(path).catch(() => null))?.mtime?.getTime() ?? now;
+  if (now - changed < ABANDONED_BUILD_MS) return false;
+  await Deno.remove(path, { recursive: true }).catch(() => {});
+  return true;
+}
+
+/**
  * Removes preloaded snapshots (and their folders) that no server has started with for a week.
  * Not at once: another server sharing the cache folder may be using one this config does not.
  */
@@ -193,8 +208,15 @@ export async function removeStalePreloads(
   const kept = new Set(keep.map((k) => k.preloadDir));
   for await (const entry of Deno.readDir(cacheDir)) {
     const full = join(cacheDir, entry.name);
-    if (!entry.isDirectory || !entry.name.startsWith(PRELOAD_PREFIX) || kept.has(full)) continue;
-    if (entry.name.includes(".tmp")) continue; // a build in progress
+    if (!entry.name.startsWith(PRELOAD_PREFIX) || kept.has(full)) continue;
+    if (entry.name.endsWith(".tmp")) {
+      // A build in progress, or one a killed server left (its folder, or its raw snapshot).
+      if (await removeIfAbandoned(full, now)) {
+        log.debug("removed an abandoned build", { path: full });
+      }
+      continue;
+    }
+    if (!entry.isDirectory) continue;
     const used = (await Deno.stat(full)).mtime?.getTime() ?? now;
     if (now - used < STALE_CACHE_MS) continue;
     await Deno.remove(full, { recursive: true }).catch(() => {});
@@ -252,7 +274,13 @@ export async function removeStaleSnapshots(
   for await (const entry of Deno.readDir(cacheDir)) {
     const full = join(cacheDir, entry.name);
     if (!entry.name.startsWith("snapshot-") || full === keep) continue;
-    if (entry.name.endsWith(STAMP_SUFFIX) || entry.name.endsWith(".tmp")) continue;
+    if (entry.name.endsWith(".tmp")) {
+      if (await removeIfAbandoned(full, now)) {
+        log.debug("removed an abandoned build", { path: full });
+      }
+      continue;
+    }
+    if (entry.name.endsWith(STAMP_SUFFIX)) continue;
     // Another server sharing this folder (another version, another checkout) may run from it:
     // only a snapshot no server has marked in use for a week goes (see keepInUse).
     const marked = await Deno.stat(`${full}${STAMP_SUFFIX}`).catch(() => Deno.stat(full));
