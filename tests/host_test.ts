@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { type ExecutionResult, formatResultText } from "../src/execution/execution_result.ts";
 import type { ExecuteOptions, ExecuteRequest, Executor } from "../src/execution/executor.ts";
+import { Catalog } from "../src/catalog/catalog.ts";
 import { createHost } from "../src/host/server.ts";
 import { liveFeedback, MAX_PROGRESS_TOKEN_CHARS } from "../src/host/tools/execute_code.ts";
 import { testHostDeps } from "./_host.ts";
@@ -293,4 +294,68 @@ Deno.test("attack: a long progress token gets no progress (each report would car
   short.onProgress!({ progress: 1 });
   await short.flush();
   assert.equal(sent.length, 1);
+});
+
+Deno.test("a call of a tool this server lacks says what to call instead", async (t) => {
+  const { deps, cleanup } = await testHostDeps(
+    { execute: () => Promise.resolve(success) },
+    Promise.resolve(),
+  );
+  const tool = (server: string, name: string) => ({
+    server,
+    name,
+    inputSchema: { type: "object" as const, properties: { path: { type: "string" } } },
+  });
+  const catalog = new Catalog([
+    {
+      server: "desktop-commander",
+      description: "",
+      tools: [tool("desktop-commander", "read_file")],
+    },
+    { server: "filesystem", description: "", tools: [tool("filesystem", "read_file")] },
+  ]);
+  deps.catalog = () => catalog;
+  const host = createHost(deps, { era: "legacy", owner: crypto.randomUUID() });
+  const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
+  await host.server.connect(serverEnd);
+  const client = new Client({ name: "host-test", version: "1.0.0" });
+  await client.connect(clientEnd);
+  const refusal = async (name: string) => {
+    const error = await client.callTool({ name, arguments: {} }).then(
+      () => assert.fail(`${name.slice(0, 40)} was called`),
+      (e: Error & { code?: number }) => e,
+    );
+    assert.equal(error.code, -32602);
+    return error.message;
+  };
+  await t.step("an upstream tool, as Claude Code spells it: the Python call", async () => {
+    const message = await refusal("mcp__filesystem__read_file");
+    assert.match(message, /upstream server "filesystem"/);
+    assert.match(message, /from mcp_tools import filesystem\\nfilesystem\.read_file\(\.\.\.\)/);
+  });
+  await t.step("an upstream tool by its bare name", async () => {
+    assert.match(await refusal("read_file"), /execute_code .*desktop_commander\.read_file/);
+  });
+  await t.step("a typo of its own: the tool meant, and its tools", async () => {
+    const message = await refusal("execute_cod");
+    assert.match(message, /did you mean "execute_code"\?/);
+    assert.match(message, /This server's tools: execute_code, search_tools, get_tool_docs/);
+  });
+  await t.step(
+    "attack: a name of 1 MB is quoted in 64 characters, and answered at once",
+    async () => {
+      const started = performance.now();
+      const message = await refusal("x".repeat(1 << 20));
+      assert.ok(message.length < 1000, `${message.length} characters`);
+      assert.ok(message.includes(`"${"x".repeat(64)}..."`));
+      assert.ok(performance.now() - started < 5000);
+    },
+  );
+  await t.step("its own tools are called as before", async () => {
+    const result = await client.callTool({ name: "execute_code", arguments: { code: "1" } });
+    assert.equal(result.isError, false);
+  });
+  await host.close();
+  await client.close();
+  await cleanup();
 });

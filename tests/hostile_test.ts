@@ -176,7 +176,7 @@ Deno.test("bad requests from the MCP client get clear errors, never a crash", as
       () => server.client.callTool({ name: "rm_rf", arguments: {} }),
       (error: Error & { code?: number }) => {
         assert.equal(error.code, -32602);
-        assert.match(error.message, /Tool rm_rf not found/);
+        assert.match(error.message, /Unknown tool "rm_rf"/);
         return true;
       },
     );

@@ -3873,6 +3873,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/snapshot_test.ts"],
     filter: "scratch a killed",
   },
+  {
+    name: "a call of an upstream tool is refused without the Python call that runs it",
+    file: "src/host/unknown_tools.ts",
+    from: "unknownToolMessage(name, own, upstreamFunction(catalog(), name))",
+    to: "unknownToolMessage(name, own, undefined)",
+    tests: ["tests/host_test.ts"],
+    filter: "lacks says what",
+  },
+  {
+    name: "an unknown tool's name is quoted whole, however long",
+    file: "src/host/unknown_tools.ts",
+    from: "name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name",
+    to: "name",
+    tests: ["tests/host_test.ts"],
+    filter: "lacks says what",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -54,7 +54,7 @@ Deno.test("a client that never reads stderr does not hold the host up", async ()
           },
         }),
       });
-      assert.match(await reply.text(), /Tool no_such_tool not found/);
+      assert.match(await reply.text(), /Unknown tool \\"no_such_tool\\"\. This server/);
     };
     let next = 0;
     const worker = async () => {

@@ -22,6 +22,7 @@ import type { SessionManager } from "../sandbox/sessions.ts";
 import type { ParkedRuns } from "./approvals.ts";
 import { serveLongCallsAsTasks, type TaskStore } from "./tasks.ts";
 import { holdUntilStarted } from "./startup_gate.ts";
+import { explainUnknownTools } from "./unknown_tools.ts";
 import { skillSearchEntries } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
 import type { AgentDeps } from "../agent/agent.ts";
@@ -107,6 +108,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
   // Before any tool, these: they wrap the handlers the first registration installs.
   answerWellFormed(server);
   holdUntilStarted(server, deps.started);
+  explainUnknownTools(server, deps.catalog);
   if (context.era === "modern") {
     serveLongCallsAsTasks(server, {
       store: deps.tasks,
