@@ -148,6 +148,44 @@ Deno.test("attack: a model API's reply is read only up to its limit", async () =
   assert.match(result.message, /^Cannot get code from openai:scripted-model/, result.message);
 });
 
+Deno.test("attack: a model API's token counts that are no counts reach the client as 0", async () => {
+  const completion = (code: string, usage: Record<string, unknown>) => ({
+    status: 200,
+    body: {
+      id: "c",
+      object: "chat.completion",
+      created: 0,
+      model: "m",
+      choices: [{ index: 0, message: { role: "assistant", content: code }, finish_reason: "stop" }],
+      usage,
+    },
+  });
+  await using api = startFakeChatApi([
+    // A count that is the API key (joined, not added, to the next attempt's), then megabytes.
+    completion("```python\nraise ValueError('again')\n```", {
+      prompt_tokens: "leaked test-key",
+      completion_tokens: 7,
+      total_tokens: { key: "test-key" },
+    }),
+    completion("```python\nprint('ok')\n```", {
+      prompt_tokens: "P".repeat(2_000_000),
+      completion_tokens: -1,
+      total_tokens: 1e300,
+    }),
+  ]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+  const { reply, result } = await generate(server, "Anything", 2);
+  assert.equal(result.success, true, JSON.stringify(result).slice(0, 2000));
+  assert.deepEqual(result.usage, { prompt_tokens: 0, completion_tokens: 7, total_tokens: 0 });
+  assert.deepEqual(result.attempts.map((a) => a.usage), [
+    { prompt_tokens: 0, completion_tokens: 7, total_tokens: 0 },
+    { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  ]);
+  const answer = JSON.stringify(reply);
+  assert.ok(!answer.includes("test-key"), "the model API key is in the answer");
+  assert.ok(answer.length < 100_000, `${answer.length} characters`);
+});
+
 Deno.test("attack: a model's script past the code limit is not run, nor repeated whole", async () => {
   const long = "```python\n" + "x = 1\n".repeat(40_000) + "```";
   await using api = startFakeChatApi([long, long]);

@@ -3889,6 +3889,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/host_test.ts"],
     filter: "lacks says what",
   },
+  {
+    name: "a model API's token counts are passed on as the API gave them",
+    file: "src/agent/openai_model.ts",
+    from: 'typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : 0',
+    to: "value as number",
+    tests: ["tests/agent_test.ts"],
+    filter: "no counts",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -4,7 +4,13 @@
  * never call a model: this keeps their start fast).
  */
 import type OpenAI from "openai";
-import type { ChatMessage, ChatModel, ChatReply, CompleteOptions } from "./chat_model.ts";
+import type {
+  ChatMessage,
+  ChatModel,
+  ChatReply,
+  CompleteOptions,
+  TokenUsage,
+} from "./chat_model.ts";
 import type { OpenAIModelConfig } from "./model_config.ts";
 
 /** Whether an API error says the model wants max_completion_tokens instead of max_tokens. */
@@ -12,6 +18,23 @@ export function rejectsMaxTokens(error: unknown): boolean {
   const e = error as { status?: unknown; param?: string | null; message?: string } | null;
   if (!(error instanceof Error) || e?.status !== 400) return false;
   return e.param === "max_tokens" || /max_completion_tokens/.test(error.message);
+}
+
+/**
+ * The token counts of a reply, as counts (pure). The API's word is not trusted: a count that is
+ * no whole number of tokens counts 0 (a string counted would be passed to the client as it is, a
+ * secret or megabytes in it, and joined to the next attempt's); no count at all is null.
+ */
+export function tokenUsage(raw: unknown): TokenUsage | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const counts = raw as Record<string, unknown>;
+  const count = (value: unknown) =>
+    typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+  return {
+    prompt_tokens: count(counts.prompt_tokens),
+    completion_tokens: count(counts.completion_tokens),
+    total_tokens: count(counts.total_tokens),
+  };
 }
 
 export class OpenAIChatModel implements ChatModel {
@@ -47,15 +70,12 @@ export class OpenAIChatModel implements ChatModel {
       );
       completion = await this.#create(messages, options);
     }
-    const text = completion.choices[0]?.message?.content ?? "";
-    const usage = completion.usage
-      ? {
-        prompt_tokens: completion.usage.prompt_tokens,
-        completion_tokens: completion.usage.completion_tokens,
-        total_tokens: completion.usage.total_tokens,
-      }
-      : null;
-    return { text, usage, notes };
+    const content: unknown = completion.choices?.[0]?.message?.content;
+    return {
+      text: typeof content === "string" ? content : "",
+      usage: tokenUsage(completion.usage),
+      notes,
+    };
   }
 
   async #create(messages: ChatMessage[], { maxTokens, signal }: CompleteOptions) {
