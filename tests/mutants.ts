@@ -3897,6 +3897,38 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/agent_test.ts"],
     filter: "no counts",
   },
+  {
+    name: "observed result shapes are bounded by count only, not by size",
+    file: "src/catalog/observed_results.ts",
+    from: "(this.#size <= MAX_TOOLS && this.#chars <= MAX_KEPT_CHARS)",
+    to: "this.#size <= MAX_TOOLS",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "keeps renaming its tools",
+  },
+  {
+    name: "recording a result forgets no tool, however many are kept",
+    file: "src/catalog/observed_results.ts",
+    from: "    this.#shapes.set(server, tools);\n    this.#forgetOldest();\n",
+    to: "    this.#shapes.set(server, tools);\n",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "keeps renaming its tools",
+  },
+  {
+    name: "a result key named like an Object.prototype member finds that member in the other shape",
+    file: "src/catalog/result_shapes.ts",
+    from: "Object.hasOwn(ap, k) && Object.hasOwn(bp, k)",
+    to: "k in ap && k in bp",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "named like Object",
+  },
+  {
+    name: "a result key named like an Object.prototype member merges with that member",
+    file: "src/catalog/result_shapes.ts",
+    from: "!Object.hasOwn(bp, k)\n            ? ap[k]!",
+    to: "!bp[k]\n            ? ap[k]!",
+    tests: ["tests/schema_types_test.ts"],
+    filter: "named like Object",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

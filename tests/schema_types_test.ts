@@ -4,6 +4,8 @@ import { functionSpecs, renderModule, renderStub } from "../src/catalog/python_s
 import { isFieldName, mergeShapes, scriptValue, shapeOf } from "../src/catalog/result_shapes.ts";
 import {
   COUNTS_SHOWN_EVERY_MS,
+  MAX_KEPT_CHARS,
+  MAX_TOOLS,
   ObservedResults,
   SHAPES_SHOWN,
 } from "../src/catalog/observed_results.ts";
@@ -403,6 +405,68 @@ Deno.test("ObservedResults keeps shapes across restarts, by server identity", as
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("attack: one server that keeps renaming its tools, with large shapes, cannot grow the file", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/observed.json`;
+  const log = createLogger("error");
+  try {
+    // About 30 KB of shape a result: 36 keys of 24 integer keys each (under MAX_SHAPE_CHARS).
+    const large = Object.fromEntries(
+      Array.from({ length: 36 }, (_, i) => [
+        `k_${i}`,
+        Object.fromEntries(Array.from({ length: 24 }, (_, j) => [`f${j}`, j])),
+      ]),
+    );
+    const observed = new ObservedResults(path, log);
+    observed.record("other", "kept_a_while", { structuredContent: { id: 1 } });
+    for (let i = 0; i < 600; i++) {
+      observed.record("one_server", `renamed_${i}`, { structuredContent: large });
+    }
+    await observed.settle();
+    const size = (await Deno.stat(path)).size;
+    assert.ok(size <= MAX_KEPT_CHARS + 64 * 1024, `a file of ${size} bytes`);
+    assert.ok(observed.get("one_server", "renamed_599"), "the last recorded is kept");
+    assert.equal(observed.get("one_server", "renamed_0"), undefined, "the first is forgotten");
+    assert.equal(observed.get("other", "kept_a_while"), undefined, "least recent first");
+    // Small shapes: forgotten by count, the one recording's own oldest among them.
+    const many = new ObservedResults(null, log);
+    for (let i = 0; i < MAX_TOOLS + 10; i++) {
+      many.record("one_server", `t${i}`, { structuredContent: { id: i } });
+    }
+    many.record("one_server", "t5", { structuredContent: { id: 5 } }); // recorded again
+    assert.equal(many.get("one_server", "t4"), undefined);
+    assert.ok(many.get("one_server", "t5"), "recording a tool again makes it recent");
+    assert.ok(many.get("one_server", `t${MAX_TOOLS + 9}`));
+    // A file kept by an older version, past the bounds, is cut as it is read.
+    const old = new ObservedResults(path, log);
+    const tools = Object.fromEntries(
+      Array.from({ length: 300 }, (_, i) => [`t${i}`, { schema: shapeOf(large), calls: 1 }]),
+    );
+    await Deno.writeTextFile(path, JSON.stringify({ version: 1, tools: { one_server: tools } }));
+    await old.load();
+    assert.equal(old.get("one_server", "t0"), undefined);
+    assert.ok(old.get("one_server", "t299"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a result's keys named like Object's own (toString, constructor) keep their types", () => {
+  const merged = mergeShapes(
+    shapeOf({ toString: "a", constructor: 1, id: 1 }),
+    shapeOf({ id: 2, valueOf: true, constructor: 2 }),
+  );
+  assert.deepEqual(merged.properties, {
+    toString: { type: "string" },
+    constructor: { type: "integer" },
+    id: { type: "integer" },
+    valueOf: { type: "boolean" },
+  });
+  // Keys one result has count as such: two results sharing one key of three are a mapping.
+  const apart = mergeShapes(shapeOf({ toString: "a", id: 1 }), shapeOf({ id: 2, other: 3 }));
+  assert.equal(apart.properties, undefined, JSON.stringify(apart));
 });
 
 Deno.test("a small schema that would render exponentially many times is cut short", () => {

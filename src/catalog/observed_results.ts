@@ -13,10 +13,17 @@ import { mergeShapes, scriptValue, shapeOf } from "./result_shapes.ts";
 import type { ObservedShape } from "./python_stubs.ts";
 import { TokenBucket } from "../_util/token_bucket.ts";
 
-/** Tools remembered at most (a server that keeps renaming its tools cannot grow the file). */
-const MAX_TOOLS = 2000;
+/**
+ * Tools remembered at most, and their shapes' JSON at most, all servers together: past either,
+ * the tools recorded least recently are forgotten, of any server, the one recording too. So an
+ * upstream that keeps renaming its tools, or returns large shapes from many, cannot grow the file
+ * (rewritten as an execution that called a tool ends) nor the host's memory: 2,000 tools of 30 KB
+ * shapes were a 61 MB file, and a one-call script took twice as long.
+ */
+export const MAX_TOOLS = 2000;
+export const MAX_KEPT_CHARS = 2 * 1024 * 1024;
 /** A tool's recorded shape larger than this, as JSON, is left open (see MAX_SHAPE_NODES). */
-const MAX_SHAPE_CHARS = 32_768;
+export const MAX_SHAPE_CHARS = 32_768;
 const FILE_VERSION = 1;
 /**
  * New call counts are shown at most this often. Showing them rebuilds the catalog (about 25 ms
@@ -37,8 +44,12 @@ export class ObservedResults {
   readonly #path: string | null;
   readonly #log: Logger;
   readonly #identify: (server: string) => string;
+  /** By server, then tool; each in the order recorded, the most recent last. */
   readonly #shapes = new Map<string, Map<string, ObservedShape>>();
+  /** Tools kept, and the length of their shapes' JSON. */
   #size = 0;
+  #chars = 0;
+  readonly #charsOf = new WeakMap<ObservedShape, number>();
   #version = 0;
   /** Counts changed since the last `settle()`. */
   #countsChanged = false;
@@ -110,8 +121,8 @@ export class ObservedResults {
   }
 
   /**
-   * Records one successful result of `server`'s `tool`. Never throws. Past MAX_TOOLS, the
-   * servers recorded least recently are forgotten first.
+   * Records one successful result of `server`'s `tool`. Never throws. Past MAX_TOOLS or
+   * MAX_KEPT_CHARS, the tools recorded least recently are forgotten first.
    */
   record(serverName: string, tool: string, result: Record<string, unknown>): void {
     const got = scriptValue(result);
@@ -127,23 +138,44 @@ export class ObservedResults {
     const schema = open ? {} : merged;
     const changed = known === undefined ||
       (open ? "{}" : mergedText) !== JSON.stringify(known.schema);
-    tools.set(tool, { schema, calls: (known?.calls ?? 0) + 1 });
     // Most recent last: a Map keeps insertion order.
+    if (known) this.#forget(tools, tool, known);
+    this.#keep(
+      tools,
+      tool,
+      { schema, calls: (known?.calls ?? 0) + 1 },
+      open ? 2 : mergedText.length,
+    );
     this.#shapes.delete(server);
     this.#shapes.set(server, tools);
-    if (known === undefined) this.#size++;
-    this.#forgetOldest(server);
+    this.#forgetOldest();
     this.#unsaved = true;
     // A new shape shows at once; a new count with the next settle (once per execution).
     if (changed) this.#shapesWaiting = true;
     else this.#countsChanged = true;
   }
 
-  #forgetOldest(keep: string): void {
+  #keep(tools: Map<string, ObservedShape>, tool: string, shape: ObservedShape, chars: number) {
+    tools.set(tool, shape);
+    this.#charsOf.set(shape, chars);
+    this.#size++;
+    this.#chars += chars;
+  }
+
+  #forget(tools: Map<string, ObservedShape>, tool: string, shape: ObservedShape) {
+    tools.delete(tool);
+    this.#size--;
+    this.#chars -= this.#charsOf.get(shape) ?? 0;
+  }
+
+  /** Forgets the tools recorded least recently while there are too many (never the last one). */
+  #forgetOldest(): void {
     for (const [server, tools] of this.#shapes) {
-      if (this.#size <= MAX_TOOLS || server === keep) return;
-      this.#shapes.delete(server);
-      this.#size -= tools.size;
+      for (const [tool, shape] of tools) {
+        if ((this.#size <= MAX_TOOLS && this.#chars <= MAX_KEPT_CHARS) || this.#size === 1) return;
+        this.#forget(tools, tool, shape);
+      }
+      if (tools.size === 0) this.#shapes.delete(server);
     }
   }
 
@@ -177,12 +209,12 @@ export class ObservedResults {
         for (const [tool, entry] of Object.entries(tools)) {
           if (!isRecord(entry) || !isRecord(entry.schema)) continue;
           if (!Number.isSafeInteger(entry.calls) || (entry.calls as number) < 1) continue;
-          shapes.set(tool, { schema: entry.schema, calls: entry.calls as number });
-          this.#size++;
+          const kept = { schema: entry.schema, calls: entry.calls as number };
+          this.#keep(shapes, tool, kept, JSON.stringify(entry.schema).length);
         }
         this.#shapes.set(server, shapes);
       }
-      this.#forgetOldest("");
+      this.#forgetOldest();
     } catch (error) {
       this.#log.warn("Cannot read observed result types; starting afresh", {
         path,

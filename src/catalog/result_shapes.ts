@@ -143,13 +143,21 @@ function mergeSameKind(a: JsonSchema, b: JsonSchema): JsonSchema {
     if (keys.length > MAX_FIELDS) return mapping(a, b);
     // More keys that only one result has than keys both have: keys that are data (ids, names
     // of people or projects), not a record's fields, which come back call after call.
-    const shared = keys.filter((k) => k in ap && k in bp).length;
+    const shared = keys.filter((k) => Object.hasOwn(ap, k) && Object.hasOwn(bp, k)).length;
     if (keys.length - shared > shared) return mapping(a, b);
     const required = new Set(a.required as string[]);
     return {
       type: "object",
       properties: Object.fromEntries(
-        keys.map((k) => [k, ap[k] && bp[k] ? mergeShapes(ap[k], bp[k]) : (ap[k] ?? bp[k])!]),
+        // Own keys only: a result's `toString` or `constructor` is not Object.prototype's.
+        keys.map((k) => [
+          k,
+          !Object.hasOwn(bp, k)
+            ? ap[k]!
+            : !Object.hasOwn(ap, k)
+            ? bp[k]!
+            : mergeShapes(ap[k]!, bp[k]!),
+        ]),
       ),
       required: (b.required as string[]).filter((k) => required.has(k)),
     };
