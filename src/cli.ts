@@ -31,11 +31,15 @@ const HTTP_DEFAULTS = {
   maxPerSession: 4,
   maxSessions: 256,
 };
+/** Over stdio, one client: its cap is an HTTP session's. */
+const STDIO_MAX_CONCURRENT = HTTP_DEFAULTS.maxPerSession;
 
 const USAGE = `mcp-code-mode ${VERSION}: a Code Mode MCP server (Python in Pyodide sandboxes)
 
 Usage:
-  mcp-code-mode serve [--config PATH]               MCP server over stdio
+  mcp-code-mode serve [--config PATH] [--max-concurrent N]
+                                                    MCP server over stdio (N executions at once,
+                                                    default ${STDIO_MAX_CONCURRENT})
   mcp-code-mode serve --http [--host H] [--port P] [--stateless] [--allow-host NAME]...
                       [--max-concurrent N] [--max-per-session N]
                       [--max-http-sessions N] [--http-idle-s S]
@@ -193,6 +197,8 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
               : wholeNumber(values["http-idle-s"], "--http-idle-s", 0, 1, 86_400),
           }
           : null;
+        const maxConcurrent = http?.maxConcurrent ??
+          wholeNumber(values["max-concurrent"], "--max-concurrent", STDIO_MAX_CONCURRENT, 1, 256);
         const refusal = nestingRefusal(readEnv(NESTING_VARIABLE));
         if (refusal) throw new Error(refusal);
         if (restrict) {
@@ -210,7 +216,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         const { serveOverHttp, serveStdio } = await commands();
         return http
           ? await serveOverHttp(values.config, log, http)
-          : await serveStdio(values.config, log, answered);
+          : await serveStdio(values.config, log, { answered, maxConcurrent });
       }
       case "run": {
         if (rest.length !== 1) throw new UsageError("run takes exactly one FILE.py (or -)");

@@ -1,8 +1,10 @@
 /**
  * ExecutionLimit: calls over the cap wait their turn in order, up to a bound; a cancelled waiter
- * leaves the queue without running. The executor behind it is a stand-in that runs until told.
+ * leaves the queue without running. The executor behind it is a stand-in that runs until told;
+ * the last test is a real server over stdio, whose one client is held to `--max-concurrent`.
  */
 import assert from "node:assert/strict";
+import { startServer } from "./_helpers.ts";
 import { ExecutionLimit } from "../src/host/concurrency.ts";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import type { Executor } from "../src/execution/executor.ts";
@@ -84,4 +86,16 @@ Deno.test("a waiting call cancelled by its client leaves the queue and never run
   held.finish("c");
   await c;
   assert.equal(limit.running, 0);
+});
+
+Deno.test("attack: a stdio client's calls run at most --max-concurrent at once; the rest wait", async () => {
+  // Each running call may hold a sandbox of up to its memory limit (512 MB by default): 8 at
+  // once held 1.9 GB, with nothing over stdio to stop 80.
+  await using server = await startServer({ args: ["--max-concurrent", "2"] });
+  const code = "import time\nstarted = time.time()\ntime.sleep(6)\nstarted";
+  const replies = await Promise.all(Array.from({ length: 4 }, () => server.execute({ code })));
+  for (const reply of replies) assert.equal(reply.success, true, reply.text);
+  const starts = replies.map((r) => r.result as number).sort((a, b) => a - b);
+  // The third began only once one of the first two had ended, six seconds in.
+  assert.ok(starts[2]! - starts[0]! >= 5.5, `started at ${starts.map((t) => t - starts[0]!)}`);
 });

@@ -3929,6 +3929,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/schema_types_test.ts"],
     filter: "named like Object",
   },
+  {
+    name: "a stdio client's executions are not capped",
+    file: "src/commands/commands.ts",
+    from: "const host = app.createHost({ era, owner }, { executor });",
+    to: "const host = app.createHost({ era, owner });",
+    tests: ["tests/concurrency_test.ts"],
+    filter: "max-concurrent",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

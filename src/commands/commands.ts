@@ -28,6 +28,7 @@ import { formatAgentResult } from "../host/tools/generate_and_execute.ts";
 import type { Logger } from "../_util/log.ts";
 import type { Config } from "../config/config.ts";
 import { serveHttp } from "../host/http_server.ts";
+import { ExecutionLimit } from "../host/concurrency.ts";
 import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeAllSync } from "../_util/write_all.ts";
@@ -37,6 +38,16 @@ import { counted } from "../_util/counted.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
 
+export interface StdioOptions {
+  /** The client's opening message, answered already (see stdio_opening.ts). */
+  answered?: RequestId | null;
+  /**
+   * Executions running at once; more wait their turn, behind at most `settings.max_waiting`
+   * (each may hold a sandbox of up to its profile's memory limit).
+   */
+  maxConcurrent: number;
+}
+
 /**
  * MCP over stdio, for clients of both protocol eras: the client's opening message picks the era
  * (a 2026-07-28 request, or a 2025-11-25 `initialize`), and one MCP server serves the
@@ -45,7 +56,7 @@ export { formatChecks, runDoctor } from "./doctor.ts";
 export async function serveStdio(
   configPath: string | undefined,
   log: Logger,
-  answered: RequestId | null = null,
+  { answered = null, maxConcurrent }: StdioOptions,
 ): Promise<number> {
   // Answers the handshake at once; scripts and tool requests wait for the start-up to finish.
   let app: App;
@@ -56,6 +67,12 @@ export async function serveStdio(
   }
   const owner = crypto.randomUUID();
   const hosts = new Set<Host>();
+  const limit = new ExecutionLimit(
+    maxConcurrent,
+    "on this connection",
+    app.config.settings.max_waiting,
+  );
+  const executor = limit.wrap(app.executor);
   const { stop, stopped } = stopOnce(log, async () => {
     // Bounded: closing sends to the client, which may have stopped reading.
     await waitAtMost(connection.close(), CONNECTION_CLOSE_MS);
@@ -76,7 +93,7 @@ export async function serveStdio(
   }
   const connection = serveMcpStdio(({ era }) => {
     // Also called for a client's `server/discover` probe on a connection it then drops.
-    const host = app.createHost({ era, owner });
+    const host = app.createHost({ era, owner }, { executor });
     hosts.add(host);
     log.info("stdio client connected", {
       protocol: era === "legacy" ? "2025-11-25 or earlier" : "2026-07-28",
