@@ -122,6 +122,7 @@ async function runReadmeClient(
   transport: string,
   indent: number,
   replace: (code: string) => string,
+  env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
   const block = new RegExp("```ts\\n((?:(?!```)[\\s\\S])*?" + transport + "[\\s\\S]*?)```")
@@ -134,7 +135,7 @@ async function runReadmeClient(
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "--no-lock", client],
       cwd: dir,
-      env: childEnv(),
+      env: childEnv(env),
       stdout: "piped",
       stderr: "piped",
     }).output();
@@ -157,11 +158,14 @@ Deno.test("the README's own stdio client runs against this checkout", async () =
 });
 
 Deno.test("the README's own 2026-07-28 HTTP client runs against this checkout", async () => {
-  await using http = await startHttp();
+  // With the bearer token the README asks for on a shared machine, which the client sends.
+  const token = { CODEMODE_HTTP_TOKEN: crypto.randomUUID() };
+  await using http = await startHttp([], token);
   const out = await runReadmeClient(
     "StreamableHTTPClientTransport",
     2,
     (code) => code.replace("http://127.0.0.1:8788/mcp", http.url),
+    token,
   );
   assert.equal(out.code, 0, out.stderr.slice(-2000));
   assert.match(out.stdout, /result: 42/, out.stdout);
