@@ -46,6 +46,8 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       code: "open('/etc/passwd').read()",
       check: (r) => {
         assert.equal(r.diagnostics?.error_type, "FileNotFoundError");
+        // Said, so that an agent does not take it for the host's having no such file.
+        assert.match(r.diagnostics!.message, /this sandbox has no \/etc: it sees its own files/);
       },
     },
     {

@@ -3937,6 +3937,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/concurrency_test.ts"],
     filter: "max-concurrent",
   },
+  {
+    name: "a host path's FileNotFoundError reads as if the host had no such file",
+    file: "src/sandbox/prelude.py",
+    from: "        if not os.path.exists(top):\n",
+    to: "        if False:\n",
+    tests: ["tests/isolation_test.ts"],
+    filter: "hostile scripts are contained",
+  },
+  {
+    name: "a PermissionError from the profile does not say what refused it",
+    file: "src/sandbox/prelude.py",
+    from: "    if type(exc) is PermissionError:\n",
+    to: "    if False:\n",
+    tests: ["tests/profiles_test.ts"],
+    filter: "profiles grant exactly",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -213,6 +213,13 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
     });
     assert.deepEqual(r.result, ["read-only facts", "refused"], r.text);
     assert.equal(await Deno.readTextFile(`${root}/data/facts.txt`), "read-only facts");
+    // Uncaught, the error names what refused it (its errno, Emscripten's EACCES, is 2).
+    const uncaught = await server.execute({
+      profile: "data",
+      code: "open('/data/facts.txt', 'w').write('changed')",
+    });
+    assert.equal(uncaught.diagnostics?.error_type, "PermissionError");
+    assert.match(uncaught.diagnostics!.message, /not granted by this sandbox's permission profile/);
   });
 
   await t.step("paths cannot climb out of a mount or link out of it", async () => {

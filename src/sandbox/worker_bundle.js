@@ -1011,6 +1011,26 @@ def _package_hint(exc, message):
             "to execute_code, or name it in the script's PEP 723 block)")
 
 
+def _file_hint(exc, message):
+    """A host path the sandbox does not have (\`open('/etc/passwd')\`): the FileNotFoundError says
+    only that there is no such file, which reads as if the host had none. And a PermissionError
+    (Emscripten's EACCES is errno 2, which reads as ENOENT) for what the profile does not grant,
+    such as writing to a folder it mounts read-only."""
+    path = getattr(exc, "filename", None)
+    if not isinstance(path, str):
+        return message
+    if type(exc) is PermissionError:
+        return (f"{message} (not granted by this sandbox's permission profile, which may mount "
+                "a folder read-only: execute_code's \`profile\` parameter says what each profile "
+                "grants)")
+    if type(exc) is FileNotFoundError and path.startswith("/"):
+        top = "/" + path.lstrip("/").split("/", 1)[0]
+        if not os.path.exists(top):
+            return (f"{message} (this sandbox has no {top}: it sees its own files, under "
+                    f"{HOME}, and the folders its permission profile mounts, not the host's)")
+    return message
+
+
 def _import_hint(exc, message):
     """A tool module or skill used without its import (a NameError that says only "not
     defined"), and \`from skills import x\` for a skill that is not there (Python's ImportError
@@ -1100,7 +1120,7 @@ def _describe_error(exc):
             message = last[0].split(": ", 1)[-1]
     text = _one_suggestion("".join(te.format()), said)
     hinted = _signature_hint(exc, message)
-    for hint in (_socket_hint, _await_hint, _package_hint, _import_hint):
+    for hint in (_socket_hint, _await_hint, _package_hint, _import_hint, _file_hint):
         hinted = hint(exc, hinted)
     if hinted != message and hinted.startswith(message):
         # Said where the traceback ends too: that is what a client shows.
