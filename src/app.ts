@@ -228,7 +228,8 @@ export async function openApp(
     const down = servers.filter((s) => s.error !== undefined).map((s) => s.server);
     log.info(
       `started: ${servers.length - down.length} of ${servers.length} upstream servers connected` +
-        (down.length > 0 ? ` (not: ${down.join(", ")})` : "") + "; sandboxes warming",
+        (down.length > 0 ? ` (not: ${down.join(", ")})` : "") +
+        (warm > 0 ? "; sandboxes warming" : ""), // none for `tools`, `run`
     );
   });
   started.catch((error) => {

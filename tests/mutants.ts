@@ -3953,6 +3953,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/profiles_test.ts"],
     filter: "profiles grant exactly",
   },
+  {
+    name: "a Requires-Dist marker keeps its semicolon",
+    file: "src/packages/wheel_metadata.ts",
+    from: "marker: value.slice(semicolon + 1)",
+    to: "marker: value.slice(semicolon)",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "backtrack over",
+  },
+  {
+    name: "an index page's links end only at a lower-case </a>",
+    file: "src/packages/index_links.ts",
+    from: 'html.slice(textEnd, textEnd + 4).toLowerCase() !== "</a>"',
+    to: 'html.slice(textEnd, textEnd + 4) !== "</a>"',
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "indexLinks",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startServer, writeConfig } from "./_helpers.ts";
 import { buildWheel, lockText, pinnedLockInfo, writeDistribution } from "./_wheels.ts";
-import { readWheelMetadata, requiredNames } from "../src/packages/wheel_metadata.ts";
+import { readWheelMetadata, requiredNames, requiresDist } from "../src/packages/wheel_metadata.ts";
+import { indexLinks } from "../src/packages/index_links.ts";
 import {
   parseWheelName,
   type PyodidePlatform,
@@ -63,6 +64,69 @@ Deno.test("Requires-Dist is read from a wheel, with markers evaluated for Pyodid
     "browser-only",
     "either",
   ]);
+});
+
+Deno.test("requiresDist() reads a header line's name and marker", () => {
+  const table: [string, ReturnType<typeof requiresDist>][] = [
+    ["Requires-Dist: plain-dep", { name: "plain-dep" }],
+    ["requires-dist:Versioned_Dep (>=1.0)", { name: "versioned-dep" }],
+    ['Requires-Dist: a ; sys_platform == "win32"', {
+      name: "a",
+      marker: ' sys_platform == "win32"',
+    }],
+    ["Requires-Dist:", null],
+    ["Requires-Dist: (>=1)", null],
+    ["Requires-Python: >=3.8", null],
+    ["X-Requires-Dist: a", null],
+  ];
+  for (const [line, expected] of table) assert.deepEqual(requiresDist(line), expected, line);
+});
+
+Deno.test("indexLinks() reads a simple index page's links", () => {
+  const page = [
+    '<html><body><a href="/f/a-1-py3-none-any.whl#sha256=00" data-requires-python="&gt;=3">',
+    "a-1-py3-none-any.whl</a><br/>",
+    '<A HREF="b.whl">b-2-py3-none-any.whl</A>',
+    "<a name=x>no href</a>",
+    '<a href="">empty</a><a href="c.whl">c</b>',
+    '<a\nclass="x" href="d.whl">d-1-py3-none-any.whl</a>',
+    '<a href="never-closed.whl">never closed',
+  ].join("\n");
+  assert.deepEqual(indexLinks(page), [
+    { href: "/f/a-1-py3-none-any.whl#sha256=00", text: "\na-1-py3-none-any.whl" },
+    { href: "b.whl", text: "b-2-py3-none-any.whl" },
+    { href: "d.whl", text: "d-1-py3-none-any.whl" },
+  ]);
+});
+
+Deno.test("attack: a METADATA line or an index page that a regular expression would backtrack over is read in one pass", async (t) => {
+  // Each took the host's thread minutes to hours at these sizes (quadratic and cubic
+  // backtracking): 150,000 characters of the first, 44 s; 24 KB of the second, 43 s.
+  await t.step("a 1 MiB Requires-Dist line that ends in ;\\r", () => {
+    const started = performance.now();
+    const line = "Requires-Dist: " + "a".repeat(1 << 20) + ";\rx";
+    assert.equal(requiresDist(line)?.marker, "\rx");
+    const metadata = `Metadata-Version: 2.1\nName: evil\nVersion: 1\n${line}\n\n`;
+    assert.deepEqual(requiredNames(metadata, PLATFORM), ["a".repeat(1 << 20)]);
+    assert.ok(performance.now() - started < 5000, `${performance.now() - started} ms`);
+  });
+  await t.step("16 MiB of pages that never close a tag, or a link", () => {
+    const started = performance.now();
+    for (const unit of ['<a href="x" ', "<a <a ", '<a href="x">y', '<a href="'] as const) {
+      assert.deepEqual(indexLinks(unit.repeat(Math.floor((4 << 20) / unit.length))), [], unit);
+    }
+    assert.ok(performance.now() - started < 5000, `${performance.now() - started} ms`);
+  });
+  await t.step("through the package index, the package is refused, at once", async () => {
+    const page = '<a href="x" '.repeat(200_000); // 2.4 MB
+    await using index = await hostileSources((path) =>
+      path === "/simple/evil/" ? new Response(page) : notFound()
+    );
+    const started = performance.now();
+    const result = await index.resolve(["evil"]);
+    assert.match(result.problems.join(), /evil: .*no wheel on the package index/);
+    assert.ok(performance.now() - started < 10_000, `${performance.now() - started} ms`);
+  });
 });
 
 Deno.test("a lock with a file name that is a path, or a sha256 that is none, is refused", () => {

@@ -23,6 +23,7 @@ import {
   type PyodidePlatform,
   wheelIncompatibility,
 } from "./wheels.ts";
+import { indexLinks } from "./index_links.ts";
 
 /** A file the sandbox installs: a wheel, or a package file of Pyodide's distribution. */
 export interface ResolvedPackage {
@@ -264,10 +265,10 @@ export class PackageSources {
       }
       throw error;
     }
-    const links = [...html.matchAll(/<a\s[^>]*href="([^"]+)"[^>]*>([^<]+)<\/a>/gi)]
-      .map(([, href, text]) => ({
-        href: new URL(href!.replaceAll("&amp;", "&"), page),
-        wheel: parseWheelName(text!.trim()),
+    const links = indexLinks(html)
+      .map(({ href, text }) => ({
+        href: new URL(href.replaceAll("&amp;", "&"), page),
+        wheel: parseWheelName(text.trim()),
       }))
       .filter((link) => link.wheel?.distribution === normalizeName(name));
     const refused = links.map((link) => wheelIncompatibility(link.wheel!, this.#platform));
