@@ -608,8 +608,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "awaiting a blocking tool function says only that a dict can't be awaited",
     file: "src/sandbox/prelude.py",
-    from: "for hint in (_socket_hint, _await_hint, _package_hint, _import_hint):",
-    to: "for hint in (_socket_hint, _package_hint, _import_hint):",
+    from: "for hint in (_socket_hint, _await_hint, _package_hint, _import_hint, _file_hint):",
+    to: "for hint in (_socket_hint, _package_hint, _import_hint, _file_hint):",
     tests: ["tests/execute_code_test.ts"],
     filter: "reports errors",
   },
@@ -2720,8 +2720,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a tool module or skill used without its import gets no hint",
     file: "src/sandbox/prelude.py",
-    from: "for hint in (_socket_hint, _await_hint, _package_hint, _import_hint):",
-    to: "for hint in (_socket_hint, _await_hint, _package_hint):",
+    from: "for hint in (_socket_hint, _await_hint, _package_hint, _import_hint, _file_hint):",
+    to: "for hint in (_socket_hint, _await_hint, _package_hint, _file_hint):",
     tests: ["tests/skills_test.ts"],
     filter: "save, import",
   },
