@@ -30,7 +30,8 @@ export class TokenCounter {
   }
 }
 
-const LONG_RUN = /\S{256}/;
+// From a run's start only: `\S{256}` alone tried again at each of a short run's characters.
+const LONG_RUN = /(?<!\S)\S{256}/;
 
 /** About four characters a token: the count before the encoder is loaded. */
 export function estimateTokens(text: string): number {

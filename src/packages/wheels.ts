@@ -120,9 +120,13 @@ export function scriptDependencies(code: string): string[] {
  * or the whole text when it is not a requirement, so that the name check refuses it.
  */
 export function requirementName(requirement: string): string {
-  const m = /^([^\s<>=!~;\[(@]+)\s*(.*)$/.exec(requirement);
-  if (!m) return requirement;
-  return m[2] === "" || /^[<>=!~;\[(@]/.test(m[2]!) ? m[1]! : requirement;
+  // Read in one pass: `^([^\s<>=!~;\[(@]+)\s*(.*)$` backtracked when a line break followed.
+  const end = requirement.search(/[\s<>=!~;\[(@]/);
+  const name = end === -1 ? requirement : requirement.slice(0, end);
+  if (name === "") return requirement;
+  const rest = requirement.slice(name.length).replace(/^\s+/, "");
+  if (/[\n\r\u2028\u2029]/.test(rest)) return requirement; // one line only
+  return rest === "" || /^[<>=!~;\[(@]/.test(rest) ? name : requirement;
 }
 
 export function compareVersions(a: string, b: string): number {

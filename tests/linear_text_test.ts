@@ -1,0 +1,80 @@
+/**
+ * Attack: the host is one thread, and these read text that others write (upstream servers, a
+ * model, a sandbox, a script) with regular expressions. Each was rewritten from one that
+ * backtracked over the hostile text below, holding the host for seconds to hours; each is
+ * checked here for what it reads and for reading the hostile text in one pass (the bound is
+ * ample: the old forms took 3 s to hours at these sizes).
+ */
+import assert from "node:assert/strict";
+import { splitWords } from "../src/catalog/search_terms.ts";
+import { extractCode } from "../src/agent/code_extraction.ts";
+import { requirementName } from "../src/packages/wheels.ts";
+import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
+import { parseOutputs } from "../src/rpc/sandbox_protocol.ts";
+
+/** Runs `read` and says how long it took, in ms. */
+function timed(read: () => void): number {
+  const started = performance.now();
+  read();
+  return performance.now() - started;
+}
+
+const AMPLE_MS = 5000;
+
+Deno.test("attack: text from others is read in one pass", async (t) => {
+  await t.step("splitWords(): a run of capitals (upstream descriptions)", () => {
+    assert.deepEqual(splitWords("getHTTPResponse"), ["get", "HTTP", "Response"]);
+    assert.deepEqual(splitWords("ABCDefGHIj"), ["ABC", "Def", "GH", "Ij"]);
+    const ms = timed(() => assert.equal(splitWords("A".repeat(1 << 20)).length, 1));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`); // 60,000 capitals took 5.8 s
+  });
+  await t.step("extractCode(): a fence followed by spaces (a model's reply)", () => {
+    assert.equal(extractCode("```python  \nprint(1)\n```"), "print(1)\n");
+    assert.equal(extractCode("``` py\t\r\nx = 1\n```"), "x = 1\n");
+    assert.equal(extractCode("```python3\nopen = 1"), "open = 1\n");
+    const ms = timed(() => extractCode("```" + " ".repeat(1 << 20) + "x"));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`); // 30,000 spaces took 3.3 s
+  });
+  await t.step("requirementName(): a name followed by a line break (a script's PEP 723)", () => {
+    const table: [string, string][] = [
+      ["pandas>=2", "pandas"],
+      ["httpx[http2]; python_version>'3'", "httpx"],
+      ["pkg \n>=1", "pkg"],
+      ["pkg\n", "pkg"],
+      ["pkg >=1\nx", "pkg >=1\nx"],
+      ["two words", "two words"],
+      [" lead", " lead"],
+    ];
+    for (const [text, name] of table) assert.equal(requirementName(text), name, text);
+    const hostile = "a".repeat(1 << 20) + "\nx\ny";
+    const ms = timed(() => assert.equal(requirementName(hostile), hostile));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`); // 100,000 characters took 15 s
+  });
+  await t.step("TokenCounter: short runs of letters (upstream descriptions)", async () => {
+    const counter = new TokenCounter();
+    await counter.load();
+    assert.equal(counter.count("x".repeat(300)), estimateTokens("x".repeat(300)));
+    assert.ok(counter.count("a b c") <= 5);
+    // 8 MB of words one letter short of a long run, then one: estimated, found in one pass
+    // (the run was looked for again at each letter: 7.7 s).
+    const text = ("w".repeat(255) + " ").repeat(32_000) + "x".repeat(256);
+    let tokens = 0;
+    const ms = timed(() => tokens = counter.count(text));
+    assert.equal(tokens, estimateTokens(text));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`);
+  });
+  await t.step("parseOutputs(): 6 MB of base64 in a sandbox's reply", () => {
+    const data = "QUJD".repeat(1_500_000);
+    const budget = 5 * 1024 * 1024;
+    let files: ReturnType<typeof parseOutputs> = [];
+    const ms = timed(() =>
+      files = parseOutputs([{ name: "big.bin", size: 4_500_000, data }], budget)
+    );
+    assert.equal(files[0]?.data?.length, data.length, "a valid file over 5 million characters");
+    assert.ok(ms < AMPLE_MS, `${ms} ms`);
+    for (const bad of ["QUJ", "QU=D", "Q===", "QUJD\n"]) {
+      assert.equal(parseOutputs([{ name: "a", size: 3, data: bad }], budget)[0]?.data, undefined);
+    }
+    assert.equal(parseOutputs([{ name: "a", size: 2, data: "QUI=" }], budget)[0]?.data, "QUI=");
+  });
+});
