@@ -1643,7 +1643,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "output data is taken without checking it is base64",
     file: "src/rpc/sandbox_protocol.ts",
-    from: 'f.data.length <= budget && isBase64(f.data)',
+    from: "f.data.length <= budget && isBase64(f.data)",
     to: "f.data.length <= budget",
     tests: ["tests/host_facts_test.ts"],
     filter: "malformed output",
