@@ -1,6 +1,6 @@
 /**
  * Attack: the host is one thread, and these read text that others write (upstream servers, a
- * model, a sandbox, a script) with regular expressions. Each was rewritten from one that
+ * model, a sandbox, a script, a client's config for `import`) with regular expressions. Each was rewritten from one that
  * backtracked over the hostile text below, holding the host for seconds to hours; each is
  * checked here for what it reads and for reading the hostile text in one pass (the bound is
  * ample: the old forms took 3 s to hours at these sizes).
@@ -11,6 +11,7 @@ import { extractCode } from "../src/agent/code_extraction.ts";
 import { requirementName } from "../src/packages/wheels.ts";
 import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
 import { parseOutputs } from "../src/rpc/sandbox_protocol.ts";
+import { withoutInlineSecrets } from "../src/clients/secrets.ts";
 
 /** Runs `read` and says how long it took, in ms. */
 function timed(read: () => void): number {
@@ -61,6 +62,18 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
     let tokens = 0;
     const ms = timed(() => tokens = counter.count(text));
     assert.equal(tokens, estimateTokens(text));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`);
+  });
+  await t.step("withoutInlineSecrets(): lines of spaces in a client's config (import)", () => {
+    // Annotations and setting names of several words are still read, and their values hidden.
+    const code = withoutInlineSecrets("srv.run(token: Dict[str, str] = 'LEAKZ9')");
+    const setting = withoutInlineSecrets("Server=db;My Secret Password = LEAKZ8;Uid=sa");
+    assert.ok(!code.includes("LEAKZ9"), code);
+    assert.ok(!setting.includes("LEAKZ8"), setting);
+    const ms = timed(() => {
+      withoutInlineSecrets("a:" + " ".repeat(1 << 20) + "x"); // 3,000 characters took 12.7 s
+      withoutInlineSecrets("a" + " ".repeat(1 << 20) + "x"); // 30,000: 3.5 s
+    });
     assert.ok(ms < AMPLE_MS, `${ms} ms`);
   });
   await t.step("parseOutputs(): 6 MB of base64 in a sandbox's reply", () => {

@@ -3274,8 +3274,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a connection setting is read without its spaces",
     file: "src/clients/secrets.ts",
-    from: "/((?:^|;)\\s*([A-Za-z][A-Za-z0-9 _]*?)(?:\\s+=\\s*|\\s*=\\s+))([^;]*)/g;",
-    to: "/((?:^|;)\\s*([A-Za-z][A-Za-z0-9 _]*?)\\s*=\\s*)([^;]*)/g;",
+    from: "(?: +[A-Za-z0-9_]+)*)(?:\\s+=\\s*|\\s*=\\s+))([^;]*)/g;",
+    to: "(?: +[A-Za-z0-9_]+)*)\\s*=\\s*)([^;]*)/g;",
     tests: ["tests/clients_test.ts"],
   },
   {
@@ -4006,6 +4006,22 @@ export const MUTATIONS: Mutation[] = [
     file: "src/rpc/sandbox_protocol.ts",
     from: "return text.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(text);",
     to: "return /^[A-Za-z0-9+/]*={0,2}$/.test(text);",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "an annotation of several words hides no value given to a secret-named parameter",
+    file: "src/clients/secrets.ts",
+    from: "(?:\\s*:\\s*[\\w.[\\],]+(?: +[\\w.[\\],]+)*)?",
+    to: "(?:\\s*:\\s*[\\w.[\\],]+)?",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a connection string's setting of several words is not read",
+    file: "src/clients/secrets.ts",
+    from: "([A-Za-z][A-Za-z0-9_]*(?: +[A-Za-z0-9_]+)*)(?:\\s+=",
+    to: "([A-Za-z][A-Za-z0-9_]*)(?:\\s+=",
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },

@@ -159,17 +159,20 @@ const OBJECT_MEMBER =
   /((?:^|[{,])\s*(?:"((?:[^"\\]|\\.)+)"|'([^']+)'|([A-Za-z_$][\w$.-]*))\s*:\s*)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|\[[^\]]*\])/g;
 /**
  * `process.env.API_KEY = 'V'`, `run(token = "V")`: a quoted value given to a name in code (a
- * script passed with `-c` or `-e`).
+ * script passed with `-c` or `-e`). An annotation's words are separated by spaces, never begin
+ * or end with one: with spaces in three places side by side (`\s*`, the annotation, `\s*`), a
+ * line of spaces took cubic time (3,000 characters of a client's config: 12.7 s of `import`).
  */
 const CODE_ASSIGNMENT =
-  /(\b([A-Za-z_$][\w$]*)(?:\s*:\s*[\w.[\], ]+?)?\s*=\s*[bfrBFRuU]{0,2})('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)/g;
+  /(\b([A-Za-z_$][\w$]*)(?:\s*:\s*[\w.[\],]+(?: +[\w.[\],]+)*)?\s*=\s*[bfrBFRuU]{0,2})('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)/g;
 /** `os.environ['TOKEN'] = 'V'`: the same into a subscript. */
 const SUBSCRIPT_ASSIGNMENT =
   /(\[\s*(['"])([A-Za-z_$][\w$]*)\2\s*\]\s*=\s*[bfrBFRuU]{0,2})('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`)/g;
 /** `--password:V`: a flag given its value after a colon. */
 const COLON_FLAG = /((?:^|[\s'"])(--?[A-Za-z][A-Za-z0-9_-]*):)(\S+)/g;
 /** `Password = V;`: a connection string's setting, spaces around its `=` (else an ASSIGNMENT). */
-const CONNECTION_SETTING = /((?:^|;)\s*([A-Za-z][A-Za-z0-9 _]*?)(?:\s+=\s*|\s*=\s+))([^;]*)/g;
+const CONNECTION_SETTING =
+  /((?:^|;)\s*([A-Za-z][A-Za-z0-9_]*(?: +[A-Za-z0-9_]+)*)(?:\s+=\s*|\s*=\s+))([^;]*)/g;
 /** `\"apiKey\": \"V\"`: the same with its quotes escaped (JSON inside a quoted shell word). */
 const ESCAPED_JSON_MEMBER = /(\\"([A-Za-z_][A-Za-z0-9_.-]*)\\"\s*:\s*)\\"([^"\\]*)\\"/g;
 /** `Bearer V`: a credential after its scheme. */
