@@ -11,7 +11,7 @@ import { extractCode } from "../src/agent/code_extraction.ts";
 import { requirementName } from "../src/packages/wheels.ts";
 import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
 import { parseOutputs } from "../src/rpc/sandbox_protocol.ts";
-import { withoutInlineSecrets } from "../src/clients/secrets.ts";
+import { shownEnvValue, withoutInlineSecrets } from "../src/clients/secrets.ts";
 
 /** Runs `read` and says how long it took, in ms. */
 function timed(read: () => void): number {
@@ -75,6 +75,10 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
       withoutInlineSecrets("a" + " ".repeat(1 << 20) + "x"); // 30,000: 3.5 s
     });
     assert.ok(ms < AMPLE_MS, `${ms} ms`);
+    const url = shownEnvValue("X", "see https://api.example.com/mcp/abcdef0123456789abcdef/sse");
+    assert.equal(url, "see https://api.example.com/mcp/[hidden]/sse");
+    const dotted = timed(() => shownEnvValue("NOTE", "a.".repeat(1 << 19))); // 100,000: 8.5 s
+    assert.ok(dotted < AMPLE_MS, `${dotted} ms`);
   });
   await t.step("parseOutputs(): 6 MB of base64 in a sandbox's reply", () => {
     const data = "QUJD".repeat(1_500_000);

@@ -4025,6 +4025,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
+  {
+    name: "a URL in text is found only with a scheme of four characters at most",
+    file: "src/_util/url_secrets.ts",
+    from: "[A-Za-z0-9+.-]{0,31}:",
+    to: "[A-Za-z0-9+.-]{0,3}:",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
