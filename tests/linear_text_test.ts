@@ -12,6 +12,7 @@ import { requirementName } from "../src/packages/wheels.ts";
 import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
 import { parseOutputs } from "../src/rpc/sandbox_protocol.ts";
 import { shownEnvValue, withoutInlineSecrets } from "../src/clients/secrets.ts";
+import { ourServerName } from "../src/clients/translate.ts";
 
 /** Runs `read` and says how long it took, in ms. */
 function timed(read: () => void): number {
@@ -79,6 +80,12 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
     assert.equal(url, "see https://api.example.com/mcp/[hidden]/sse");
     const dotted = timed(() => shownEnvValue("NOTE", "a.".repeat(1 << 19))); // 100,000: 8.5 s
     assert.ok(dotted < AMPLE_MS, `${dotted} ms`);
+    assert.equal(ourServerName("--my server.v2--"), "my-server-v2");
+    assert.equal(ourServerName("@scope/pkg"), "scope-pkg");
+    assert.equal(ourServerName("2fa"), "mcp-2fa");
+    assert.equal(ourServerName("..."), "mcp");
+    const named = timed(() => ourServerName("a" + "-".repeat(1 << 20) + "a!")); // 100,000: 15 s
+    assert.ok(named < AMPLE_MS, `${named} ms`);
   });
   await t.step("parseOutputs(): 6 MB of base64 in a sandbox's reply", () => {
     const data = "QUJD".repeat(1_500_000);

@@ -4033,6 +4033,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
+  {
+    name: "an imported server's name keeps its trailing dashes",
+    file: "src/clients/translate.ts",
+    from: '  while (end > start && text[end - 1] === "-") end--;\n',
+    to: "",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

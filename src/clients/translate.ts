@@ -94,9 +94,18 @@ function unsafeField(clientName: string, raw: Record<string, unknown>): string |
 /** A valid server name for our config from a client's (which may hold dots, spaces, @ or /). */
 export function ourServerName(name: string): string {
   if (SERVER_NAME.test(name)) return name;
-  let valid = name.replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "");
-  if (!/^[A-Za-z]/.test(valid)) valid = `mcp-${valid}`.replace(/-+$/, "");
+  let valid = withoutEdgeDashes(name.replace(/[^A-Za-z0-9_-]+/g, "-"));
+  if (!/^[A-Za-z]/.test(valid)) valid = withoutEdgeDashes(`mcp-${valid}`);
   return valid.slice(0, 64);
+}
+
+/** `text` without dashes at its ends; not `/^-+|-+$/`, which tried `-+$` at every dash. */
+function withoutEdgeDashes(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && text[start] === "-") start++;
+  while (end > start && text[end - 1] === "-") end--;
+  return text.slice(start, end);
 }
 
 /** Translates one entry named `clientName` of a client's list. */
