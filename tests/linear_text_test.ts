@@ -13,6 +13,9 @@ import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
 import { parseOutputs } from "../src/rpc/sandbox_protocol.ts";
 import { shownEnvValue, withoutInlineSecrets } from "../src/clients/secrets.ts";
 import { ourServerName } from "../src/clients/translate.ts";
+import { closestName } from "../src/config/did_you_mean.ts";
+import { unknownArguments } from "../src/host/tools/tool_arguments.ts";
+import { Catalog } from "../src/catalog/catalog.ts";
 
 /** Runs `read` and says how long it took, in ms. */
 function timed(read: () => void): number {
@@ -86,6 +89,44 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
     assert.equal(ourServerName("..."), "mcp");
     const named = timed(() => ourServerName("a" + "-".repeat(1 << 20) + "a!")); // 100,000: 15 s
     assert.ok(named < AMPLE_MS, `${named} ms`);
+  });
+  await t.step("closestName(): a client's long or many names against an upstream's", () => {
+    assert.equal(closestName("timout_s", ["code", "timeout_s"]), "timeout_s");
+    assert.equal(closestName("Profle", ["profile"]), "profile");
+    assert.equal(closestName("files", ["code", "timeout_s"]), undefined);
+    assert.equal(closestName("ab", ["abcd", "abc"]), "abc");
+    const known = ["code", "timeout_s", "profile", "packages", "session_id"];
+    const long = timed(() => assert.equal(closestName("a".repeat(9_000_000), known), undefined));
+    assert.ok(long < AMPLE_MS, `${long} ms`); // 6.8 s of the host's thread
+    // get_tool_docs of 50 names it lacks, 200 characters each, against 4 servers of 300 tools
+    // whose 500-character names an upstream chose (each module under its 2 MiB): 88 s.
+    const catalog = new Catalog(Array.from({ length: 4 }, (_, s) => ({
+      server: `srv${s}`,
+      description: "",
+      tools: Array.from({ length: 300 }, (_, i) => ({
+        server: `srv${s}`,
+        name: `t${i}_${"x".repeat(500)}`,
+        inputSchema: { type: "object" as const },
+      })),
+    })));
+    assert.ok(catalog.servers.every((e) => e.error === undefined && e.specs.length === 300));
+    const names = Array.from({ length: 50 }, (_, i) => `q${i}${"y".repeat(198)}`);
+    const docs = timed(() => assert.equal(catalog.docs(names).length, 50));
+    assert.ok(docs < AMPLE_MS, `${docs} ms`);
+    const typo = `srv2.t7_${"x".repeat(499)}`;
+    assert.equal(catalog.docs([typo])[0]?.meant, `srv2.t7_${"x".repeat(500)}`);
+  });
+  await t.step("unknownArguments(): a few names, each quoted short", () => {
+    const many = Array.from({ length: 400_000 }, (_, i) => `k${i}abcdefghij`);
+    const text = unknownArguments(many, ["code"]);
+    assert.ok(text.length < 1000, `${text.length} characters`);
+    assert.match(text, /"k4abcdefghij", and 399995 more: this tool takes only code\./);
+    const one = unknownArguments(["a".repeat(9_000_000)], ["code"]);
+    assert.ok(one.includes(`"${"a".repeat(64)}..."`) && one.length < 200, one.slice(0, 200));
+    assert.equal(
+      unknownArguments(["timeout"], ["code", "timeout_s"]),
+      'Unknown argument "timeout" (did you mean "timeout_s"?): this tool takes only code, timeout_s.',
+    );
   });
   await t.step("parseOutputs(): 6 MB of base64 in a sandbox's reply", () => {
     const data = "QUJD".repeat(1_500_000);

@@ -4041,6 +4041,30 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
+  {
+    name: "a substitution costs no edit when a typo's suggestion is looked for",
+    file: "src/config/did_you_mean.ts",
+    from: "previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),",
+    to: "previous[j - 1]!,",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a refusal of unknown arguments names every one of them",
+    file: "src/host/tools/tool_arguments.ts",
+    from: "names.slice(0, NAMED_ARGUMENTS).map(",
+    to: "names.map(",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a refusal of an unknown argument quotes its name whole",
+    file: "src/host/tools/tool_arguments.ts",
+    from: "name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name,",
+    to: "name,",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -14,12 +14,24 @@ export function toolArguments<Shape extends z.ZodRawShape>(shape: Shape) {
   });
 }
 
-/** The refusal of arguments the tool does not take (pure). */
+/** How many unknown arguments a refusal names, and how much of each name it quotes. */
+const NAMED_ARGUMENTS = 5;
+const QUOTED_NAME_CHARS = 64;
+
+/**
+ * The refusal of arguments the tool does not take (pure). The names are the client's, of any
+ * length and number: the refusal quotes a few, each in a few dozen characters (a 9 MB name was
+ * echoed whole, and 400,000 names made a 9 MB answer).
+ */
 export function unknownArguments(names: readonly string[], known: readonly string[]): string {
-  const each = names.map((name) => {
+  const each = names.slice(0, NAMED_ARGUMENTS).map((name) => {
+    const quoted = JSON.stringify(
+      name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name,
+    );
     const meant = closestName(name, known);
-    return meant === undefined ? `"${name}"` : `"${name}" (did you mean "${meant}"?)`;
+    return meant === undefined ? quoted : `${quoted} (did you mean "${meant}"?)`;
   });
+  if (names.length > NAMED_ARGUMENTS) each.push(`and ${names.length - NAMED_ARGUMENTS} more`);
   const takes = known.length === 0 ? "no arguments" : `only ${known.join(", ")}`;
   return `Unknown argument${names.length === 1 ? "" : "s"} ${
     each.join(", ")
