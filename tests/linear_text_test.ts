@@ -16,6 +16,8 @@ import { ourServerName } from "../src/clients/translate.ts";
 import { closestName } from "../src/config/did_you_mean.ts";
 import { unknownArguments } from "../src/host/tools/tool_arguments.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
+import { functionSpecs } from "../src/catalog/python_stubs.ts";
+import { PythonTypes } from "../src/catalog/schema_types.ts";
 
 /** Runs `read` and says how long it took, in ms. */
 function timed(read: () => void): number {
@@ -127,6 +129,28 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
       unknownArguments(["timeout"], ["code", "timeout_s"]),
       'Unknown argument "timeout" (did you mean "timeout_s"?): this tool takes only code, timeout_s.',
     );
+  });
+  await t.step("type names: an upstream's parameters that all want one name", () => {
+    // `a_b`, `a__b`, `a_b_`... all make `AB`: each was numbered counting from 2 again.
+    const types = new PythonTypes(["Any"]);
+    const object = (field: string) => ({ type: "object", properties: { [field]: {} } });
+    const names = [0, 1, 2, 3].map((i) => types.type(object(`f${i}`), {}, "AB").annotation);
+    assert.deepEqual(names, ["AB", "AB2", "AB3", "AB4"]);
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 16_000; i++) {
+      properties[`a${"_".repeat(1 + i % 50)}b${"_".repeat(Math.floor(i / 50))}`] = {
+        type: "object",
+        properties: { [`f${i}`]: { type: "integer" } },
+      };
+    }
+    const tool = {
+      server: "srv",
+      name: "t",
+      description: "",
+      inputSchema: { type: "object" as const, properties },
+    };
+    const ms = timed(() => functionSpecs([tool])); // 8,000 took 8 s
+    assert.ok(ms < AMPLE_MS, `${ms} ms`);
   });
   await t.step("parseOutputs(): 6 MB of base64 in a sandbox's reply", () => {
     const data = "QUJD".repeat(1_500_000);

@@ -1336,8 +1336,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a referenced type may be named None, True or a builtin",
     file: "src/catalog/schema_types.ts",
-    from: "this.#taken.has(name) || UNAVAILABLE_NAMES.has(name);",
-    to: "this.#taken.has(name);",
+    from: "while (this.#taken.has(name) || UNAVAILABLE_NAMES.has(name)) name",
+    to: "while (this.#taken.has(name)) name",
     tests: ["tests/schema_types_test.ts"],
   },
   {
@@ -4062,6 +4062,14 @@ export const MUTATIONS: Mutation[] = [
     file: "src/host/tools/tool_arguments.ts",
     from: "name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name,",
     to: "name,",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a type name wanted again is numbered counting from 2 each time",
+    file: "src/catalog/schema_types.ts",
+    from: "let n = this.#nextNumber.get(root) ?? 2;",
+    to: "let n = 2;",
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },

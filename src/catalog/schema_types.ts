@@ -72,6 +72,8 @@ export class PythonTypes {
    */
   readonly #byRef = new Map<JsonSchema, PythonType>();
   readonly #taken: Set<string>;
+  /** For a root that was taken: the number to try next (see #claim). */
+  readonly #nextNumber = new Map<string, number>();
   /** The outermost object of the current `type()` call gets its hint as its own name. */
   #ownName = false;
   /** What the current `type()` call may still spend (see `MAX_RENDERED`). */
@@ -339,9 +341,11 @@ export class PythonTypes {
     // whose union's members were named `1`, `2`) is no Python name.
     const root = /^[A-Za-z_]/.test(base) ? base : `Shape${base}`;
     let name = root;
-    for (let n = 2; this.#taken.has(name) || UNAVAILABLE_NAMES.has(name); n++) {
-      name = `${root}${n}`;
-    }
+    // Numbered on from the last number this root took: counted from 2 each time, N names
+    // wanting one root (`a_b`, `a__b`, `aB` are all `AB`) cost N² steps (8,000: 8 s).
+    let n = this.#nextNumber.get(root) ?? 2;
+    while (this.#taken.has(name) || UNAVAILABLE_NAMES.has(name)) name = `${root}${n++}`;
+    if (name !== root) this.#nextNumber.set(root, n);
     this.#taken.add(name);
     return name;
   }
