@@ -3883,7 +3883,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "an unknown tool's name is quoted whole, however long",
-    file: "src/host/unknown_tools.ts",
+    file: "src/_util/quoted_name.ts",
     from: "name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name",
     to: "name",
     tests: ["tests/host_test.ts"],
@@ -4059,7 +4059,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "a refusal of an unknown argument quotes its name whole",
-    file: "src/host/tools/tool_arguments.ts",
+    file: "src/_util/quoted_name.ts",
     from: "name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name,",
     to: "name,",
     tests: ["tests/linear_text_test.ts"],

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { loadProfiles } from "../src/config/config.ts";
 import { delay, startServer, writeConfig } from "./_helpers.ts";
+import { pathExists } from "../src/_util/path_exists.ts";
 
 async function setUp(httpPort: number) {
   const root = Deno.realPathSync(await Deno.makeTempDir());
@@ -163,7 +164,7 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
           "    time.sleep(0.05)",
         ].join("\n"),
       });
-      for (let i = 0; i < 600 && !(await exists(`${root}/ws/started`)); i++) await delay(50);
+      for (let i = 0; i < 600 && !(await pathExists(`${root}/ws/started`)); i++) await delay(50);
       if (me === 0) await Deno.chown(`${root}/ws/midrun`, 65534, 65534); // as the run's doing
       await Deno.writeTextFile(`${root}/ws/changed`, "");
       assert.equal((await running).success, true);
@@ -400,12 +401,3 @@ Deno.test("a script that removes another profile's folder cannot stop the next s
   assert.equal((await server.execute({ profile: "shared", code: "1 + 1" })).result, 2);
   await Deno.remove(root, { recursive: true });
 });
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}

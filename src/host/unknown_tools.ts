@@ -6,6 +6,7 @@
  */
 import { type McpServer, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { closestName } from "../config/did_you_mean.ts";
+import { QUOTED_NAME_CHARS, quotedName } from "../_util/quoted_name.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import { wrapRequestHandlers } from "./request_handlers.ts";
 
@@ -15,9 +16,6 @@ export interface UpstreamFunction {
   module: string;
   function: string;
 }
-
-/** How much of a name the answer quotes: the name is the client's, of any length. */
-const QUOTED_NAME_CHARS = 64;
 
 /**
  * Makes `server` answer a `tools/call` for a tool it has not registered with
@@ -72,9 +70,7 @@ export function unknownToolMessage(
   own: readonly string[],
   upstream: UpstreamFunction | undefined,
 ): string {
-  const quoted = JSON.stringify(
-    name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name,
-  );
+  const quoted = quotedName(name);
   if (upstream) {
     return `Unknown tool ${quoted}: it is a tool of the upstream server "${upstream.server}", ` +
       `which this server offers as a Python function, not as an MCP tool. Call it from a ` +

@@ -27,6 +27,7 @@ import {
   privateFolderProblem,
 } from "../sandbox/private_folder.ts";
 import type { Logger } from "../_util/log.ts";
+import { pathExists } from "../_util/path_exists.ts";
 
 /** The flag a server started this way gets (and users may pass to skip the restart). */
 export const NO_RESTRICT = "--no-restrict";
@@ -76,7 +77,7 @@ export async function computeHostGrants(
     cacheDir: runtime.cacheDir,
     serverCommands: stdioCommands,
     auditFolderExists: config.settings.audit_log === "" ||
-      await exists(dirname(config.settings.audit_log)),
+      await pathExists(dirname(config.settings.audit_log)),
     model: openAIConfigFromEnv(readEnv),
     http,
     // The memory available, which sets how many sandboxes the pool may keep ready.
@@ -138,14 +139,5 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
     return (await child.status).code;
   } finally {
     for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { closestName } from "../../config/did_you_mean.ts";
+import { quotedName } from "../../_util/quoted_name.ts";
 
 export function toolArguments<Shape extends z.ZodRawShape>(shape: Shape) {
   const known = Object.keys(shape);
@@ -14,9 +15,8 @@ export function toolArguments<Shape extends z.ZodRawShape>(shape: Shape) {
   });
 }
 
-/** How many unknown arguments a refusal names, and how much of each name it quotes. */
+/** How many unknown arguments a refusal names (each quoted by `quotedName`). */
 const NAMED_ARGUMENTS = 5;
-const QUOTED_NAME_CHARS = 64;
 
 /**
  * The refusal of arguments the tool does not take (pure). The names are the client's, of any
@@ -25,9 +25,7 @@ const QUOTED_NAME_CHARS = 64;
  */
 export function unknownArguments(names: readonly string[], known: readonly string[]): string {
   const each = names.slice(0, NAMED_ARGUMENTS).map((name) => {
-    const quoted = JSON.stringify(
-      name.length > QUOTED_NAME_CHARS ? `${name.slice(0, QUOTED_NAME_CHARS)}...` : name,
-    );
+    const quoted = quotedName(name);
     const meant = closestName(name, known);
     return meant === undefined ? quoted : `${quoted} (did you mean "${meant}"?)`;
   });
