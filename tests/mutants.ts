@@ -4073,6 +4073,13 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
+  {
+    name: "an upstream tool named past what a call may give is listed",
+    file: "src/upstream/pool.ts",
+    from: "if (tool.name.length > MAX_CALL_NAME_LENGTH) {",
+    to: "if (false) {",
+    tests: ["tests/upstream_catalog_bounds_test.ts"],
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

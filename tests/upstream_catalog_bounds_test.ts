@@ -24,8 +24,22 @@ Deno.test("an upstream's too-large tool list fails that server only", async (t) 
     );
     return catalogServerEntry(path);
   };
+  // A tool name longer than a call may give (MAX_CALL_NAME_LENGTH) beside a callable one.
+  const longName = `t${"x".repeat(250)}`;
+  await Deno.writeTextFile(
+    `${dir}/named.json`,
+    JSON.stringify({
+      server: "named",
+      tools: [longName, "short"].map((name) => ({
+        name,
+        description: "A tool.",
+        inputSchema: { type: "object", properties: {} },
+      })),
+    }),
+  );
   const config = await writeConfig(dir, {
     servers: {
+      named: catalogServerEntry(`${dir}/named.json`),
       small: await fixture("small", 1000),
       wide: await fixture("wide", 3 * 1024 * 1024),
       endless: await fixture("endless", 9 * 1024 * 1024),
@@ -60,6 +74,16 @@ Deno.test("an upstream's too-large tool list fails that server only", async (t) 
     assert.equal(small, "small.describe called");
     assert.match(wide!, /^UpstreamUnavailable: .*its tools are withheld/);
     assert.match(endless!, /^UpstreamUnavailable: .*more than 8 MiB/);
+  });
+
+  await t.step("a tool named past what a call may give is left out, and logged", async () => {
+    const r = await server.execute({
+      code:
+        "from mcp_tools import named\n[named.short(), [n for n in dir(named) if n.startswith('t')]]",
+    });
+    assert.equal(r.success, true, r.text);
+    assert.deepEqual(r.result, ["named.short called", []]);
+    assert.match(server.stderr(), /upstream tools left out: their names are too long to call/);
   });
   await Deno.remove(dir, { recursive: true });
 });

@@ -21,6 +21,8 @@ import { VERSION } from "../_util/version.ts";
 import type { TransportFactory } from "./transport.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
 import { coalesced } from "../_util/coalesced.ts";
+import { MAX_CALL_NAME_LENGTH } from "../rpc/sandbox_protocol.ts";
+import { quotedName } from "../_util/quoted_name.ts";
 
 /**
  * The least time between two readings of one server's tool list when it keeps announcing
@@ -230,6 +232,7 @@ class UpstreamConnection {
 
   async #refreshTools(client: Client): Promise<void> {
     const tools: ToolInfo[] = [];
+    const overlong: string[] = [];
     let cursor: string | undefined;
     let size = 0;
     for (let page = 0; page < 100; page++) {
@@ -243,6 +246,12 @@ class UpstreamConnection {
         );
       }
       for (const tool of result.tools) {
+        // A call names its tool in at most MAX_CALL_NAME_LENGTH characters: a longer name
+        // listed would be a function no script can call (the host refuses the call's shape).
+        if (tool.name.length > MAX_CALL_NAME_LENGTH) {
+          overlong.push(tool.name);
+          continue;
+        }
         tools.push({
           server: this.config.name,
           name: tool.name,
@@ -253,6 +262,14 @@ class UpstreamConnection {
       }
       cursor = result.nextCursor;
       if (!cursor) break;
+    }
+    if (overlong.length > 0) {
+      this.options.log.warn("upstream tools left out: their names are too long to call", {
+        server: this.config.name,
+        tools: overlong.length,
+        first: quotedName(this.#redact(overlong[0]!)),
+        limit: MAX_CALL_NAME_LENGTH,
+      });
     }
     const json = JSON.stringify(tools);
     const changed = json !== this.#toolsJson;
