@@ -12,7 +12,9 @@ import { requirementName } from "../src/packages/wheels.ts";
 import { estimateTokens, TokenCounter } from "../src/catalog/token_count.ts";
 import { parseOutputs } from "../src/rpc/sandbox_protocol.ts";
 import { shownEnvValue, withoutInlineSecrets } from "../src/clients/secrets.ts";
-import { ourServerName } from "../src/clients/translate.ts";
+import { ourServerName, translateEntry } from "../src/clients/translate.ts";
+import { parseEntryUrl } from "../src/clients/entry_url.ts";
+import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
 import { closestName } from "../src/config/did_you_mean.ts";
 import { unknownArguments } from "../src/host/tools/tool_arguments.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
@@ -91,6 +93,43 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
     assert.equal(ourServerName("..."), "mcp");
     const named = timed(() => ourServerName("a" + "-".repeat(1 << 20) + "a!")); // 100,000: 15 s
     assert.ok(named < AMPLE_MS, `${named} ms`);
+  });
+  await t.step("placeholders, lists and braces never closed (import; the config)", () => {
+    // What they read: a list holding a secret, a list of names, ODBC's braces, placeholders.
+    const listed = withoutInlineSecrets(`node s.js --opts={"tokens": ["LEAKZ7"], "keys": ["id"]}`);
+    assert.ok(!listed.includes("LEAKZ7"), listed);
+    assert.match(listed, /"keys": \["id"\]/);
+    const braced = withoutInlineSecrets("Driver=x;PWD={LEAKZ6;b}");
+    assert.ok(!braced.includes("LEAKZ6"), braced);
+    const url = parseEntryUrl("https://${HOST}/mcp?k=${KEY}")!;
+    assert.equal(url.show(url.url.href), "https://${HOST}/mcp?k=${KEY}");
+    const sources = { configDir: "/c", env: (name: string) => ({ A: "a" })[name] };
+    assert.equal(expandPlaceholders("${A}/${B:-b}/${CONFIG_DIR}/${", sources, "x"), "a/b//c/${");
+    assert.deepEqual(placeholderNames('"${A}" "${B:-b}" ${C', { required: true }), ["A"]);
+    const translated = translateEntry("s", { command: "x", args: ["${env:T}", "${"] }, {
+      home: "/h",
+      projectRoot: "/nowhere",
+      isSet: () => true,
+    });
+    assert.equal(translated.outcome, "import");
+    assert.deepEqual(translated.outcome === "import" && translated.entry.args, ["${T}", "${"]);
+    // A close, then openings with none after them: each read to the text's end, quadratic.
+    // 131,072 characters each (the old forms: 40,000 took the times given).
+    const ms = timed(() => {
+      withoutInlineSecrets(",a:[]" + ",a:[".repeat(1 << 15)); // 0.6 s
+      withoutInlineSecrets(`{"token": ["${"1".repeat(1 << 17)}]`); // 2.2 s
+      withoutInlineSecrets(" a={".repeat(1 << 15)); // 0.46 s
+      withoutInlineSecrets(" --a {".repeat(21_845)); // 0.41 s
+      parseEntryUrl("${A}" + "${".repeat(1 << 16)); // 0.89 s
+      translateEntry("s", { command: "x", args: ["${A}" + "${".repeat(1 << 16)] }, {
+        home: "/h",
+        projectRoot: "/nowhere",
+        isSet: () => true,
+      });
+      expandPlaceholders("${A}" + "${A:-".repeat(26_214), sources, "x"); // 0.4 s
+      placeholderNames("${A}" + "${input:".repeat(1 << 15)); // 0.3 s (262,144: 13 s)
+    });
+    assert.ok(ms < AMPLE_MS, `${ms} ms`);
   });
   await t.step("closestName(): a client's long or many names against an upstream's", () => {
     assert.equal(closestName("timout_s", ["code", "timeout_s"]), "timeout_s");

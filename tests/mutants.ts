@@ -3173,7 +3173,7 @@ export const MUTATIONS: Mutation[] = [
     name: "import reads a shell word only to its first quote or escaped space",
     file: "src/clients/secrets.ts",
     from:
-      'const VALUE = "(\\\\{[^}]*\\\\}|(?:\\\\$?\'[^\']*\'|\\"(?:[^\\"\\\\\\\\]|\\\\\\\\.)*\\"|\\\\\\\\.|[^\\\\s;&|\'\\"`)\\\\\\\\])+)";',
+      'const VALUE = "(\\\\{[^{}]*\\\\}|(?:\\\\$?\'[^\']*\'|\\"(?:[^\\"\\\\\\\\]|\\\\\\\\.)*\\"|\\\\\\\\.|[^\\\\s;&|\'\\"`)\\\\\\\\])+)";',
     to: 'const VALUE = "(\\"[^\\"]*\\"|\'[^\']*\'|\\\\{[^}]*\\\\}|[^\\\\s;&|\'\\"`)]+)";',
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",
@@ -3321,10 +3321,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a secret array in an object",
     file: "src/clients/secrets.ts",
-    from:
-      "/((?:^|[{,])\\s*(?:\"((?:[^\"\\\\]|\\\\.)+)\"|'([^']+)'|([A-Za-z_$][\\w$.-]*))\\s*:\\s*)('(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\"|-?\\d[\\d.eE+-]*|\\[[^\\]]*\\])/g;",
-    to:
-      "/((?:^|[{,])\\s*(?:\"((?:[^\"\\\\]|\\\\.)+)\"|'([^']+)'|([A-Za-z_$][\\w$.-]*))\\s*:\\s*)('(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\"|-?\\d[\\d.eE+-]*)/g;",
+    from: 'return replaceUpToLast(withoutParameters, "]", OBJECT_LIST_MEMBER, hideMember)',
+    to: "return withoutParameters",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
   },
@@ -3439,7 +3437,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import hides a list of field names under a key-ish name",
     file: "src/clients/secrets.ts",
-    from: 'if (value.startsWith("[") && !/["\'][^"\']*\\d[^"\']*["\']/.test(value)) return match;',
+    from:
+      'if (value.startsWith("[") && !/["\'][^"\'\\d]*\\d[^"\']*["\']/.test(value)) return match;',
     to: "",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3587,7 +3586,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import reads an ODBC value in braces only to its first ;",
     file: "src/clients/secrets.ts",
-    from: "(\\\\{[^}]*\\\\}|(?:",
+    from: "(\\\\{[^{}]*\\\\}|(?:",
     to: "((?:",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -4079,6 +4078,38 @@ export const MUTATIONS: Mutation[] = [
     from: "if (tool.name.length > MAX_CALL_NAME_LENGTH) {",
     to: "if (false) {",
     tests: ["tests/upstream_catalog_bounds_test.ts"],
+  },
+  {
+    name: "placeholders and lists are searched past the last close",
+    file: "src/_util/replace_up_to_last.ts",
+    from: "return text.slice(0, cut).replace(pattern, replace) + text.slice(cut);",
+    to: "return text.replace(pattern, replace);",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a value in braces is read up to any closing brace",
+    file: "src/clients/secrets.ts",
+    from: 'const VALUE = "(\\\\{[^{}]*\\\\}|',
+    to: 'const VALUE = "(\\\\{[^}]*\\\\}|',
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a secret list's digit is looked for with overlapping stars",
+    file: "src/clients/secrets.ts",
+    from: `!/["'][^"'\\d]*\\d[^"']*["']/.test(value)`,
+    to: `!/["'][^"']*\\d[^"']*["']/.test(value)`,
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a config's placeholder names are looked for past the last close",
+    file: "src/config/placeholders.ts",
+    from: 'const closed = text.slice(0, text.lastIndexOf("}") + 1);',
+    to: "const closed = text;",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
   },
 ];
 

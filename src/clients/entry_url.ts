@@ -3,6 +3,7 @@
  * so `http://a:1\@b/` is seen going to `a` (fetch reads `\` as `/`), as the server sends it.
  * `${NAME}` placeholders are parsed as stand-ins and shown again as written.
  */
+import { replaceUpToLast } from "../_util/replace_up_to_last.ts";
 
 /** Lowercase letters and digits: kept as they are by every part of a parsed URL. */
 const STAND_IN = (i: number) => `codemodevar${i}x`;
@@ -17,7 +18,12 @@ export interface EntryUrl {
 /** `text` parsed as fetch would, or null when it is no URL. */
 export function parseEntryUrl(text: string): EntryUrl | null {
   const placeholders: string[] = [];
-  const substituted = text.replace(PLACEHOLDER, (p) => STAND_IN(placeholders.push(p) - 1));
+  const substituted = replaceUpToLast(
+    text,
+    "}",
+    PLACEHOLDER,
+    (p) => STAND_IN(placeholders.push(p) - 1),
+  );
   let url: URL;
   try {
     url = new URL(substituted);

@@ -10,6 +10,7 @@ import { isRecord } from "./client_configs.ts";
 import { deceptiveUrl } from "./entry_url.ts";
 import { hasUnsafeCharacters } from "../_util/safe_text.ts";
 import { isSecretName } from "./secrets.ts";
+import { replaceUpToLast } from "../_util/replace_up_to_last.ts";
 
 /** An entry as our config file spells it (the fields `parseConfigFile` knows). */
 export interface ServerEntry {
@@ -268,7 +269,7 @@ function rewriteVariables(
   notes: string[],
   problems: string[],
 ): string {
-  return value.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
+  return replaceUpToLast(value, "}", /\$\{([^}]*)\}/g, (whole, inner: string) => {
     const env = /^env:(.+)$/.exec(inner);
     if (env && VAR_NAME.test(env[1]!)) {
       return `\${${env[1]}}`;

@@ -13,6 +13,7 @@
  *
  * Anything else in `${...}` is left as written.
  */
+import { replaceUpToLast } from "../_util/replace_up_to_last.ts";
 
 const PLACEHOLDER =
   /\$\{(?:(input:[^}]*|workspaceFolder)|(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}/g;
@@ -29,7 +30,9 @@ export function expandPlaceholders(
   sources: PlaceholderSources,
   where: string,
 ): string {
-  return value.replace(
+  return replaceUpToLast(
+    value,
+    "}",
     PLACEHOLDER,
     (whole, special: string | undefined, name: string | undefined, fallback?: string) => {
       if (special === "workspaceFolder") return sources.configDir;
@@ -58,7 +61,9 @@ export function expandPlaceholders(
  * `required`, only those without a default (`${NAME}`, not `${NAME:-default}`).
  */
 export function placeholderNames(text: string, options: { required?: boolean } = {}): string[] {
-  const names = [...text.matchAll(PLACEHOLDER)].flatMap((m) =>
+  // No placeholder ends past the last "}" (see replaceUpToLast).
+  const closed = text.slice(0, text.lastIndexOf("}") + 1);
+  const names = [...closed.matchAll(PLACEHOLDER)].flatMap((m) =>
     m[2] && !(options.required && m[3] !== undefined) ? [m[2]] : []
   );
   return [...new Set(names.filter((name) => name !== "CONFIG_DIR"))];
