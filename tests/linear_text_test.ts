@@ -15,6 +15,7 @@ import { shownEnvValue, withoutInlineSecrets } from "../src/clients/secrets.ts";
 import { ourServerName, translateEntry } from "../src/clients/translate.ts";
 import { parseEntryUrl } from "../src/clients/entry_url.ts";
 import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
+import { parseJsonc } from "../src/_util/jsonc.ts";
 import { closestName } from "../src/config/did_you_mean.ts";
 import { unknownArguments } from "../src/host/tools/tool_arguments.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
@@ -130,6 +131,15 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
       placeholderNames("${A}" + "${input:".repeat(1 << 15)); // 0.3 s (262,144: 13 s)
     });
     assert.ok(ms < AMPLE_MS, `${ms} ms`);
+  });
+  await t.step("parseJsonc(): a number's long run of zeros (a client's config; ours)", () => {
+    assert.deepEqual(parseJsonc('{"a": 1.50, "b": 1500e-3, "c": 0.10}').lossyNumbers, []);
+    assert.deepEqual(parseJsonc('{"a": 0.1000000000000000000001}').lossyNumbers, [
+      "a: 0.1000000000000000000001",
+    ]);
+    const zeros = `{"a": 0.1${"0".repeat(1 << 17)}1}`;
+    const ms = timed(() => assert.equal(parseJsonc(zeros).lossyNumbers.length, 1));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`); // 80,000 zeros took 8.8 s
   });
   await t.step("closestName(): a client's long or many names against an upstream's", () => {
     assert.equal(closestName("timout_s", ["code", "timeout_s"]), "timeout_s");

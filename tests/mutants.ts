@@ -4111,6 +4111,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
+  {
+    name: "a number's trailing zeros are matched by a pattern from each zero",
+    file: "src/_util/jsonc.ts",
+    from: 'while (trail < digits.length && digits[digits.length - 1 - trail] === "0") trail++;',
+    to: "trail = digits.match(/0*$/)![0].length;",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

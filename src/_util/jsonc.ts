@@ -155,7 +155,10 @@ function decimal(text: string): string {
   let exponent = Number(exp) - fraction.length;
   const lead = digits.match(/^0*/)![0].length;
   digits = digits.slice(lead);
-  const trail = digits.match(/0*$/)![0].length;
+  // Counted, not matched: `/0*$/` tried from every zero of a long run that a digit ends
+  // (`0.1000…01`, 80,000 characters: 8.8 s).
+  let trail = 0;
+  while (trail < digits.length && digits[digits.length - 1 - trail] === "0") trail++;
   digits = digits.slice(0, digits.length - trail);
   exponent += trail;
   return digits === "" ? "0" : `${sign}${digits}e${exponent}`;
