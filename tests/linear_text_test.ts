@@ -16,6 +16,7 @@ import { ourServerName, translateEntry } from "../src/clients/translate.ts";
 import { parseEntryUrl } from "../src/clients/entry_url.ts";
 import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
 import { parseJsonc } from "../src/_util/jsonc.ts";
+import { parseConfigFile } from "../src/config/config.ts";
 import { closestName } from "../src/config/did_you_mean.ts";
 import { unknownArguments } from "../src/host/tools/tool_arguments.ts";
 import { Catalog } from "../src/catalog/catalog.ts";
@@ -140,6 +141,16 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
     const zeros = `{"a": 0.1${"0".repeat(1 << 17)}1}`;
     const ms = timed(() => assert.equal(parseJsonc(zeros).lossyNumbers.length, 1));
     assert.ok(ms < AMPLE_MS, `${ms} ms`); // 80,000 zeros took 8.8 s
+  });
+  await t.step("a header's value in our config: a long run of spaces inside it", () => {
+    const secretsOf = (value: string) =>
+      parseConfigFile(
+        { servers: { h: { url: "http://127.0.0.1:9/mcp", headers: { A: value } } } },
+        { path: "/c/mcp_servers.json", env: () => undefined },
+      ).secrets;
+    assert.ok(secretsOf(" \tLEAKZ5-long ").includes("LEAKZ5-long"));
+    const ms = timed(() => secretsOf("a" + " ".repeat(1 << 17) + "b"));
+    assert.ok(ms < AMPLE_MS, `${ms} ms`); // 60,000 spaces: 3 s
   });
   await t.step("closestName(): a client's long or many names against an upstream's", () => {
     assert.equal(closestName("timout_s", ["code", "timeout_s"]), "timeout_s");

@@ -3289,7 +3289,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a header value is scrubbed only as written, not as fetch quotes it",
     file: "src/config/config.ts",
-    from: 'addSecret(value.replace(/^[\\t\\n\\r ]+|[\\t\\n\\r ]+$/g, ""), `header "${header}"`);',
+    from: 'addSecret(withoutHttpWhitespace(value), `header "${header}"`);',
     to: "",
     tests: ["tests/config_test.ts"],
     filter: "fetch quotes it",
@@ -4116,6 +4116,14 @@ export const MUTATIONS: Mutation[] = [
     file: "src/_util/jsonc.ts",
     from: 'while (trail < digits.length && digits[digits.length - 1 - trail] === "0") trail++;',
     to: "trail = digits.match(/0*$/)![0].length;",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
+  },
+  {
+    name: "a header's ends are trimmed by a pattern tried from each space",
+    file: "src/config/config.ts",
+    from: "while (end > start && isSpace(value[end - 1])) end--;",
+    to: 'return value.replace(/^[\\t\\n\\r ]+|[\\t\\n\\r ]+$/g, "");',
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },

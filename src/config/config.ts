@@ -364,7 +364,7 @@ export function parseConfigFile(
       for (const [header, value] of Object.entries(server.headers)) {
         addSecret(value, `header "${header}"`);
         // As fetch normalizes it, and so quotes it in its errors (a value it refuses).
-        addSecret(value.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, ""), `header "${header}"`);
+        addSecret(withoutHttpWhitespace(value), `header "${header}"`);
       }
     } else {
       for (const [key, value] of Object.entries(server.env)) {
@@ -793,6 +793,20 @@ function realPathOfWhatExists(path: string): string {
     const parent = dirname(path);
     return parent === path ? path : join(realPathOfWhatExists(parent), basename(path));
   }
+}
+
+/**
+ * `value` without HTTP whitespace (tab, line feed, carriage return, space) at its ends, as fetch
+ * normalizes a header (pure). Walked, not matched: `[\t\n\r ]+$` was tried from every space of
+ * a run that another character ends, quadratic.
+ */
+function withoutHttpWhitespace(value: string): string {
+  const isSpace = (c: string | undefined) => c === "\t" || c === "\n" || c === "\r" || c === " ";
+  let start = 0;
+  let end = value.length;
+  while (start < end && isSpace(value[start])) start++;
+  while (end > start && isSpace(value[end - 1])) end--;
+  return value.slice(start, end);
 }
 
 /** How the restricted relaunch tells its child which profiles it found unavailable. */
