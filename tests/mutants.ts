@@ -4127,6 +4127,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
+  {
+    name: "a docs name past two edits of any gets no suggestion from search",
+    file: "src/catalog/catalog.ts",
+    from: "if (close !== undefined) return close;",
+    to: "return close;",
+    tests: ["tests/upstream_test.ts"],
+    filter: "agents discover tools",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -299,7 +299,14 @@ Deno.test("agents discover tools through search_tools, get_tool_docs and stub re
     const reply = await server.client.callTool({
       name: "get_tool_docs",
       arguments: {
-        names: ["everything.get_sum", "nope.nothing", "everything.get_summ", "get_sum"],
+        names: [
+          "everything.get_sum",
+          "nope.nothing",
+          "everything.get_summ",
+          "get_sum",
+          "memory.create_entity",
+          "fs.read_text_file",
+        ],
       },
     });
     const docs = (reply.structuredContent as {
@@ -310,6 +317,9 @@ Deno.test("agents discover tools through search_tools, get_tool_docs and stub re
     assert.equal(docs[1]!.meant, undefined);
     assert.equal(docs[2]!.meant, "everything.get_sum");
     assert.equal(docs[3]!.meant, "everything.get_sum");
+    // Past two edits, the words found in search, in the module named; another module's name.
+    assert.equal(docs[4]!.meant, "memory.create_entities");
+    assert.equal(docs[5]!.meant, "filesystem.read_text_file");
     assert.match(
       (reply.content as { text: string }[])[0]!.text,
       /# get_sum: not found; did you mean everything\.get_sum\?/,

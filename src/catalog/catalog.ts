@@ -209,10 +209,12 @@ export class Catalog {
   /**
    * Full stubs for `module.function` names, or whole modules for bare server names. A name not
    * found carries the name it likely meant, if one is close; a module whose server is
-   * unavailable, or a name in it, says why (`unavailable`).
+   * unavailable, or a name in it, says why (`unavailable`). `extra`: as `search` is given it
+   * (its index is the one a suggestion searches).
    */
   docs(
     names: readonly string[],
+    extra: readonly SearchEntry[] = [],
   ): { name: string; stub: string | null; meant?: string; unavailable?: string }[] {
     return names.map((name) => {
       const [moduleName, fn] = name.split(".", 2) as [string, string | undefined];
@@ -223,7 +225,7 @@ export class Catalog {
         : entry?.specs.find((s) => s.pyName === fn || s.pyName + "_async" === fn || s.tool === fn);
       if (entry && fn === undefined) return { name, stub: entry.stub, ...unavailable };
       if (spec) return { name, stub: renderStub(spec), ...unavailable };
-      return { name, stub: null, meant: this.#meant(name), ...unavailable };
+      return { name, stub: null, meant: this.#meant(name, extra), ...unavailable };
     });
   }
 
@@ -232,13 +234,23 @@ export class Catalog {
     return this.servers.filter((e) => e.error !== undefined).map((e) => e.server);
   }
 
-  /** The module or `module.function` a name not found likely meant (a bare function name too). */
-  #meant(name: string): string | undefined {
+  /**
+   * The module or `module.function` a name not found likely meant: the one function of that
+   * name (`read_file`: `filesystem.read_file`), a name within two edits, else the best search
+   * match for the name's words (`memory.create_entity`: `memory.create_entities`;
+   * `fs.read_text_file`: `filesystem.read_text_file`).
+   */
+  #meant(name: string, extra: readonly SearchEntry[]): string | undefined {
     const functions = this.servers.flatMap((e) =>
       e.specs.map((s) => `${e.moduleName}.${s.pyName}`)
     );
     const bare = functions.filter((f) => f.endsWith(`.${name}`));
     if (bare.length === 1) return bare[0];
-    return closestName(name, [...this.servers.map((e) => e.moduleName), ...functions]);
+    const close = closestName(name, [...this.servers.map((e) => e.moduleName), ...functions]);
+    if (close !== undefined) return close;
+    const known = new Set(functions);
+    return this.search(name.replace(/[._-]+/g, " "), 10, extra)
+      .map((hit) => hit.name)
+      .find((hit) => known.has(hit));
   }
 }

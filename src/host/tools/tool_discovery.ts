@@ -54,11 +54,11 @@ export function registerToolDiscovery(
   server.registerTool("get_tool_docs", {
     title: "Get Python stubs of tools",
     description:
-      "Full Python stubs for tools named 'module.function' (e.g. filesystem.read_file), or of a whole module when given just its name.",
+      "Full Python stubs for tools named 'module.function', as search_tools and the execute_code index name them, or of a whole module when given just its name.",
     inputSchema: toolArguments(docsInput),
     annotations: { readOnlyHint: true },
   }, (args) => {
-    const docs = catalog().docs(args.names);
+    const docs = catalog().docs(args.names, extraEntries());
     const missing = docs.filter((d) => d.stub === null).map((d) => d.name);
     const body = docs.map((d) => {
       const down = d.unavailable === undefined
