@@ -267,6 +267,10 @@ Deno.test("loadConfig() reports a missing or malformed file clearly", async () =
     loadConfig({ path: "/nonexistent/mcp_servers.json" }),
     /Cannot read config \/nonexistent\/mcp_servers\.json/,
   );
+  await assert.rejects(
+    loadConfig({ path: "conf/mcp_servers.json" }),
+    (e: Error) => e.message.includes(`(a relative path starts from ${Deno.cwd()}): `),
+  );
   const file = await Deno.makeTempFile({ suffix: ".json" });
   await Deno.writeTextFile(file, "{ not json");
   await assert.rejects(loadConfig({ path: file }), /Cannot parse config .*\.json/);

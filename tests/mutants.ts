@@ -255,8 +255,9 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "globs match anywhere in the name",
     file: "src/policy/tool_policy.ts",
-    from: 'return new RegExp(`^${body}$`, "s");',
-    to: 'return new RegExp(body, "s");',
+    from:
+      "if (end < first.length || !name.startsWith(first) || !name.endsWith(last)) return false;",
+    to: "if (end < first.length) return false;",
     tests: ["tests/policy_test.ts"],
     filter: "isToolAllowed",
   },
@@ -2400,10 +2401,19 @@ export const MUTATIONS: Mutation[] = [
     filter: "forges protocol messages",
   },
   {
-    name: "a tool glob's * stops at a line break",
+    name: "a tool glob is matched as a regular expression that backtracks",
     file: "src/policy/tool_policy.ts",
-    from: 'return new RegExp(`^${body}$`, "s");',
-    to: "return new RegExp(`^${body}$`);",
+    from: "if (parts.length === 1) return glob === name;",
+    to:
+      'return new RegExp(`^${parts.map((p) => p.replace(/[.+?^${}()|[\\]\\\\]/g, "\\\\$&")).join(".*")}$`, "s").test(name);',
+    tests: ["tests/policy_test.ts"],
+    filter: "matches server.tool globs",
+  },
+  {
+    name: "a glob's middle parts may overlap its last",
+    file: "src/policy/tool_policy.ts",
+    from: "if (found < 0 || found + part.length > end) return false;",
+    to: "if (found < 0) return false;",
     tests: ["tests/policy_test.ts"],
     filter: "matches server.tool globs",
   },

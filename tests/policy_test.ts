@@ -20,12 +20,25 @@ Deno.test("isToolAllowed() matches server.tool globs", async (t) => {
     ["fs", "read", ["fs.*", "nothing"], true],
     ["fs", "line\nbreak", ["*"], true],
     ["fs", "line\u2028break", ["fs.*"], true],
+    ["x", "abab", ["x.a*b*b"], true],
+    ["x", "ab", ["x.a*b*b"], false],
+    ["x", "aa", ["x.a*a"], true],
+    ["x", "a", ["x.a*a"], false],
+    ["x", "read_all_files", ["*.read_*_*"], true],
+    ["x", "read_all", ["*.read_*_*"], false],
   ];
   for (const [server, tool, globs, expected] of table) {
     await t.step(`${server}.${tool} with ${JSON.stringify(globs)} -> ${expected}`, () => {
       assert.equal(isToolAllowed(server, tool, globs), expected);
     });
   }
+  await t.step("attack: a name a sandbox chose against a glob of many stars", () => {
+    // As a regular expression, *a*a*a*b took 12.7 s against these 401 characters.
+    const started = performance.now();
+    assert.equal(isToolAllowed("a".repeat(200), "a".repeat(200), ["*a*a*a*b"]), false);
+    const ms = performance.now() - started;
+    assert.ok(ms < 5000, `${ms} ms`);
+  });
   await t.step("the call limit is checked before the allowlist", () => {
     const policy = { allowed_tools: ["*"], approve: [], tool_calls: 2 };
     assert.deepEqual(decideToolCall("a", "b", policy, 1), { allowed: true, needsApproval: false });

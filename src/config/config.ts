@@ -158,14 +158,17 @@ export interface LoadConfigOptions {
 
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
   const env = options.env ?? readConfigVariable;
-  const path = resolve(
-    options.path ?? env("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json"),
-  );
+  const given = options.path ?? env("CODEMODE_CONFIG") ?? join(PROJECT_ROOT, "mcp_servers.json");
+  const path = resolve(given);
   let text: string;
   try {
     text = await Deno.readTextFile(path);
   } catch (cause) {
-    throw new TypeError(`Cannot read config ${path}: ${(cause as Error).message}`, { cause });
+    // `deno task --cwd` runs in the checkout: a path relative to the caller's folder misses.
+    const relative = isAbsolute(given) ? "" : ` (a relative path starts from ${Deno.cwd()})`;
+    throw new TypeError(`Cannot read config ${path}${relative}: ${(cause as Error).message}`, {
+      cause,
+    });
   }
   let raw: unknown;
   try {
