@@ -4248,7 +4248,7 @@ async function main(): Promise<number> {
         log(`STALE     ${mutation.name}`);
         continue;
       }
-      await Deno.writeTextFile(path, original.replace(mutation.from, mutation.to));
+      await Deno.writeTextFile(path, original.replace(mutation.from, () => mutation.to));
       try {
         if (WORKER_SOURCES.test(mutation.file)) {
           await run([Deno.execPath(), "run", "-A", "src/_build/generate.ts"], copy, env);
