@@ -4145,6 +4145,13 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/upstream_test.ts"],
     filter: "agents discover tools",
   },
+  {
+    name: "a failed HTTP accept loop is left unhandled",
+    file: "src/host/relistening_server.ts",
+    from: "started.finished.catch((error) => void recover(started, error));",
+    to: "void started.finished;",
+    tests: ["tests/http_connections_test.ts"],
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

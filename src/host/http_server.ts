@@ -35,6 +35,7 @@ import type { Host } from "./server.ts";
 import { statelessLegacy } from "./stateless_legacy.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
 import { holdsIllFormedId, sendWellFormed, wellFormedResponse } from "./well_formed_answers.ts";
+import { serveRelistening } from "./relistening_server.ts";
 
 export interface HttpOptions {
   host: string;
@@ -66,6 +67,7 @@ export interface HttpServer {
   readonly sessions: number;
   /** Stops accepting, cancels running executions, closes every session. */
   shutdown(): Promise<void>;
+  /** Resolves once `shutdown` is done. */
   finished: Promise<void>;
 }
 
@@ -349,10 +351,10 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     }
   }, Math.min(30_000, Math.max(250, options.sessionIdleMs / 4)));
 
-  const server = Deno.serve({
+  const server = serveRelistening({
     hostname: options.host,
     port: options.port,
-    onListen: () => {},
+    log,
     onError: (error) => {
       // A client that cancelled or went away is no failure of ours.
       const gone = (error as Error | undefined)?.name === "AbortError";
@@ -361,7 +363,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       return Response.json(jsonRpcError("Internal error", null, -32603), { status: 500 });
     },
   }, async (request, info) => wellFormedResponse(await handle(request, info)));
-  const port = (server.addr as Deno.NetAddr).port;
+  const port = server.addr.port;
   guard = {
     token: options.token,
     ...allowedFor(options.host, port, {
@@ -380,6 +382,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     session_idle_s: options.sessionIdleMs / 1000,
   });
 
+  const finished = Promise.withResolvers<void>();
   async function shutdown(): Promise<void> {
     clearInterval(sweeper);
     unwatchCatalog();
@@ -395,6 +398,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (!await waitAtMost(closing, SHUTDOWN_GRACE_MS)) {
       log.warn(`requests still open after ${SHUTDOWN_GRACE_MS / 1000} s; stopping anyway`);
     }
+    finished.resolve();
   }
 
   return Promise.resolve({
@@ -404,7 +408,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       return sessions.size;
     },
     shutdown,
-    finished: server.finished,
+    finished: finished.promise,
   });
 }
 
