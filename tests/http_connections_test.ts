@@ -3,8 +3,11 @@
  * bodies that stall. Both came before any token check or cap could apply (attacker round 44).
  */
 import assert from "node:assert/strict";
-import { connect, execute, startHttp } from "./_http.ts";
+import { connect, execute, INITIALIZE, NO_SERVERS, post, startHttp } from "./_http.ts";
 import { delay } from "./_helpers.ts";
+import { startApp } from "../src/app.ts";
+import { serveHttp } from "../src/host/http_server.ts";
+import { createLogger } from "../src/_util/log.ts";
 
 async function until(what: string, holds: () => boolean, log = () => "", ms = 30_000) {
   const end = Date.now() + ms;
@@ -57,4 +60,60 @@ Deno.test("attack: connections that send nothing, past the host's descriptors, d
   assert.equal((await execute(fresh, "print(1)")).stdout, "1\n");
   await fresh.close();
   await client.close();
+});
+
+Deno.test("attack: request bodies that stall hold at most their budget, for at most their time", async () => {
+  const app = await startApp({ configPath: NO_SERVERS, log: createLogger("error"), poolSize: 0 });
+  // Room for three bodies of a megabyte (the defaults: 16 of 4 MiB), each for 1.5 s (30 s).
+  const http = await serveHttp(app, {
+    host: "127.0.0.1",
+    port: 0,
+    stateless: false,
+    maxConcurrent: 8,
+    maxPerSession: 4,
+    maxWaiting: 64,
+    maxSessions: 256,
+    sessionIdleMs: 600_000,
+    bodyLimits: { maxBodiesBytes: 3_000_100, readMs: 1500 },
+    log: createLogger("error"),
+  });
+  const { port } = new URL(http.url);
+  const stalled: Deno.Conn[] = [];
+  try {
+    // Each sends its headers and 1,000,000 of the 1,000,010 bytes it announced, then nothing.
+    const head = new TextEncoder().encode(
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+        "accept: application/json, text/event-stream\r\ncontent-length: 1000010\r\n\r\n",
+    );
+    for (let i = 0; i < 3; i++) {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+      await conn.write(head);
+      let sent = 0;
+      while (sent < 1_000_000) sent += await conn.write(new Uint8Array(1_000_000 - sent));
+      stalled.push(conn);
+    }
+    await delay(300);
+    const refused = await post(http.url, INITIALIZE);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.match(await refused.text(), /other requests' bodies, 3000100 bytes in all/);
+
+    // Past their time, each stalled body is answered 408, and its share is free again.
+    for (const conn of stalled) {
+      const answer = new Uint8Array(4096);
+      const n = await conn.read(answer);
+      assert.match(new TextDecoder().decode(answer.subarray(0, n ?? 0)), /^HTTP\/1\.1 408 /);
+    }
+    const welcomed = await post(http.url, INITIALIZE);
+    assert.equal(welcomed.status, 200);
+    await welcomed.body?.cancel();
+  } finally {
+    for (const conn of stalled) {
+      try {
+        conn.close();
+      } catch { /* closed by the server */ }
+    }
+    await http.shutdown();
+    await app.close();
+  }
 });

@@ -844,9 +844,9 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "an HTTP body over the bound is read through a clone, and never answered",
-    file: "src/host/http_server.ts",
-    from: "body = await readAtMost(request.body ?? [], MAX_BODY_BYTES);",
-    to: "body = await readAtMost(request.clone().body ?? [], MAX_BODY_BYTES);",
+    file: "src/host/request_bodies.ts",
+    from: "read = await readWithin(request.body, maxBodyBytes, readMs);",
+    to: "read = await readWithin(request.clone().body, maxBodyBytes, readMs);",
     tests: ["tests/http_test.ts"],
     filter: "over Streamable HTTP",
   },
@@ -4151,6 +4151,30 @@ export const MUTATIONS: Mutation[] = [
     from: "started.finished.catch((error) => void recover(started, error));",
     to: "void started.finished;",
     tests: ["tests/http_connections_test.ts"],
+  },
+  {
+    name: "request bodies being read have no budget over all",
+    file: "src/host/request_bodies.ts",
+    from: "if (this.#held + reserved > maxBodiesBytes) {",
+    to: "if (false) {",
+    tests: ["tests/http_connections_test.ts"],
+    filter: "bodies that stall",
+  },
+  {
+    name: "a stalled request body is given a 400, not its 408",
+    file: "src/host/request_bodies.ts",
+    from: 'if (late) return "too slow";',
+    to: "",
+    tests: ["tests/http_connections_test.ts"],
+    filter: "bodies that stall",
+  },
+  {
+    name: "a request body's share of the budget is never given back",
+    file: "src/host/request_bodies.ts",
+    from: "this.#held -= reserved;",
+    to: "",
+    tests: ["tests/http_connections_test.ts"],
+    filter: "bodies that stall",
   },
 ];
 

@@ -27,7 +27,6 @@ import {
 } from "@modelcontextprotocol/server";
 import type { App } from "../app.ts";
 import type { Logger } from "../_util/log.ts";
-import { readAtMost } from "../_util/bytes.ts";
 import { ExecutionLimit } from "./concurrency.ts";
 import { callAsEventStream } from "./call_response_mode.ts";
 import { allowedFor, checkBind, guardRequest } from "./http_guard.ts";
@@ -36,6 +35,7 @@ import { statelessLegacy } from "./stateless_legacy.ts";
 import { waitAtMost } from "../_util/wait_at_most.ts";
 import { holdsIllFormedId, sendWellFormed, wellFormedResponse } from "./well_formed_answers.ts";
 import { serveRelistening } from "./relistening_server.ts";
+import { type BodyLimits, RequestBodies } from "./request_bodies.ts";
 
 export interface HttpOptions {
   host: string;
@@ -56,6 +56,8 @@ export interface HttpOptions {
   allowedHosts?: string[];
   /** Origins allowed besides the server's own (e.g. a web client's). */
   allowedOrigins?: string[];
+  /** How much of request bodies is read, how fast (default: request_bodies.ts's). */
+  bodyLimits?: Partial<BodyLimits>;
   log: Logger;
 }
 
@@ -92,14 +94,16 @@ interface Session {
 export const SSE_KEEP_ALIVE_MS = 2000;
 /** How long shutdown waits for in-flight requests. */
 const SHUTDOWN_GRACE_MS = 5000;
-/** The largest session-less POST body read (the SDK transport's own default). */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-const TOO_LARGE = `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`;
 
 export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   const refusal = checkBind(options.host, options.token, options.allowedHosts);
   if (refusal) return Promise.reject(new TypeError(refusal));
   const { log } = options;
+  const bodies = new RequestBodies(
+    (status, message, headers) => Response.json(jsonRpcError(message), { status, headers }),
+    log,
+    options.bodyLimits,
+  );
   const overall = new ExecutionLimit(options.maxConcurrent, "on this server", options.maxWaiting);
   const sessions = new Map<string, Session>();
   /** Initialize requests being answered: sessions about to open. */
@@ -290,7 +294,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
     }
     if (request.method === "POST") {
-      const buffered = await bufferedBody(request, log);
+      const buffered = await bodies.read(request);
       if (buffered instanceof Response) return buffered;
       request = buffered.request;
       if (holdsIllFormedId(buffered.text)) {
@@ -422,38 +426,7 @@ function requestId(json: unknown): string | number | null {
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
-/**
- * The request with its body read whole, once, up to MAX_BODY_BYTES, and that body as text; or the
- * answer when it is larger (413) or cannot be read (400: the client cut it short). Every later
- * reader (the ill-formed id check, the SDK's era check and transport, `readJsonBody`) reads that
- * copy: a clone of an unread body over the bound was never answered, and held what had come of
- * it (a 5 MB POST, 40 of them: 504 MB).
- */
-async function bufferedBody(
-  request: Request,
-  log: Logger,
-): Promise<{ request: Request; text: string } | Response> {
-  const refuse = (status: number, message: string) =>
-    Response.json(jsonRpcError(message), { status });
-  if (Number(request.headers.get("content-length")) > MAX_BODY_BYTES) return refuse(413, TOO_LARGE);
-  let body: Uint8Array | null;
-  try {
-    body = await readAtMost(request.body ?? [], MAX_BODY_BYTES);
-  } catch (error) {
-    log.debug("http request body could not be read", { error: String(error).slice(0, 200) });
-    return refuse(400, "Bad Request: the request body could not be read whole");
-  }
-  if (body === null) return refuse(413, TOO_LARGE);
-  const buffered = new Request(request.url, {
-    method: request.method,
-    headers: request.headers,
-    body: body as Uint8Array<ArrayBuffer>,
-    signal: request.signal,
-  });
-  return { request: buffered, text: new TextDecoder().decode(body) };
-}
-
-/** A POST's body (already bounded by `bufferedBody`) parsed as JSON, or why it cannot be. */
+/** A POST's body (already read by RequestBodies) parsed as JSON, or why it cannot be. */
 async function readJsonBody(
   request: Request,
 ): Promise<{ json: unknown } | { refusal: { status: number; code: number; message: string } }> {
