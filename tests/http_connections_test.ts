@@ -3,7 +3,15 @@
  * bodies that stall. Both came before any token check or cap could apply (attacker round 44).
  */
 import assert from "node:assert/strict";
-import { connect, execute, INITIALIZE, NO_SERVERS, post, startHttp } from "./_http.ts";
+import {
+  connect,
+  execute,
+  INITIALIZE,
+  NO_SERVERS,
+  openRawSession,
+  post,
+  startHttp,
+} from "./_http.ts";
 import { delay } from "./_helpers.ts";
 import { startApp } from "../src/app.ts";
 import { serveHttp } from "../src/host/http_server.ts";
@@ -116,4 +124,33 @@ Deno.test("attack: request bodies that stall hold at most their budget, for at m
     await http.shutdown();
     await app.close();
   }
+});
+
+Deno.test("a request id a session is still answering is refused, and the first is answered", async () => {
+  await using server = await startHttp();
+  const { session } = await openRawSession(server.url);
+  const initialized = await post(server.url, {
+    jsonrpc: "2.0",
+    method: "notifications/initialized",
+  }, session!);
+  await initialized.body?.cancel();
+  const call = (code: string) =>
+    post(server.url, {
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/call",
+      params: { name: "execute_code", arguments: { code } },
+    }, session!);
+  const first = call("import time\ntime.sleep(1.5)\n'first'");
+  await delay(500);
+  // Both went unanswered: the SDK keeps one response stream per id.
+  const second = await call("'second'");
+  assert.equal(second.status, 400);
+  assert.match(await second.text(), /"code":-32600.*id 5 is that of a request of this session/);
+  const answered = await (await first).text();
+  assert.match(answered, /"id":5/);
+  assert.match(answered, /"result":"first"/);
+  // The id is free again once answered.
+  const again = await call("'again'");
+  assert.match(await again.text(), /"result":"again"/);
 });

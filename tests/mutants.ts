@@ -4176,6 +4176,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/http_connections_test.ts"],
     filter: "bodies that stall",
   },
+  {
+    name: "a request id a session is still answering is passed on",
+    file: "src/host/http_server.ts",
+    from: "const taken = ids.find((key) => session.answering.has(key));",
+    to: "const taken = undefined;",
+    tests: ["tests/http_connections_test.ts"],
+    filter: "still answering",
+  },
+  {
+    name: "a request id stays taken once answered",
+    file: "src/host/http_server.ts",
+    from: "for (const id of ids) session.answering.delete(id);",
+    to: "",
+    tests: ["tests/http_connections_test.ts"],
+    filter: "still answering",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -82,6 +82,8 @@ interface Session {
   active: number;
   /** When the last request ended (ms since the epoch). */
   lastActive: number;
+  /** The ids of its requests being answered (see `requestKeys`). */
+  answering: Set<string>;
 }
 
 /**
@@ -168,11 +170,13 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
   };
 
   /** Counts the request against the session until its response has been sent. */
-  const track = async (session: Session, respond: () => Promise<Response>) => {
+  const track = async (session: Session, respond: () => Promise<Response>, ids: string[] = []) => {
     session.active++;
+    for (const id of ids) session.answering.add(id);
     const done = () => {
       session.active--;
       session.lastActive = Date.now();
+      for (const id of ids) session.answering.delete(id);
     };
     try {
       return afterBody(await respond(), done);
@@ -261,6 +265,7 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       host,
       active: 0,
       lastActive: Date.now(),
+      answering: new Set(),
     };
     try {
       await host.server.connect(session.transport);
@@ -293,10 +298,13 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (path !== "/mcp") {
       return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
     }
+    /** A POST's body, read. */
+    let text = "";
     if (request.method === "POST") {
       const buffered = await bodies.read(request);
       if (buffered instanceof Response) return buffered;
       request = buffered.request;
+      text = buffered.text;
       if (holdsIllFormedId(buffered.text)) {
         return Response.json(
           jsonRpcError(
@@ -329,7 +337,38 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
       if (!session) {
         return Response.json(jsonRpcError("Unknown or expired session"), { status: 404 });
       }
-      return await track(session, () => session.transport.handleRequest(request));
+      if (request.method !== "POST") {
+        return await track(session, () => session.transport.handleRequest(request));
+      }
+      // Parsed once here, for the transport too. An id the session is still answering is
+      // refused: the SDK keeps one response stream per id, so both requests went unanswered,
+      // their streams open, and the session never expired.
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        // The transport answers it (Parse error).
+        return await track(session, () => session.transport.handleRequest(request));
+      }
+      const ids = requestKeys(json);
+      const taken = ids.find((key) => session.answering.has(key));
+      if (taken !== undefined) {
+        return Response.json(
+          jsonRpcError(
+            `Invalid Request: id ${
+              taken.slice(2, 66)
+            } is that of a request of this session still being answered`,
+            null,
+            -32600,
+          ),
+          { status: 400 },
+        );
+      }
+      return await track(
+        session,
+        () => session.transport.handleRequest(request, { parsedBody: json }),
+        ids,
+      );
     }
     if (request.method !== "POST") {
       return Response.json(jsonRpcError("A session starts with an initialize POST"), {
@@ -418,6 +457,20 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
 
 function jsonRpcError(message: string, id: string | number | null = null, code = -32000) {
   return { jsonrpc: "2.0", error: { code, message }, id };
+}
+
+/**
+ * The ids of the requests in a POST's JSON (one message or a batch), each keyed with its type
+ * (`n:5`, `s:5`: the SDK tells 5 from "5"); notifications and responses have none (pure).
+ */
+export function requestKeys(json: unknown): string[] {
+  const messages = Array.isArray(json) ? json : [json];
+  return messages.flatMap((message) => {
+    const { id, method } = (message ?? {}) as { id?: unknown; method?: unknown };
+    if (typeof method !== "string") return [];
+    if (typeof id === "number") return [`n:${id}`];
+    return typeof id === "string" ? [`s:${id}`] : [];
+  });
 }
 
 /** The id of a single JSON-RPC request, for an error that answers it (else null). */
