@@ -433,7 +433,8 @@ Deno.test("settings.max_sessions_per_connection defaults to half of max_sessions
       assert.throws(() => perConnection({ max_sessions_per_connection: bad }), {
         name: "TypeError",
         message:
-          "Cannot load config /etc/code-mode/mcp_servers.json: settings.max_sessions_per_connection: must be a whole number from 1 to 64",
+          "Cannot load config /etc/code-mode/mcp_servers.json: settings.max_sessions_per_connection: must be a whole number from 1 to 64, not " +
+          JSON.stringify(bad),
       });
     });
   }
@@ -550,6 +551,21 @@ Deno.test("SECRET_NAME tells secret-holding variable names from others", () => {
   const other = ["PATH", "HOME", "GIT_AUTHOR_NAME", "KEYBOARD", "COMPASS_DIR", "LOG_LEVEL"];
   assert.deepEqual(secret.filter((n) => !SECRET_NAME.test(n)), []);
   assert.deepEqual(other.filter((n) => SECRET_NAME.test(n)), []);
+});
+
+Deno.test("parseConfigFile() names every wrong setting at once, with what it was given", () => {
+  assert.throws(
+    () =>
+      parseConfigFile(
+        { settings: { pool_sise: 1, tool_timeout_s: "60", pool_size: 2 } },
+        { path: "/c/mcp_servers.json", env: () => undefined },
+      ),
+    {
+      name: "TypeError",
+      message:
+        'Cannot load config /c/mcp_servers.json: settings.pool_sise: unknown setting; did you mean "pool_size"?; settings.tool_timeout_s: must be a positive number, not "60"',
+    },
+  );
 });
 
 Deno.test("parseConfigFile() suggests the field a typo meant", () => {

@@ -4192,6 +4192,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/http_connections_test.ts"],
     filter: "still answering",
   },
+  {
+    name: "a config's wrong settings are named one a start",
+    file: "src/config/config.ts",
+    from: "const unknown = !Object.hasOwn(settings, key);",
+    to: "throw error;",
+    tests: ["tests/config_test.ts"],
+    filter: "every wrong setting at once",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -400,10 +400,16 @@ export function parseConfigFile(
   for (const { name, reason } of unavailable) {
     notes.push({ level: "warn", message: `server "${name}" not started: ${reason}` });
   }
+  let settings: Settings;
+  try {
+    settings = parseSettings(raw.settings, configDir, (f) => `settings.${f}`);
+  } catch (error) {
+    throw error instanceof TypeError ? new TypeError(at(error.message)) : error;
+  }
   return {
     servers,
     unavailable,
-    settings: parseSettings(raw.settings, configDir, (f) => at(`settings.${f}`)),
+    settings,
     secrets: [...secrets],
     notes,
   };
@@ -629,6 +635,10 @@ function parseServer(
   };
 }
 
+/**
+ * The settings, or a TypeError naming every one that is wrong (each with the value it was
+ * given), so that one start shows them all.
+ */
 function parseSettings(raw: unknown, configDir: string, where: (f: string) => string): Settings {
   const settings: Settings = {
     pool_size: 2,
@@ -652,95 +662,120 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
   };
   if (raw === undefined) return withDerivedDefaults(settings);
   if (!isRecord(raw)) throw new TypeError(where("(all)") + ": must be an object");
+  const problems: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
-    switch (key) {
-      case "pool_size":
-      case "max_waiting":
-        if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 64) {
-          throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
-        }
-        settings[key] = value as number;
-        break;
-      case "max_sessions":
-        if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 64) {
-          throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
-        }
-        settings.max_sessions = value as number;
-        break;
-      case "max_sessions_per_connection":
-        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 64) {
-          throw new TypeError(where(key) + ": must be a whole number from 1 to 64");
-        }
-        settings.max_sessions_per_connection = value as number;
-        break;
-      case "session_idle_s":
-      case "tool_timeout_s":
-      case "approval_timeout_s":
-        if (typeof value !== "number" || !(value > 0)) {
-          throw new TypeError(where(key) + ": must be a positive number");
-        }
-        settings[key] = value;
-        break;
-      case "task_after_s":
-        if (typeof value !== "number" || !(value >= 0)) {
-          throw new TypeError(where(key) + ": must be a number of seconds, 0 or more");
-        }
-        settings.task_after_s = value;
-        break;
-      case "package_index": {
-        const url = requireString(value, where(key));
-        if (!isHttpUrl(url)) throw new TypeError(where(key) + ": must be an http(s) URL");
-        settings.package_index = url;
-        break;
-      }
-      case "pyodide_packages": {
-        const source = requireString(value, where(key));
-        if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !isHttpUrl(source)) {
-          throw new TypeError(where(key) + ": must be an http(s) URL or a folder");
-        }
-        settings.pyodide_packages = isHttpUrl(source)
-          ? (source.endsWith("/") ? source : source + "/")
-          : (isAbsolute(source) ? source : resolve(configDir, source));
-        break;
-      }
-      case "wheels_dir": {
-        const dir = requireString(value, where(key));
-        settings.wheels_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
-        break;
-      }
-      case "skills_dir": {
-        const dir = requireString(value, where(key));
-        settings.skills_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
-        break;
-      }
-      case "audit_log": {
-        const file = requireString(value, where(key));
-        settings.audit_log = isAbsolute(file) ? file : resolve(configDir, file);
-        break;
-      }
-      case "observe_results":
-      case "skills_read_only":
-        if (typeof value !== "boolean") throw new TypeError(where(key) + ": must be true or false");
-        settings[key] = value;
-        break;
-      case "default_profile":
-        settings.default_profile = requireString(value, where(key));
-        break;
-      case "allowed_profiles":
-        settings.allowed_profiles = stringArray(value, where(key));
-        break;
-      case "permissions_dir": {
-        const dir = requireString(value, where(key));
-        settings.permissions_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
-        break;
-      }
-      default:
-        throw new TypeError(
-          where(key) + `: unknown setting${didYouMean(key, Object.keys(settings))}`,
-        );
+    try {
+      parseSetting(settings, key, value, configDir, where);
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error;
+      const unknown = !Object.hasOwn(settings, key);
+      problems.push(unknown ? error.message : `${error.message}, not ${shownValue(value)}`);
     }
   }
+  if (problems.length > 0) throw new TypeError(problems.join("; "));
   return withDerivedDefaults(settings);
+}
+
+/** A value as a message quotes it: JSON, in at most 40 characters. */
+function shownValue(value: unknown): string {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 40 ? `${json.slice(0, 40)}...` : json;
+}
+
+/** Sets `key` of `settings` from `value`, or throws a TypeError saying what it must be. */
+function parseSetting(
+  settings: Settings,
+  key: string,
+  value: unknown,
+  configDir: string,
+  where: (f: string) => string,
+): void {
+  switch (key) {
+    case "pool_size":
+    case "max_waiting":
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 64) {
+        throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
+      }
+      settings[key] = value as number;
+      break;
+    case "max_sessions":
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 64) {
+        throw new TypeError(where(key) + ": must be a whole number from 0 to 64");
+      }
+      settings.max_sessions = value as number;
+      break;
+    case "max_sessions_per_connection":
+      if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 64) {
+        throw new TypeError(where(key) + ": must be a whole number from 1 to 64");
+      }
+      settings.max_sessions_per_connection = value as number;
+      break;
+    case "session_idle_s":
+    case "tool_timeout_s":
+    case "approval_timeout_s":
+      if (typeof value !== "number" || !(value > 0)) {
+        throw new TypeError(where(key) + ": must be a positive number");
+      }
+      settings[key] = value;
+      break;
+    case "task_after_s":
+      if (typeof value !== "number" || !(value >= 0)) {
+        throw new TypeError(where(key) + ": must be a number of seconds, 0 or more");
+      }
+      settings.task_after_s = value;
+      break;
+    case "package_index": {
+      const url = requireString(value, where(key));
+      if (!isHttpUrl(url)) throw new TypeError(where(key) + ": must be an http(s) URL");
+      settings.package_index = url;
+      break;
+    }
+    case "pyodide_packages": {
+      const source = requireString(value, where(key));
+      if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !isHttpUrl(source)) {
+        throw new TypeError(where(key) + ": must be an http(s) URL or a folder");
+      }
+      settings.pyodide_packages = isHttpUrl(source)
+        ? (source.endsWith("/") ? source : source + "/")
+        : (isAbsolute(source) ? source : resolve(configDir, source));
+      break;
+    }
+    case "wheels_dir": {
+      const dir = requireString(value, where(key));
+      settings.wheels_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
+      break;
+    }
+    case "skills_dir": {
+      const dir = requireString(value, where(key));
+      settings.skills_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
+      break;
+    }
+    case "audit_log": {
+      const file = requireString(value, where(key));
+      settings.audit_log = isAbsolute(file) ? file : resolve(configDir, file);
+      break;
+    }
+    case "observe_results":
+    case "skills_read_only":
+      if (typeof value !== "boolean") throw new TypeError(where(key) + ": must be true or false");
+      settings[key] = value;
+      break;
+    case "default_profile":
+      settings.default_profile = requireString(value, where(key));
+      break;
+    case "allowed_profiles":
+      settings.allowed_profiles = stringArray(value, where(key));
+      break;
+    case "permissions_dir": {
+      const dir = requireString(value, where(key));
+      settings.permissions_dir = isAbsolute(dir) ? dir : resolve(configDir, dir);
+      break;
+    }
+    default:
+      throw new TypeError(
+        where(key) + `: unknown setting${didYouMean(key, Object.keys(settings))}`,
+      );
+  }
 }
 
 /** Fills in the defaults that depend on other settings. */
