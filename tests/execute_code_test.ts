@@ -149,6 +149,15 @@ Deno.test("execute_code reports errors with type, traceback and line number", as
         /coroutine, tool_async\(\), that was never awaited.*write `await`/,
       );
       assert.doesNotMatch(unawaited.stderr, /RuntimeWarning/, "closed, so no warning");
+      // An _async twin's coroutine used as its result.
+      const indexed = await server.execute({
+        code: "async def tool_async():\n    return {'a': 1}\ntool_async()['a']",
+      });
+      assert.equal(indexed.diagnostics?.error_type, "TypeError");
+      assert.match(
+        indexed.diagnostics!.message,
+        /'coroutine' object is not subscriptable \(.*write `await` before the call/,
+      );
     },
   );
   await t.step("a module Pyodide has but the call did not ask for names its package", async () => {

@@ -51,6 +51,14 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       },
     },
     {
+      name: "open() of a host file under /tmp finds none, and says the sandbox's /tmp is its own",
+      code: "open('/tmp/host-scratch/team.md').read()",
+      check: (r) => {
+        assert.equal(r.diagnostics?.error_type, "FileNotFoundError");
+        assert.match(r.diagnostics!.message, /this sandbox's \/tmp is its own, not the host's/);
+      },
+    },
+    {
       name: "js.Deno.readTextFileSync('/etc/passwd') is refused by Deno",
       code: "import js\njs.Deno.readTextFileSync('/etc/passwd')",
       check: (r) => {

@@ -625,6 +625,15 @@ def _file_hint(exc, message):
         if not os.path.exists(top):
             return (f"{message} (this sandbox has no {top}: it sees its own files, under "
                     f"{HOME}, and the folders its permission profile mounts, not the host's)")
+        # Its own /tmp and /home exist, empty but for its home: a host path under them (a
+        # scratch file in /tmp) is none of its files. A folder a profile mounts there exists.
+        nearest = os.path.dirname(os.path.normpath(path))
+        while not os.path.exists(nearest):
+            nearest = os.path.dirname(nearest)
+        if nearest in ("/tmp", "/home"):
+            return (f"{message} (this sandbox's {nearest} is its own, not the host's: it sees "
+                    f"its own files, under {HOME}, and the folders its permission profile "
+                    "mounts)")
     return message
 
 
@@ -652,13 +661,19 @@ def _import_hint(exc, message):
 def _await_hint(exc, message):
     """`await server.tool(...)`: the blocking function has run and returned its result, which
     Python then cannot await; the message says only that a dict can't be awaited. The same in
-    `asyncio.gather(server.tool(...), ...)`, where it says "unhashable type: 'dict'"."""
+    `asyncio.gather(server.tool(...), ...)`, where it says "unhashable type: 'dict'". And the
+    other way round, `server.tool_async(...)["key"]` without `await`: "'coroutine' object is not
+    subscriptable"."""
     if type(exc) is not TypeError:
         return message
     if "can't be awaited" in message or "can't be used in 'await'" in message:
         return (f"{message} (a tool function such as server.tool(...) returns its result, and "
                 "has run by then: drop the await, or await its _async twin, "
                 "await server.tool_async(...))")
+    if "'coroutine' object" in message:
+        return (f"{message} (a tool's _async twin, server.tool_async(...), returns a coroutine "
+                "to await: write `await` before the call, or call server.tool(...), which "
+                "returns the result)")
     if _raised_in(exc, "gather"):
         return (f"{message} (asyncio.gather takes awaitables, and a tool function such as "
                 "server.tool(...) has run and returned its result by then: gather the _async "
