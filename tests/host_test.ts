@@ -199,6 +199,11 @@ Deno.test("execute_code refuses invalid arguments before the executor is called"
       { code: "1", profile: "root" },
       / profile: expected one of "default", "work": .*\(settings\.allowed_profiles\)/,
     ],
+    [
+      "a profile's typo",
+      { code: "1", profile: "wrk" },
+      /\(settings\.allowed_profiles\); did you mean "work"\?/,
+    ],
     ["a negative timeout", { code: "1", timeout_s: -1 }, / timeout_s: /],
     ["too many packages", { code: "1", packages: Array(21).fill("p") }, / packages: /],
   ];

@@ -3,6 +3,7 @@
  * re-starts itself with least privilege (restricted_host.ts), and that launcher should not load
  * the whole server to do so.
  */
+import { didYouMean } from "../config/did_you_mean.ts";
 import { INDEX_TOKEN_BUDGET } from "../catalog/tool_index.ts";
 import { readEnv } from "../config/environment.ts";
 import process from "node:process";
@@ -353,7 +354,9 @@ export async function runAgentCommand(
 function checkProfileArgument(profile: string | undefined, config: Config): void {
   const allowed = config.settings.allowed_profiles;
   if (profile !== undefined && !allowed.includes(profile)) {
-    throw new UsageError(`unknown profile "${profile}" (known: ${allowed.join(", ")})`);
+    throw new UsageError(
+      `unknown profile "${profile}" (known: ${allowed.join(", ")})${didYouMean(profile, allowed)}`,
+    );
   }
 }
 

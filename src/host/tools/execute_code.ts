@@ -3,6 +3,7 @@
  * arguments (checked against the input schema by the SDK) go to the executor, live output and
  * progress go back as notifications, and the result becomes an MCP tool result.
  */
+import { didYouMean } from "../../config/did_you_mean.ts";
 import {
   type LoggingLevel,
   type McpServer,
@@ -92,9 +93,10 @@ export function registerExecuteCodeTool(server: McpServer, options: ExecuteCodeT
     // Only the profiles callers may use, by name, so clients can offer them.
     profile: z.enum(options.profiles as [string, ...string[]], {
       // A profile that exists but is not offered reads like a typo without this.
-      error: () =>
+      error: (issue) =>
         `expected one of ${options.profiles.map((p) => JSON.stringify(p)).join(", ")}: the ` +
-        "profiles this server lets callers use (settings.allowed_profiles)",
+        "profiles this server lets callers use (settings.allowed_profiles)" +
+        (typeof issue.input === "string" ? didYouMean(issue.input, options.profiles) : ""),
     }).optional().describe(
       `Permission profile (default "${options.defaultProfile}").` +
         (options.profileSummary ? `\n${options.profileSummary}` : ""),
