@@ -670,14 +670,17 @@ Deno.test("ToolGate denies a tool the profile does not allow and records it as d
   const gate = gateFor(upstream, makeProfile("p", {}, { allowed_tools: ["mem.echo"] }));
   const reply = await gate.call({ server: "mem", tool: "leak", arguments: {} });
   assert.deepEqual(reply, {
-    error: { kind: "denied", message: "denied: the profile does not allow mem.leak" },
+    error: {
+      kind: "denied",
+      message: `denied: the profile "p" does not allow mem.leak (its allowed_tools: "mem.echo")`,
+    },
   });
   assert.deepEqual(gate.calls, [{
     server: "mem",
     tool: "leak",
     outcome: "denied",
     duration_ms: 0,
-    error: "the profile does not allow mem.leak",
+    error: `the profile "p" does not allow mem.leak (its allowed_tools: "mem.echo")`,
   }]);
   await upstream.close();
 });

@@ -40,13 +40,13 @@ Deno.test("isToolAllowed() matches server.tool globs", async (t) => {
     assert.ok(ms < 5000, `${ms} ms`);
   });
   await t.step("the call limit is checked before the allowlist", () => {
-    const policy = { allowed_tools: ["*"], approve: [], tool_calls: 2 };
+    const policy = { name: "p", allowed_tools: ["*"], approve: [], tool_calls: 2 };
     assert.deepEqual(decideToolCall("a", "b", policy, 1), { allowed: true, needsApproval: false });
     const denied = decideToolCall("a", "b", policy, 2);
     assert.equal(denied.allowed, false);
   });
   await t.step("an allowed call the approve globs name needs approval; others do not", () => {
-    const policy = { allowed_tools: ["fs.*"], approve: ["fs.write_*"], tool_calls: 9 };
+    const policy = { name: "p", allowed_tools: ["fs.*"], approve: ["fs.write_*"], tool_calls: 9 };
     assert.deepEqual(decideToolCall("fs", "write_file", policy, 0), {
       allowed: true,
       needsApproval: true,
@@ -91,7 +91,7 @@ Deno.test("the profile's allowed_tools and call limit are enforced on the host",
       assert.equal(r.success, true, r.text);
       assert.match(
         r.stdout,
-        /^alpha\ndenied: filesystem\.write_file: denied: the profile does not allow/,
+        /^alpha\ndenied: filesystem\.write_file: denied: the profile "\w+" does not allow filesystem\.write_file \(its allowed_tools: /,
       );
       assert.deepEqual(r.tool_calls.calls.map((c) => c.outcome), ["ok", "denied"]);
       assert.equal(await Deno.readTextFile(`${fsDir}/a.txt`), "alpha");

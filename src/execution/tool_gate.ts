@@ -134,6 +134,7 @@ export class ToolGate {
     const decision = this.#ended.signal.aborted
       ? { allowed: false as const, reason: "the script has already ended" }
       : decideToolCall(params.server, params.tool, {
+        name: profile.name,
         allowed_tools: profile.allowed_tools,
         approve: profile.approve,
         tool_calls: profile.limits.tool_calls,

@@ -42,7 +42,13 @@ export type ToolDecision =
 export function decideToolCall(
   server: string,
   tool: string,
-  policy: { allowed_tools: readonly string[]; approve: readonly string[]; tool_calls: number },
+  policy: {
+    /** The profile's name, for the reason of a denial. */
+    name: string;
+    allowed_tools: readonly string[];
+    approve: readonly string[];
+    tool_calls: number;
+  },
   callsSoFar: number,
 ): ToolDecision {
   if (callsSoFar >= policy.tool_calls) {
@@ -52,7 +58,19 @@ export function decideToolCall(
     };
   }
   if (!isToolAllowed(server, tool, policy.allowed_tools)) {
-    return { allowed: false, reason: `the profile does not allow ${server}.${tool}` };
+    return {
+      allowed: false,
+      reason: `the profile "${policy.name}" does not allow ${server}.${tool} (${
+        allowedToolsShown(policy.allowed_tools)
+      })`,
+    };
   }
   return { allowed: true, needsApproval: isToolAllowed(server, tool, policy.approve) };
+}
+
+/** A profile's allowed_tools as a denial names them: the first five (pure). */
+function allowedToolsShown(globs: readonly string[]): string {
+  if (globs.length === 0) return "it allows no tools";
+  const shown = globs.slice(0, 5).map((glob) => JSON.stringify(glob)).join(", ");
+  return `its allowed_tools: ${shown}${globs.length > 5 ? ` and ${globs.length - 5} more` : ""}`;
 }
