@@ -70,6 +70,19 @@ Deno.test("attack: connections that send nothing, past the host's descriptors, d
   await client.close();
 });
 
+/** Sends raw HTTP/1.1 and returns the status line. */
+async function rawStatus(port: string, head: string, body = ""): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port) });
+  try {
+    await conn.write(new TextEncoder().encode(head + body));
+    const answer = new Uint8Array(4096);
+    const n = await conn.read(answer);
+    return new TextDecoder().decode(answer.subarray(0, n ?? 0)).split("\r\n")[0]!;
+  } finally {
+    conn.close();
+  }
+}
+
 Deno.test("attack: request bodies that stall hold at most their budget, for at most their time", async () => {
   const app = await startApp({ configPath: NO_SERVERS, log: createLogger("error"), poolSize: 0 });
   // Room for three bodies of a megabyte (the defaults: 16 of 4 MiB), each for 1.5 s (30 s).
@@ -115,6 +128,32 @@ Deno.test("attack: request bodies that stall hold at most their budget, for at m
     const welcomed = await post(http.url, INITIALIZE);
     assert.equal(welcomed.status, 200);
     await welcomed.body?.cancel();
+    const session = welcomed.headers.get("mcp-session-id");
+    assert.ok(session);
+
+    // A method written otherwise (`post`) was read by the SDK itself, past the budget and the
+    // time: it is no method of /mcp. A GET or DELETE with a body is not read either.
+    const other = (method: string, extra: string) =>
+      rawStatus(
+        port,
+        `${method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+          `accept: application/json, text/event-stream\r\n${extra}\r\n`,
+        "{}",
+      );
+    assert.equal(
+      await other("post", "content-length: 2000000\r\n"),
+      "HTTP/1.1 405 Method Not Allowed",
+    );
+    assert.equal(await other("PUT", "content-length: 2\r\n"), "HTTP/1.1 405 Method Not Allowed");
+    const inSession = `mcp-session-id: ${session}\r\nmcp-protocol-version: 2025-11-25\r\n`;
+    assert.equal(
+      await other("GET", `${inSession}content-length: 2000000\r\n`),
+      "HTTP/1.1 400 Bad Request",
+    );
+    assert.equal(
+      await other("DELETE", `${inSession}transfer-encoding: chunked\r\n`),
+      "HTTP/1.1 400 Bad Request",
+    );
   } finally {
     for (const conn of stalled) {
       try {

@@ -298,6 +298,25 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     if (path !== "/mcp") {
       return new Response("Not found: the MCP endpoint is /mcp\n", { status: 404 });
     }
+    // Methods are case-sensitive (RFC 9110): `post` is none of these. The SDK upper-cases a
+    // method and read such a request's body itself, past the bounds of RequestBodies: 60
+    // `post`s of 4 MB that stalled held 520 MB, never timed out, and kept their connections
+    // through a shutdown.
+    if (!MCP_METHODS.includes(request.method)) {
+      return Response.json(
+        jsonRpcError(`Method Not Allowed: /mcp takes ${MCP_METHODS.join(", ")}`),
+        {
+          status: 405,
+          headers: { allow: MCP_METHODS.join(", ") },
+        },
+      );
+    }
+    if (request.method !== "POST" && carriesBody(request.headers)) {
+      return Response.json(jsonRpcError(`Bad Request: a ${request.method} carries no body`), {
+        status: 400,
+        headers: { connection: "close" },
+      });
+    }
     /** A POST's body, read. */
     let text = "";
     if (request.method === "POST") {
@@ -453,6 +472,14 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     shutdown,
     finished: finished.promise,
   });
+}
+
+/** The HTTP methods of Streamable HTTP, as written. */
+const MCP_METHODS = ["POST", "GET", "DELETE"];
+
+/** Whether a request's headers announce a body (a length above 0, or chunks). */
+function carriesBody(headers: Headers): boolean {
+  return Number(headers.get("content-length") ?? 0) !== 0 || headers.has("transfer-encoding");
 }
 
 function jsonRpcError(message: string, id: string | number | null = null, code = -32000) {
