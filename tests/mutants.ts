@@ -4232,6 +4232,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/http_connections_test.ts"],
     filter: "bodies that stall",
   },
+  {
+    name: "a sandbox launch that throws at once escapes the pool",
+    file: "src/sandbox/pool.ts",
+    from: "failed(error instanceof Error ? error : new Error(String(error)));",
+    to: "throw error;",
+    tests: ["tests/sandbox_pool_test.ts"],
+    filter: "launches that throw at once",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -215,6 +215,40 @@ Deno.test("SandboxPool rejects a waiting caller with the error of a failed boot"
   await pool.close();
 });
 
+Deno.test("attack: SandboxPool lives through launches that throw at once, and boots again later", async () => {
+  // Spawning throws when the host is out of file descriptors: from a refill timer, that ended
+  // the host (attacker round 45).
+  let spawnFails = true;
+  const spawnError = new Error("Failed to spawn 'deno': Too many open files (os error 24)");
+  let launches = 0;
+  const pool = new SandboxPool({
+    warm: 1,
+    maxBooting: 2,
+    maxWaiting: 4,
+    log: silentLogger,
+    launch: () => {
+      launches++;
+      if (spawnFails) throw spawnError;
+      return {
+        ready: Promise.resolve(),
+        exited: new Promise(() => {}),
+        kill: () => {},
+        [Symbol.asyncDispose]: () => Promise.resolve(),
+      } as unknown as Sandbox;
+    },
+  });
+  pool.warmUp(work); // no throw
+  await assert.rejects(pool.acquire(work), (e: unknown) => e === spawnError);
+  await settle();
+  const tried = launches;
+  assert.ok(tried <= 4, `${tried} launches: it backs off, not spins`);
+  spawnFails = false;
+  const sandbox = await pool.acquire(work); // booted once the backoff is over
+  assert.ok(sandbox);
+  assert.ok(launches > tried);
+  await pool.close();
+});
+
 Deno.test("SandboxPool.close() kills every sandbox and rejects waiters and later callers", async () => {
   const { pool, launched } = poolWith({ warm: 1, maxBooting: 2 });
   pool.warmUp(work);

@@ -211,7 +211,37 @@ export class SandboxPool implements AsyncDisposable {
   #boot(profile: Profile): void {
     const key = sandboxKey(profile);
     this.#booting.set(key, (this.#booting.get(key) ?? 0) + 1);
-    const sandbox = this.#options.launch(profile);
+    const failed = (error: Error) => {
+      if (this.#closed) return;
+      this.#failures++;
+      this.#options.log.error("sandbox failed to boot", { error: error.message });
+      const waiter = this.#waiters.find((w) => w.key === key);
+      if (waiter) {
+        this.#take(waiter);
+        waiter.reject(error);
+      }
+    };
+    const settled = () => {
+      this.#booting.set(key, (this.#booting.get(key) ?? 1) - 1);
+      // Back off after repeated boot failures instead of spinning.
+      if (this.#failures === 0) return this.#refill();
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = setTimeout(
+        () => this.#refill(),
+        Math.min(5000, 100 * 2 ** this.#failures),
+      );
+    };
+    let sandbox: Sandbox;
+    try {
+      sandbox = this.#options.launch(profile);
+    } catch (error) {
+      // Spawning throws at once when the host is out of file descriptors: thrown from a refill
+      // timer, that ended the host (attacker round 45). A boot that failed, tried again later.
+      failed(error instanceof Error ? error : new Error(String(error)));
+      // Settled later, as a boot is: settled now, the refill loop that called this would boot
+      // (and fail) again at once, for ever.
+      return void queueMicrotask(settled);
+    }
     this.#live.add(sandbox);
     void sandbox.exited.finally(() => {
       this.#live.delete(sandbox);
@@ -223,26 +253,8 @@ export class SandboxPool implements AsyncDisposable {
         this.#failures = 0;
         this.#booted(key, sandbox);
       },
-      (error: Error) => {
-        if (this.#closed) return;
-        this.#failures++;
-        this.#options.log.error("sandbox failed to boot", { error: error.message });
-        const waiter = this.#waiters.find((w) => w.key === key);
-        if (waiter) {
-          this.#take(waiter);
-          waiter.reject(error);
-        }
-      },
-    ).finally(() => {
-      this.#booting.set(key, (this.#booting.get(key) ?? 1) - 1);
-      // Back off after repeated boot failures instead of spinning.
-      if (this.#failures === 0) return this.#refill();
-      clearTimeout(this.#retryTimer);
-      this.#retryTimer = setTimeout(
-        () => this.#refill(),
-        Math.min(5000, 100 * 2 ** this.#failures),
-      );
-    });
+      failed,
+    ).finally(settled);
   }
 
   #booted(key: string, sandbox: Sandbox): void {
