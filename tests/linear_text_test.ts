@@ -103,6 +103,15 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
     assert.match(listed, /"keys": \["id"\]/);
     const braced = withoutInlineSecrets("Driver=x;PWD={LEAKZ6;b}");
     assert.ok(!braced.includes("LEAKZ6"), braced);
+    // ODBC's braces may hold a brace, and `}}` for one: the whole value is hidden.
+    for (const odbc of ["PWD={p{ss;LEAKZ4}", "--token {abc{def;LEAKZ4}", "PWD={a}}b;LEAKZ4}"]) {
+      assert.equal(withoutInlineSecrets(odbc).includes("LEAKZ4"), false, odbc);
+    }
+    // A list of numbers under a secret's name; a setting nested in settings, past the depth.
+    const numbers = withoutInlineSecrets(`--config '{"password": [12345678, 87654321]}'`);
+    assert.ok(!numbers.includes("12345678"), numbers);
+    const deep = withoutInlineSecrets("--a=--b=--c=--d=TOKEN=LEAKZ3");
+    assert.ok(!deep.includes("LEAKZ3"), deep);
     const url = parseEntryUrl("https://${HOST}/mcp?k=${KEY}")!;
     assert.equal(url.show(url.url.href), "https://${HOST}/mcp?k=${KEY}");
     const sources = { configDir: "/c", env: (name: string) => ({ A: "a" })[name] };
@@ -130,6 +139,7 @@ Deno.test("attack: text from others is read in one pass", async (t) => {
       });
       expandPlaceholders("${A}" + "${A:-".repeat(26_214), sources, "x"); // 0.4 s
       placeholderNames("${A}" + "${input:".repeat(1 << 15)); // 0.3 s (262,144: 13 s)
+      withoutInlineSecrets("(a=".repeat(1 << 15)); // a setting in each: 24,000 overflowed the stack
     });
     assert.ok(ms < AMPLE_MS, `${ms} ms`);
   });

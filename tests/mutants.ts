@@ -3183,8 +3183,8 @@ export const MUTATIONS: Mutation[] = [
     name: "import reads a shell word only to its first quote or escaped space",
     file: "src/clients/secrets.ts",
     from:
-      'const VALUE = "(\\\\{[^{}]*\\\\}|(?:\\\\$?\'[^\']*\'|\\"(?:[^\\"\\\\\\\\]|\\\\\\\\.)*\\"|\\\\\\\\.|[^\\\\s;&|\'\\"`)\\\\\\\\])+)";',
-    to: 'const VALUE = "(\\"[^\\"]*\\"|\'[^\']*\'|\\\\{[^}]*\\\\}|[^\\\\s;&|\'\\"`)]+)";',
+      '"(\\\\{(?:[^}\\\\s=]|[\\\\s=](?!\\\\{)|\\\\}\\\\})*\\\\}|(?:\\\\$?\'[^\']*\'|\\"(?:[^\\"\\\\\\\\]|\\\\\\\\.)*\\"|\\\\\\\\.|[^\\\\s;&|\'\\"`)\\\\\\\\])+)";',
+    to: '"(\\"[^\\"]*\\"|\'[^\']*\'|\\\\{[^}]*\\\\}|[^\\\\s;&|\'\\"`)]+)";',
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",
   },
@@ -3447,8 +3447,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import hides a list of field names under a key-ish name",
     file: "src/clients/secrets.ts",
-    from:
-      'if (value.startsWith("[") && !/["\'][^"\'\\d]*\\d[^"\']*["\']/.test(value)) return match;',
+    from: 'if (value.startsWith("[") && !/\\d/.test(value)) return match;',
     to: "",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3596,7 +3595,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import reads an ODBC value in braces only to its first ;",
     file: "src/clients/secrets.ts",
-    from: "(\\\\{[^{}]*\\\\}|(?:",
+    from: "(\\\\{(?:[^}\\\\s=]|[\\\\s=](?!\\\\{)|\\\\}\\\\})*\\\\}|(?:",
     to: "((?:",
     tests: ["tests/clients_test.ts"],
     filter: "no name announces",
@@ -3703,8 +3702,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "import shows a secret setting inside another's value (--env=TOKEN=X)",
     file: "src/clients/secrets.ts",
-    from: ": `${start}${name}=${withoutInlineSecrets(value)}`,",
-    to: ": _match,",
+    from: "? `${start}${name}=${withoutInlineSecrets(value, depth + 1)}`",
+    to: "? _match",
     tests: ["tests/clients_test.ts"],
     filter: "however an entry's command line",
   },
@@ -4100,16 +4099,16 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a value in braces is read up to any closing brace",
     file: "src/clients/secrets.ts",
-    from: 'const VALUE = "(\\\\{[^{}]*\\\\}|',
-    to: 'const VALUE = "(\\\\{[^}]*\\\\}|',
+    from: "\\\\{(?:[^}\\\\s=]|[\\\\s=](?!\\\\{)|\\\\}\\\\})*\\\\}",
+    to: "\\\\{[^}]*\\\\}",
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
   {
-    name: "a secret list's digit is looked for with overlapping stars",
+    name: "a list of numbers under a secret's name is shown",
     file: "src/clients/secrets.ts",
-    from: `!/["'][^"'\\d]*\\d[^"']*["']/.test(value)`,
-    to: `!/["'][^"']*\\d[^"']*["']/.test(value)`,
+    from: "!/\\d/.test(value)",
+    to: "!/[\"'][^\"'\\d]*\\d[^\"']*[\"']/.test(value)",
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
   },
@@ -4239,6 +4238,14 @@ export const MUTATIONS: Mutation[] = [
     to: "throw error;",
     tests: ["tests/sandbox_pool_test.ts"],
     filter: "launches that throw at once",
+  },
+  {
+    name: "a setting's value is read for settings of its own however deep",
+    file: "src/clients/secrets.ts",
+    from: ": depth < MAX_SETTING_DEPTH",
+    to: ": true",
+    tests: ["tests/linear_text_test.ts"],
+    filter: "read in one pass",
   },
 ];
 

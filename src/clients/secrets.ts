@@ -137,10 +137,15 @@ function maskArgs(args: string[]): { shown: string[]; hidden: boolean } {
 /**
  * A word's value: in braces as ODBC quotes (`PWD={a;b}`), or a shell word: quoted parts
  * (`"…"`, `'…'`, `$'…'`, the quotes kept with it), escaped characters (`\\ `) and plain ones up
- * to a space or a shell operator, in any mix (`abc"d e"`). Braces hold no brace: read up to any
- * `}`, text of `a={` repeated scanned to its end from each (40,000 characters: 0.46 s).
+ * to a space or a shell operator, in any mix (`abc"d e"`). In braces, ODBC's doubled `}}` stands
+ * for one, and a `{` may stand anywhere but after a space or `=`, where another value in braces
+ * may begin: read up to any `}`, text of `a={` repeated was scanned to its end from each
+ * (40,000 characters: 0.46 s); without any `{` inside, `PWD={p{ss;w0rd}` showed its `;w0rd}`.
  */
-const VALUE = "(\\{[^{}]*\\}|(?:\\$?'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"|\\\\.|[^\\s;&|'\"`)\\\\])+)";
+const VALUE =
+  "(\\{(?:[^}\\s=]|[\\s=](?!\\{)|\\}\\})*\\}|(?:\\$?'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"|\\\\.|[^\\s;&|'\"`)\\\\])+)";
+/** How many settings deep a setting's value is read for one of its own (`--env=TOKEN=V`: 1). */
+const MAX_SETTING_DEPTH = 3;
 /** Where a word starts: a line's start, a space, a shell operator or an opening quote. */
 const WORD_START = "(^|[\\s;&|('\"`])";
 /** `NAME=V`, `--name=V`, `-Dname.with.dots=V`: a setting given its value. */
@@ -231,7 +236,7 @@ function isSecretWord(name: string): boolean {
  * values of its secret-named settings and flags, and credentials after `Bearer` or a secret-named
  * header, hidden. Placeholders stay: they are no secret written out.
  */
-export function withoutInlineSecrets(text: string): string {
+export function withoutInlineSecrets(text: string, depth = 0): string {
   const hide = (value: string) => isLiteral(value.replace(/^["']|["']$/g, ""));
   const hideMember = (
     match: string,
@@ -243,10 +248,9 @@ export function withoutInlineSecrets(text: string): string {
   ) => {
     const key = doubled !== undefined ? jsonKey(doubled) : single ?? bare ?? "";
     if (!isSecretWord(key) || !hide(value)) return match;
-    // A list is hidden when it holds something like a secret, a string with a digit in it
-    // (`"keys": ["id", "name"]` is a list of field names). The text before the digit holds
-    // none, else a string of digits took quadratic time.
-    if (value.startsWith("[") && !/["'][^"'\d]*\d[^"']*["']/.test(value)) return match;
+    // A list is hidden when it holds something like a secret, a digit in a string or a number
+    // (`"keys": ["id", "name"]` is a list of field names; `"password": [12345678]` is not).
+    if (value.startsWith("[") && !/\d/.test(value)) return match;
     const quote = /^['"]/.test(value) ? value[0] : "";
     return `${head}${quote}${HIDDEN}${quote}`;
   };
@@ -299,8 +303,12 @@ export function withoutInlineSecrets(text: string): string {
       (_match, start: string, name: string, value: string) =>
         isSecretWord(name) && hide(value)
           ? `${start}${name}=${HIDDEN}`
-          // `--env=TOKEN=V`, `--set=apiKey=V`: the value may hold a setting of its own.
-          : `${start}${name}=${withoutInlineSecrets(value)}`,
+          // `--env=TOKEN=V`, `--set=apiKey=V`: the value may hold a setting of its own, read
+          // MAX_SETTING_DEPTH deep; past that, one holding a setting is hidden whole (one level
+          // a value, `(a=(a=(a=…` took quadratic time, and overflowed the stack).
+          : depth < MAX_SETTING_DEPTH
+          ? `${start}${name}=${withoutInlineSecrets(value, depth + 1)}`
+          : `${start}${name}=${value.includes("=") ? HIDDEN : value}`,
     )
     .replace(
       FLAG_THEN_VALUE,
