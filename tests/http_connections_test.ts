@@ -189,6 +189,19 @@ Deno.test("a request id a session is still answering is refused, and the first i
   const answered = await (await first).text();
   assert.match(answered, /"id":5/);
   assert.match(answered, /"result":"first"/);
+  // Twice in one batch: one answer was lost.
+  const batch = await post(
+    server.url,
+    [5, 5].map((id) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "execute_code", arguments: { code: "1" } },
+    })),
+    session!,
+  );
+  assert.equal(batch.status, 400);
+  assert.match(await batch.text(), /id 5 is that of a request .* or given twice/);
   // The id is free again once answered.
   const again = await call("'again'");
   assert.match(await again.text(), /"result":"again"/);

@@ -4178,7 +4178,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a request id a session is still answering is passed on",
     file: "src/host/http_server.ts",
-    from: "const taken = ids.find((key) => session.answering.has(key));",
+    from: "const taken = firstTakenId(ids, session.answering);",
     to: "const taken = undefined;",
     tests: ["tests/http_connections_test.ts"],
     filter: "still answering",
@@ -4246,6 +4246,14 @@ export const MUTATIONS: Mutation[] = [
     to: ": true",
     tests: ["tests/linear_text_test.ts"],
     filter: "read in one pass",
+  },
+  {
+    name: "an id given twice in one batch is passed on",
+    file: "src/host/http_server.ts",
+    from: "if (answering.has(id) || seen.has(id)) return id;",
+    to: "if (answering.has(id)) return id;",
+    tests: ["tests/http_connections_test.ts"],
+    filter: "still answering",
   },
 ];
 

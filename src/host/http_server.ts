@@ -370,13 +370,13 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
         return await track(session, () => session.transport.handleRequest(request));
       }
       const ids = requestKeys(json);
-      const taken = ids.find((key) => session.answering.has(key));
+      const taken = firstTakenId(ids, session.answering);
       if (taken !== undefined) {
         return Response.json(
           jsonRpcError(
             `Invalid Request: id ${
               taken.slice(2, 66)
-            } is that of a request of this session still being answered`,
+            } is that of a request of this session still being answered, or given twice`,
             null,
             -32600,
           ),
@@ -498,6 +498,16 @@ export function requestKeys(json: unknown): string[] {
     if (typeof id === "number") return [`n:${id}`];
     return typeof id === "string" ? [`s:${id}`] : [];
   });
+}
+
+/** The first of `ids` being answered already, or given before it in the same batch (pure). */
+export function firstTakenId(ids: string[], answering: ReadonlySet<string>): string | undefined {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (answering.has(id) || seen.has(id)) return id;
+    seen.add(id);
+  }
+  return undefined;
 }
 
 /** The id of a single JSON-RPC request, for an error that answers it (else null). */
