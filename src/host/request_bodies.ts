@@ -56,7 +56,8 @@ export class RequestBodies {
     const declared = Number(request.headers.get("content-length"));
     if (declared > maxBodyBytes) return this.#refuse(413, tooLarge);
     // A body without a length may come to the bound: set that much aside.
-    const reserved = Number.isSafeInteger(declared) && request.headers.has("content-length")
+    const reserved = Number.isSafeInteger(declared) && declared >= 0 &&
+        request.headers.has("content-length")
       ? declared
       : maxBodyBytes;
     if (this.#held + reserved > maxBodiesBytes) {
