@@ -4255,6 +4255,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/http_connections_test.ts"],
     filter: "still answering",
   },
+  {
+    name: "a link made in a run is judged by where it ends, not by each path it names",
+    file: "src/execution/shared_write_modes.ts",
+    from: "if (!inside(to)) return true;",
+    to: "",
+    tests: ["tests/shared_write_modes_test.ts"],
+    filter: "the links they made",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

@@ -141,12 +141,19 @@ Deno.test("clearSharedWriteModes() takes back what a run gave another user, and 
   const climbs = "a1/a2/t/" + "../".repeat(depth) + outside.split("/").filter(Boolean).join("/");
   Deno.symlinkSync(climbs, join(root, "given", "climbs"));
   assert.equal(Deno.realPathSync(join(root, "given", "climbs")), outside, "it does lead out");
+  // Through a link another user holds, back inside when the sweep looks: they could point it
+  // at the server's own files afterwards, for every later sandbox (attacker round 46).
+  Deno.writeTextFileSync(join(root, "given", "file"), "x");
+  Deno.symlinkSync(join(root, "given", "file"), join(outside, "relay"));
+  Deno.symlinkSync(join(outside, "relay"), join(root, "given", "via"));
+  assert.equal(Deno.realPathSync(join(root, "given", "via")), join(root, "given", "file"));
   // Only root may give a file away (as the script of a server running as root could).
   if (Deno.uid() === 0) Deno.chownSync(join(root, "given"), 65534, 65534);
   await clearSharedWriteModes({ folders }, since, silentLogger, { maxEntries: 100, owner });
   assert.equal(Deno.lstatSync(join(root, "given")).uid, owner!.uid, "given back");
   assert.throws(() => Deno.lstatSync(join(root, "given", "out")), Deno.errors.NotFound);
   assert.throws(() => Deno.lstatSync(join(root, "given", "climbs")), Deno.errors.NotFound);
+  assert.throws(() => Deno.lstatSync(join(root, "given", "via")), Deno.errors.NotFound);
   assert.ok(Deno.lstatSync(join(root, "given", "in")).isSymlink, "a link inside stays");
   assert.ok(Deno.lstatSync(join(root, "theirs_before")).isSymlink, "one made before the run stays");
   await Deno.remove(root, { recursive: true });

@@ -17,7 +17,7 @@
  * by another user is given back to the server's user; a symlink that appeared in the run (a
  * sandbox cannot make one: someone else did) and leads out of the folder is removed.
  */
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Logger } from "../_util/log.ts";
 import type { Profile } from "../sandbox/profile.ts";
 import { SHARED_MODE_BITS } from "../rpc/sandbox_protocol.ts";
@@ -175,15 +175,28 @@ async function clearIn(
 }
 
 /**
- * Whether the link at `path` leads out of `root`, followed to the end (a link's text can stay
- * inside while a link it passes through climbs out); one that cannot be followed (it dangles, or
- * ends where the host may not look) counts as leading out.
+ * Whether the link at `path` leads out of `root` at any step: its text, or the text of a link it
+ * names in turn, names a path outside (a link through a path another user holds can be pointed
+ * elsewhere after the sweep: one that led back inside when it looked was kept, and re-pointed
+ * later at the server's own files, which sandboxes then read and wrote); or, followed to its end,
+ * it ends outside (its text can stay inside while a link it passes through climbs out), or
+ * cannot be followed (it dangles, or ends where the host may not look).
  */
 async function leadsOut(root: string, path: string): Promise<boolean> {
+  const inside = (to: string) => to === root || to.startsWith(root + "/");
   try {
-    const to = await Deno.realPath(path);
-    return to !== root && !to.startsWith(root + "/");
+    let at = path;
+    for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
+      const to = resolve(dirname(at), await Deno.readLink(at));
+      if (!inside(to)) return true;
+      if (!(await Deno.lstat(to)).isSymlink) break;
+      at = to;
+    }
+    return !inside(await Deno.realPath(path));
   } catch {
     return true;
   }
 }
+
+/** Links followed, as Linux follows at most. */
+const MAX_LINK_HOPS = 40;
