@@ -2956,7 +2956,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a script with a read-write folder may change files' owners",
     file: "src/sandbox/worker.ts",
-    from: "    withoutOwnershipChanges();\n",
+    from: "    await withoutOwnershipChanges(boot.snapshot_path);\n",
     to: "",
     tests: ["tests/profiles_test.ts"],
   },
@@ -4262,6 +4262,14 @@ export const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/shared_write_modes_test.ts"],
     filter: "the links they made",
+  },
+  {
+    name: "a FileHandle's chown is left to scripts with a read-write folder",
+    file: "src/sandbox/worker.ts",
+    from:
+      "(Object.getPrototypeOf(handle) as Record<string, unknown>).chown = () => Promise.reject(denied());",
+    to: "",
+    tests: ["tests/profiles_test.ts"],
   },
 ];
 

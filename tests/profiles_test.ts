@@ -137,12 +137,20 @@ Deno.test("profiles grant exactly their folders and hosts", async (t) => {
           "    said['fs.promises.chown'] = 'done'",
           "except Exception as e:",
           "    said['fs.promises.chown'] = type(e).__name__",
+          "js.Deno.writeTextFileSync(path + '/f', 'x')",
+          "handle = await fs.promises.open(path + '/f', 'r')",
+          "try:",
+          "    await handle.chown(65534, 65534)",
+          "    said['FileHandle.chown'] = 'done'",
+          "except Exception as e:",
+          "    said['FileHandle.chown'] = type(e).__name__",
+          "await handle.close()",
           "[said, js.Deno.statSync(path).uid]",
         ].join("\n"),
       });
       assert.equal(given.success, true, given.text);
       const [said, uid] = given.result as [Record<string, string>, number];
-      assert.equal(Object.keys(said).length, 6, JSON.stringify(said));
+      assert.equal(Object.keys(said).length, 7, JSON.stringify(said));
       for (const [way, outcome] of Object.entries(said)) {
         assert.notEqual(outcome, "done", `${way} changed the owner`);
       }

@@ -221,11 +221,12 @@ function maskSharedModes(pyodide: PyodideLike): void {
  * Takes away the calls that change a file's owner: with a read-write folder (`--allow-write`),
  * Deno lets a script `chown` there, and a server running as root would let it give a folder to
  * another local user, who could then plant a symlink that scripts follow out of the folder. Deno's
- * own (`Deno.chown`), Node's (`node:fs`, callbacks, sync and promises) and the internals that
- * reach the underlying calls (`Deno[Deno.internal]`) are removed before any script runs; the host
- * still gives back what changed owner when a run ends (shared_write_modes.ts).
+ * own (`Deno.chown`), Node's (`node:fs`, callbacks, sync, promises and a FileHandle's) and the
+ * internals that reach the underlying calls (`Deno[Deno.internal]`) are removed before any
+ * script runs; the host still gives back what changed owner when a run ends
+ * (shared_write_modes.ts). `readable`: a file the sandbox may read (to reach FileHandle).
  */
-function withoutOwnershipChanges(): void {
+async function withoutOwnershipChanges(readable: string): Promise<void> {
   const denied = () => new Deno.errors.PermissionDenied("a sandbox cannot change a file's owner");
   const refuse = () => {
     throw denied();
@@ -241,6 +242,12 @@ function withoutOwnershipChanges(): void {
     nodeFs[name] = refuse;
   }
   for (const name of ["chown", "lchown"]) nodeFs.promises[name] = () => Promise.reject(denied());
+  // A FileHandle's own `chown` (`(await fs.promises.open(p)).chown(…)`): its class is not
+  // exported, so its prototype is reached through a handle of a file the sandbox may read.
+  const open = nodeFs.promises.open as (path: string, flags: string) => Promise<object>;
+  const handle = await open(readable, "r");
+  (Object.getPrototypeOf(handle) as Record<string, unknown>).chown = () => Promise.reject(denied());
+  await (handle as { close(): Promise<void> }).close();
 }
 
 /**
@@ -414,7 +421,7 @@ async function serve(): Promise<void> {
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
     maskSharedModes(pyodide);
-    withoutOwnershipChanges();
+    await withoutOwnershipChanges(boot.snapshot_path);
   }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);

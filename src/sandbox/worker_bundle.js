@@ -1768,7 +1768,7 @@ function maskSharedModes(pyodide) {
     nodefs.node_ops.mknod = (parent, name, mode, dev) => mknod(parent, name, mode & ~SHARED_MODE_BITS, dev);
   }
 }
-function withoutOwnershipChanges() {
+async function withoutOwnershipChanges(readable) {
   const denied = () => new Deno.errors.PermissionDenied("a sandbox cannot change a file's owner");
   const refuse = () => {
     throw denied();
@@ -1792,6 +1792,10 @@ function withoutOwnershipChanges() {
     "chown",
     "lchown"
   ]) nodeFs.promises[name] = () => Promise.reject(denied());
+  const open = nodeFs.promises.open;
+  const handle = await open(readable, "r");
+  Object.getPrototypeOf(handle).chown = () => Promise.reject(denied());
+  await handle.close();
 }
 async function installPackages(pyodide, files, into) {
   for (const file of files) {
@@ -1943,7 +1947,7 @@ async function serve() {
   if (mounts.length > 0) {
     mapPermissionErrors(pyodide);
     maskSharedModes(pyodide);
-    withoutOwnershipChanges();
+    await withoutOwnershipChanges(boot.snapshot_path);
   }
   for (const { host, mount } of mounts) {
     pyodide.FS.mkdirTree(mount);
