@@ -193,6 +193,16 @@ Deno.test("a line that breaks JSON-RPC is reported as a violation of its kind an
     await peer.end();
     assert.deepEqual(peer.seen.violations, []);
   });
+  await t.step("attack: blank lines past the first 100, or past 1 KiB, are violations", async () => {
+    const many = rawPeer();
+    await many.send("\n".repeat(103));
+    await many.end();
+    assert.deepEqual(many.seen.violations.map((v) => v.kind), Array(3).fill("blank_lines"));
+    const long = rawPeer(4096);
+    await long.send(" ".repeat(2000) + "\n");
+    await long.end();
+    assert.deepEqual(long.seen.violations.map((v) => v.kind), ["blank_lines"]);
+  });
 });
 
 Deno.test("a line longer than maxLineBytes is dropped as overlong_line, up to its newline", async () => {

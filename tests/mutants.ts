@@ -4271,6 +4271,14 @@ export const MUTATIONS: Mutation[] = [
     to: "",
     tests: ["tests/profiles_test.ts"],
   },
+  {
+    name: "blank protocol lines are let go however many and long",
+    file: "src/rpc/channel.ts",
+    from: "      if (blank) {\n",
+    to: "      if (false) {\n",
+    tests: ["tests/channel_test.ts"],
+    filter: "breaks JSON-RPC",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));
