@@ -193,15 +193,34 @@ Deno.test("a line that breaks JSON-RPC is reported as a violation of its kind an
     await peer.end();
     assert.deepEqual(peer.seen.violations, []);
   });
-  await t.step("attack: blank lines past the first 100, or past 1 KiB, are violations", async () => {
-    const many = rawPeer();
-    await many.send("\n".repeat(103));
-    await many.end();
-    assert.deepEqual(many.seen.violations.map((v) => v.kind), Array(3).fill("blank_lines"));
-    const long = rawPeer(4096);
-    await long.send(" ".repeat(2000) + "\n");
-    await long.end();
-    assert.deepEqual(long.seen.violations.map((v) => v.kind), ["blank_lines"]);
+  await t.step(
+    "attack: blank lines past the first 100, or past 1 KiB, are violations",
+    async () => {
+      const many = rawPeer();
+      await many.send("\n".repeat(103));
+      await many.end();
+      assert.deepEqual(many.seen.violations.map((v) => v.kind), Array(3).fill("blank_lines"));
+      const long = rawPeer(4096);
+      await long.send(" ".repeat(2000) + "\n");
+      await long.end();
+      assert.deepEqual(long.seen.violations.map((v) => v.kind), ["blank_lines"]);
+    },
+  );
+  await t.step("attack: a message padded with blank space is a violation, not read", async () => {
+    const peer = rawPeer(1 << 20);
+    const padded = `{"jsonrpc":"2.0","method":"output","params":{"text":"a"${
+      " ".repeat(100_000)
+    }}}`;
+    // Escapes lengthen a message too: control characters, as JSON.stringify writes them.
+    const escaped = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "ready",
+      params: "\u0001".repeat(5000),
+    });
+    await peer.send(padded + "\n" + escaped + "\n");
+    await peer.end();
+    assert.deepEqual(peer.seen.violations.map((v) => v.kind), ["padded_line"]);
+    assert.deepEqual(peer.seen.notifications.map(([method]) => method), ["ready"]);
   });
 });
 

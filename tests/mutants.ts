@@ -4279,6 +4279,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/channel_test.ts"],
     filter: "breaks JSON-RPC",
   },
+  {
+    name: "a message padded with blank space is read as any other",
+    file: "src/rpc/channel.ts",
+    from: "text.length > MAX_PADDING_RATIO * JSON.stringify(message).length",
+    to: "false",
+    tests: ["tests/channel_test.ts"],
+    filter: "breaks JSON-RPC",
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

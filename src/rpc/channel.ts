@@ -30,6 +30,8 @@ export const RPC_INTERNAL_ERROR = -32603;
 /** Blank lines a peer may send that count as no violation, and how long each may be. */
 export const MAX_FREE_BLANK_LINES = 100;
 export const MAX_FREE_BLANK_LINE_CHARS = 1024;
+/** How much longer than its compact form a message may be written (escapes: `\u0000` is 6). */
+export const MAX_PADDING_RATIO = 6;
 
 /** How an incoming line broke JSON-RPC. */
 export type ViolationKind =
@@ -41,7 +43,8 @@ export type ViolationKind =
   | "reply_without_id"
   | "reply_to_nothing"
   | "malformed_reply"
-  | "blank_lines";
+  | "blank_lines"
+  | "padded_line";
 
 export interface ChannelViolation {
   kind: ViolationKind;
@@ -177,6 +180,16 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
     }
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
       this.#violation("not_an_object", "a message that is not a JSON object");
+      return;
+    }
+    // Blank space inside a message, between its tokens: a valid one-character output padded
+    // with 8 MiB of spaces a line was read and parsed for nothing, 1.6 GB in 8 s, uncounted.
+    // Each side writes its messages compact (JSON.stringify); at most escapes lengthen them.
+    if (
+      text.length > MAX_FREE_BLANK_LINE_CHARS &&
+      text.length > MAX_PADDING_RATIO * JSON.stringify(message).length
+    ) {
+      this.#violation("padded_line", `a message padded to ${text.length} characters`);
       return;
     }
     const m = message as Record<string, unknown>;
