@@ -4287,6 +4287,13 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/channel_test.ts"],
     filter: "breaks JSON-RPC",
   },
+  {
+    name: "a read-write folder others can reach is taken for closed",
+    file: "src/sandbox/open_folders.ts",
+    from: "if (owned && info.mode !== null && (info.mode & OTHERS_ENTER) === 0) return true;",
+    to: "return true;",
+    tests: ["tests/open_folders_test.ts"],
+  },
 ];
 
 const ROOT = fromFileUrl(new URL("..", import.meta.url));

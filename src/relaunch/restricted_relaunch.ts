@@ -6,6 +6,7 @@
  * this process is not in the protocol's path: it waits, forwards signals, and exits with the
  * child's code.
  */
+import { foldersOpenToOthers } from "../sandbox/open_folders.ts";
 import { readEnv } from "../config/environment.ts";
 import { dirname, join } from "node:path";
 import { loadConfig, PROJECT_ROOT, UNAVAILABLE_PROFILES } from "../config/config.ts";
@@ -58,6 +59,8 @@ export async function computeHostGrants(
     grants: HostGrants;
     scrub: (text: string) => string;
     unavailableProfiles: Map<string, string>;
+    /** Read-write folders other local users can reach (open_folders.ts). */
+    openFolders: string[];
   }
 > {
   const { configPath, http, extraRead } = options;
@@ -87,12 +90,22 @@ export async function computeHostGrants(
     grants,
     scrub: createRedactor(config.secrets).text,
     unavailableProfiles: config.unavailableProfiles,
+    // Checked here: the host may not look at the folders above them.
+    openFolders: foldersOpenToOthers(config.profiles.values(), processUid() ?? 0),
   };
 }
 
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
-  const { grants, scrub, unavailableProfiles } = await computeHostGrants(options);
+  const { grants, scrub, unavailableProfiles, openFolders } = await computeHostGrants(options);
+  for (const folder of openFolders) {
+    options.log.warn(
+      "a read-write folder other local users can reach: a script can open it to them for a " +
+        "run, and what they do then can outlast it; put it in a folder they cannot enter " +
+        "(README, Security model)",
+      { folder },
+    );
+  }
   // The host cannot read the folders above its cache folder: they are checked here, and so is
   // the cache folder itself when it is there (one another user made first is theirs).
   const cacheDir = locateRuntime().cacheDir;
