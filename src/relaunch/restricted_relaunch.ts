@@ -98,8 +98,10 @@ export async function computeHostGrants(
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
   const { grants, scrub, unavailableProfiles, openFolders } = await computeHostGrants(options);
+  // Said, not warned: on a machine of one user (the checkout's own workspace profile) it is no
+  // danger, and a warning at every start would teach people to overlook warnings.
   for (const folder of openFolders) {
-    options.log.warn(
+    options.log.info(
       "a read-write folder other local users can reach: a script can open it to them for a " +
         "run, and what they do then can outlast it; put it in a folder they cannot enter " +
         "(README, Security model)",
