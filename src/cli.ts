@@ -157,8 +157,11 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
   // From source, a command that runs scripts re-starts itself with only the permissions its
   // config needs (plus `extraRead`), and this process just waits for it.
   const restrict = !values["no-restrict"] && !Deno.build.standalone;
-  const relaunch = (extraRead: string[], http: { host: string; port: number } | null = null) =>
-    runRestrictedHost({ args, configPath: values.config, http, extraRead, log });
+  const relaunch = (
+    extraRead: string[],
+    http: { host: string; port: number } | null = null,
+    sayOpenFolders = false,
+  ) => runRestrictedHost({ args, configPath: values.config, http, extraRead, sayOpenFolders, log });
   try {
     switch (command) {
       case "serve": {
@@ -203,7 +206,7 @@ export async function runCli(args: string[], out = writeStdout): Promise<number>
         if (refusal) throw new Error(refusal);
         if (restrict) {
           try {
-            return await relaunch([], http);
+            return await relaunch([], http, true);
           } catch (error) {
             // The config was refused before a server could start: over stdio, a client is told
             // through the protocol (see serveUnavailable).

@@ -45,6 +45,8 @@ export interface RestrictedHostOptions {
   http: { host: string; port: number } | null;
   /** Files the command itself reads (the script of `run FILE`). */
   extraRead: string[];
+  /** Whether to name the read-write folders other local users can reach (`serve` does). */
+  sayOpenFolders?: boolean;
   log: Logger;
 }
 
@@ -100,7 +102,7 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
   const { grants, scrub, unavailableProfiles, openFolders } = await computeHostGrants(options);
   // Said, not warned: on a machine of one user (the checkout's own workspace profile) it is no
   // danger, and a warning at every start would teach people to overlook warnings.
-  for (const folder of openFolders) {
+  for (const folder of options.sayOpenFolders ? openFolders : []) {
     options.log.info(
       "a read-write folder other local users can reach: a script can open it to them for a " +
         "run, and what they do then can outlast it; put it in a folder they cannot enter " +
