@@ -206,6 +206,14 @@ Deno.test("a line that breaks JSON-RPC is reported as a violation of its kind an
       assert.deepEqual(long.seen.violations.map((v) => v.kind), ["blank_lines"]);
     },
   );
+  await t.step("attack: a message with fields JSON-RPC does not have is a violation", async () => {
+    const peer = rawPeer(1 << 20);
+    const junk = JSON.stringify({ jsonrpc: "2.0", method: "ready", j: "a".repeat(100_000) });
+    await peer.send(junk + "\n" + JSON.stringify({ jsonrpc: "2.0", method: "ready" }) + "\n");
+    await peer.end();
+    assert.deepEqual(peer.seen.violations.map((v) => v.kind), ["unknown_fields"]);
+    assert.deepEqual(peer.seen.notifications.map(([method]) => method), ["ready"]);
+  });
   await t.step("attack: a message padded with blank space is a violation, not read", async () => {
     const peer = rawPeer(1 << 20);
     const padded = `{"jsonrpc":"2.0","method":"output","params":{"text":"a"${
@@ -323,10 +331,8 @@ Deno.test("a channel that closes while a request is still being written leaves n
 Deno.test("parseOutput() accepts only a stdout/stderr stream with text", async (t) => {
   const table: [string, unknown, unknown][] = [
     ["stdout text", { stream: "stdout", text: "hi" }, { stream: "stdout", text: "hi" }],
-    ["stderr text, extra fields dropped", { stream: "stderr", text: "e", x: 1 }, {
-      stream: "stderr",
-      text: "e",
-    }],
+    ["stderr text", { stream: "stderr", text: "e" }, { stream: "stderr", text: "e" }],
+    ["a field the runtime never writes (padding)", { stream: "stderr", text: "e", x: 1 }, null],
     ["another stream", { stream: "stdin", text: "hi" }, null],
     ["text not a string", { stream: "stdout", text: 5 }, null],
     ["no text", { stream: "stdout" }, null],
@@ -351,6 +357,7 @@ Deno.test("parseProgress() keeps finite numbers and cuts the message to 500 char
       message: "m".repeat(500),
     }],
     ["an infinite total is dropped", { progress: 2, total: Infinity }, { progress: 2 }],
+    ["a field the runtime never writes (padding)", { progress: 2, x: "a" }, null],
     ["a non-string message is dropped", { progress: 2, message: 7 }, { progress: 2 }],
     ["NaN progress", { progress: NaN }, null],
     ["string progress", { progress: "1" }, null],
@@ -369,11 +376,12 @@ Deno.test("parseCallToolParams() needs a server, a tool and an arguments object"
       tool: "read",
       arguments: { path: "a" },
     }],
-    ["extra fields dropped", { server: "fs", tool: "read", arguments: {}, id: 9 }, {
+    ["a field the runtime never writes (padding)", {
       server: "fs",
       tool: "read",
       arguments: {},
-    }],
+      id: 9,
+    }, null],
     ["arguments an array", { server: "fs", tool: "read", arguments: [] }, null],
     ["arguments missing", { server: "fs", tool: "read" }, null],
     ["server not a string", { server: 1, tool: "read", arguments: {} }, null],

@@ -28,6 +28,9 @@ Deno.test("closedAbove() finds a folder above that the group and others cannot e
   assert.equal(closedAbove("/tmp/ws", 1000, lstat), false, "its own mode is the script's");
   assert.equal(closedAbove("/other/ws", 1000, lstat), false, "another user's folder");
   assert.equal(closedAbove("/missing/ws", 1000, lstat), false, "unknown: not closed");
+  // Closed, but in another profile's read-write folder: a script of that profile can open it.
+  assert.equal(closedAbove("/home/me/ws", 1000, lstat, ["/home/me"]), false);
+  assert.equal(closedAbove("/home/me/ws", 1000, lstat, ["/home/other"]), true);
 });
 
 Deno.test("a read-write folder other users can reach is named at start, a closed one not", async () => {

@@ -33,6 +33,9 @@ export const MAX_FREE_BLANK_LINE_CHARS = 1024;
 /** How much longer than its compact form a message may be written (escapes: `\u0000` is 6). */
 export const MAX_PADDING_RATIO = 6;
 
+/** The fields of a JSON-RPC message. */
+const MESSAGE_FIELDS = new Set(["jsonrpc", "id", "method", "params", "result", "error"]);
+
 /** How an incoming line broke JSON-RPC. */
 export type ViolationKind =
   | "overlong_line"
@@ -44,7 +47,8 @@ export type ViolationKind =
   | "reply_to_nothing"
   | "malformed_reply"
   | "blank_lines"
-  | "padded_line";
+  | "padded_line"
+  | "unknown_fields";
 
 export interface ChannelViolation {
   kind: ViolationKind;
@@ -193,6 +197,12 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
       return;
     }
     const m = message as Record<string, unknown>;
+    // Nothing but what JSON-RPC carries: a valid message with a field of 7 MiB of junk was read
+    // and parsed for nothing (1.6 GB in 8 s), uncounted.
+    if (Object.keys(m).some((key) => !MESSAGE_FIELDS.has(key))) {
+      this.#violation("unknown_fields", "a message with fields JSON-RPC does not have");
+      return;
+    }
     if (m.jsonrpc !== "2.0") {
       this.#violation("not_jsonrpc_2", 'a message without jsonrpc "2.0"');
       return;

@@ -283,19 +283,32 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+const OUTPUT_FIELDS = ["stream", "text"];
+
+/**
+ * Whether `value` is an object of `fields` alone: a field the sandbox's runtime never writes is
+ * the script's padding (a valid one-byte output with 7 MiB of junk beside it was parsed and let
+ * go, 1.6 GB in 8 s, counted against nothing).
+ */
+function hasOnly(value: unknown, fields: readonly string[]): value is Record<string, unknown> {
+  return isRecord(value) && Object.keys(value).every((key) => fields.includes(key));
+}
+
 /**
  * An output notification, or null when its shape is wrong. Empty text is wrong too: the worker
  * never sends it, and it would cost the host without counting against the output limit.
  */
 export function parseOutput(params: unknown): OutputParams | null {
-  if (!isRecord(params) || typeof params.text !== "string" || params.text === "") return null;
+  if (!hasOnly(params, OUTPUT_FIELDS)) return null;
+  if (typeof params.text !== "string" || params.text === "") return null;
   if (params.stream !== "stdout" && params.stream !== "stderr") return null;
   return { stream: params.stream, text: params.text };
 }
 
 /** A progress report (its message cut to length), or null when its shape is wrong. */
+const PROGRESS_FIELDS = ["progress", "total", "message"];
 export function parseProgress(params: unknown): ProgressParams | null {
-  if (!isRecord(params)) return null;
+  if (!hasOnly(params, PROGRESS_FIELDS)) return null;
   if (typeof params.progress !== "number" || !Number.isFinite(params.progress)) return null;
   const report: ProgressParams = { progress: params.progress };
   if (typeof params.total === "number" && Number.isFinite(params.total)) {
@@ -308,8 +321,11 @@ export function parseProgress(params: unknown): ProgressParams | null {
 }
 
 /** A call_tool request, or null when its shape is wrong. */
+const CALL_FIELDS = ["server", "tool", "arguments"];
 export function parseCallToolParams(params: unknown): CallToolParams | null {
-  if (!isRecord(params) || !isCallName(params.server) || !isCallName(params.tool)) return null;
+  if (!hasOnly(params, CALL_FIELDS) || !isCallName(params.server) || !isCallName(params.tool)) {
+    return null;
+  }
   if (!isRecord(params.arguments)) return null;
   return { server: params.server, tool: params.tool, arguments: params.arguments };
 }

@@ -14,15 +14,20 @@ const OTHERS_ENTER = 0o011;
 
 /**
  * Whether a folder strictly above `folder` (a real path) keeps other users out: one that the
- * group and others cannot enter, owned by `uid` or root (its owner could open it again). `lstat`
- * is passed in (tests give modes of their own).
+ * group and others cannot enter, owned by `uid` or root (its owner could open it again), and not
+ * itself in a read-write folder of `writable` (a script of that profile could open it).
+ * `lstat` is passed in (tests give modes of their own).
  */
 export function closedAbove(
   folder: string,
   uid: number,
   lstat: (path: string) => { mode: number | null; uid: number | null } = Deno.lstatSync,
+  writable: readonly string[] = [],
 ): boolean {
-  for (let at = dirname(folder);; at = dirname(at)) {
+  let at = folder;
+  while (at !== "/") {
+    at = dirname(at);
+    if (writable.some((rw) => at === rw || at.startsWith(rw + "/"))) continue;
     try {
       const info = lstat(at);
       const owned = info.uid === uid || info.uid === 0;
@@ -30,8 +35,8 @@ export function closedAbove(
     } catch {
       // Not readable: not known to be closed.
     }
-    if (at === "/") return false;
   }
+  return false;
 }
 
 /** The read-write folders of `profiles` that other local users can reach, each once. */
@@ -40,11 +45,8 @@ export function foldersOpenToOthers(
   uid: number,
   lstat?: (path: string) => { mode: number | null; uid: number | null },
 ): string[] {
-  const open = new Set<string>();
-  for (const profile of profiles) {
-    for (const folder of profile.folders) {
-      if (folder.mode === "rw" && !closedAbove(folder.host, uid, lstat)) open.add(folder.host);
-    }
-  }
-  return [...open];
+  const writable = [...profiles].flatMap((profile) =>
+    profile.folders.flatMap((folder) => folder.mode === "rw" ? [folder.host] : [])
+  );
+  return [...new Set(writable)].filter((folder) => !closedAbove(folder, uid, lstat, writable));
 }
