@@ -69,11 +69,24 @@ var RemoteError = class extends Error {
 };
 var RPC_METHOD_NOT_FOUND = -32601;
 var RPC_INTERNAL_ERROR = -32603;
+var MAX_FREE_BLANK_LINES = 100;
+var MAX_FREE_BLANK_LINE_CHARS = 1024;
+var MAX_PADDING_RATIO = 6;
+var MESSAGE_FIELDS = /* @__PURE__ */ new Set([
+  "jsonrpc",
+  "id",
+  "method",
+  "params",
+  "result",
+  "error"
+]);
 var JsonRpcChannel = class {
   #write;
   #handlers;
   #pending = /* @__PURE__ */ new Map();
   #closed = false;
+  /** Blank lines received (see MAX_FREE_BLANK_LINES). */
+  #blankLines = 0;
   /** Resolves when the incoming stream ends; pending requests are then rejected. */
   done;
   constructor(options) {
@@ -136,7 +149,13 @@ var JsonRpcChannel = class {
     this.#pending.clear();
   }
   #receive(text) {
-    if (text.trim() === "") return;
+    if (text.trim() === "") {
+      const blank = ++this.#blankLines > MAX_FREE_BLANK_LINES || text.length > MAX_FREE_BLANK_LINE_CHARS;
+      if (blank) {
+        this.#violation("blank_lines", `a blank line of ${text.length} characters, past what is let go`);
+      }
+      return;
+    }
     let message;
     try {
       message = JSON.parse(text);
@@ -148,7 +167,15 @@ var JsonRpcChannel = class {
       this.#violation("not_an_object", "a message that is not a JSON object");
       return;
     }
+    if (text.length > MAX_FREE_BLANK_LINE_CHARS && text.length > MAX_PADDING_RATIO * JSON.stringify(message).length) {
+      this.#violation("padded_line", `a message padded to ${text.length} characters`);
+      return;
+    }
     const m = message;
+    if (Object.keys(m).some((key) => !MESSAGE_FIELDS.has(key))) {
+      this.#violation("unknown_fields", "a message with fields JSON-RPC does not have");
+      return;
+    }
     if (m.jsonrpc !== "2.0") {
       this.#violation("not_jsonrpc_2", 'a message without jsonrpc "2.0"');
       return;
