@@ -7,6 +7,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import type { ExecutionResult } from "../src/execution/execution_result.ts";
 import { childEnv, hostPid, MAIN, ROOT, SERVE_FLAGS } from "./_helpers.ts";
+import type { App } from "../src/app.ts";
+import { type HttpOptions, type HttpServer, serveHttp } from "../src/host/http_server.ts";
 
 export const NO_SERVERS = `${ROOT}tests/fixtures/no_servers.json`;
 
@@ -171,4 +173,22 @@ export async function statusWithHost(
   ));
   const reply = new TextDecoder().decode(await new Response(conn.readable).arrayBuffer());
   return Number(/^HTTP\/1\.1 (\d{3})/.exec(reply)?.[1]);
+}
+
+/** `serveHttp` in process on a free loopback port, with serve's defaults unless told. */
+export function serveHttpInProcess(
+  app: App,
+  options: Partial<HttpOptions> & Pick<HttpOptions, "log">,
+): Promise<HttpServer> {
+  return serveHttp(app, {
+    host: "127.0.0.1",
+    port: 0,
+    stateless: false,
+    maxConcurrent: 8,
+    maxPerSession: 4,
+    maxWaiting: 64,
+    maxSessions: 256,
+    sessionIdleMs: 600_000,
+    ...options,
+  });
 }

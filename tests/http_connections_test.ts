@@ -10,11 +10,11 @@ import {
   NO_SERVERS,
   openRawSession,
   post,
+  serveHttpInProcess,
   startHttp,
 } from "./_http.ts";
 import { delay } from "./_helpers.ts";
 import { startApp } from "../src/app.ts";
-import { serveHttp } from "../src/host/http_server.ts";
 import { createLogger } from "../src/_util/log.ts";
 
 async function until(what: string, holds: () => boolean, log = () => "", ms = 30_000) {
@@ -86,15 +86,7 @@ async function rawStatus(port: string, head: string, body = ""): Promise<string>
 Deno.test("attack: request bodies that stall hold at most their budget, for at most their time", async () => {
   const app = await startApp({ configPath: NO_SERVERS, log: createLogger("error"), poolSize: 0 });
   // Room for three bodies of a megabyte (the defaults: 16 of 4 MiB), each for 1.5 s (30 s).
-  const http = await serveHttp(app, {
-    host: "127.0.0.1",
-    port: 0,
-    stateless: false,
-    maxConcurrent: 8,
-    maxPerSession: 4,
-    maxWaiting: 64,
-    maxSessions: 256,
-    sessionIdleMs: 600_000,
+  const http = await serveHttpInProcess(app, {
     bodyLimits: { maxBodiesBytes: 3_000_100, readMs: 1500 },
     log: createLogger("error"),
   });

@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startApp } from "../src/app.ts";
-import { serveHttp } from "../src/host/http_server.ts";
 import { createLogger } from "../src/_util/log.ts";
 import { delay, isAlive, ROOT, sandboxPids, writeConfig } from "./_helpers.ts";
 import {
@@ -17,6 +16,7 @@ import {
   initializeRequest,
   openRawSession,
   post,
+  serveHttpInProcess,
   startHttp,
 } from "./_http.ts";
 
@@ -143,15 +143,7 @@ Deno.test("closed HTTP sessions and refused requests leave no catalog listener b
       unsubscribe();
     };
   };
-  const http = await serveHttp(app, {
-    host: "127.0.0.1",
-    port: 0,
-    stateless: false,
-    maxConcurrent: 8,
-    maxPerSession: 4,
-    maxWaiting: 64,
-    maxSessions: 256,
-    sessionIdleMs: 600_000,
+  const http = await serveHttpInProcess(app, {
     log,
   });
   // The HTTP server itself listens once (to tell 2026-07-28 subscribers of changes).
