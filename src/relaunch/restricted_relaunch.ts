@@ -6,6 +6,7 @@
  * this process is not in the protocol's path: it waits, forwards signals, and exits with the
  * child's code.
  */
+import type { Profile } from "../sandbox/profile.ts";
 import { foldersOpenToOthers } from "../sandbox/open_folders.ts";
 import { readEnv } from "../config/environment.ts";
 import { dirname, join } from "node:path";
@@ -61,8 +62,8 @@ export async function computeHostGrants(
     grants: HostGrants;
     scrub: (text: string) => string;
     unavailableProfiles: Map<string, string>;
-    /** Read-write folders other local users can reach (open_folders.ts). */
-    openFolders: string[];
+    /** The profiles the config loads (their folders are checked here, see open_folders.ts). */
+    profiles: Profile[];
   }
 > {
   const { configPath, http, extraRead } = options;
@@ -92,17 +93,19 @@ export async function computeHostGrants(
     grants,
     scrub: createRedactor(config.secrets).text,
     unavailableProfiles: config.unavailableProfiles,
-    // Checked here: the host may not look at the folders above them.
-    openFolders: foldersOpenToOthers(config.profiles.values(), processUid() ?? 0),
+    profiles: [...config.profiles.values()],
   };
 }
 
 /** Runs the command again as a child under the computed flags; resolves with its exit code. */
 export async function runRestrictedHost(options: RestrictedHostOptions): Promise<number> {
-  const { grants, scrub, unavailableProfiles, openFolders } = await computeHostGrants(options);
-  // Said, not warned: on a machine of one user (the checkout's own workspace profile) it is no
-  // danger, and a warning at every start would teach people to overlook warnings.
-  for (const folder of options.sayOpenFolders ? openFolders : []) {
+  const { grants, scrub, unavailableProfiles, profiles } = await computeHostGrants(options);
+  const uid = processUid();
+  // Checked here: the host may not look at the folders above them. Said, not warned: on a
+  // machine of one user (the checkout's own workspace profile) it is no danger, and a warning at
+  // every start would teach people to overlook warnings.
+  const openFolders = options.sayOpenFolders ? foldersOpenToOthers(profiles, uid ?? 0) : [];
+  for (const folder of openFolders) {
     options.log.info(
       "a read-write folder other local users can reach: a script can open it to them for a " +
         "run, and what they do then can outlast it; put it in a folder they cannot enter " +
@@ -113,7 +116,6 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
   // The host cannot read the folders above its cache folder: they are checked here, and so is
   // the cache folder itself when it is there (one another user made first is theirs).
   const cacheDir = locateRuntime().cacheDir;
-  const uid = processUid();
   const exposed = await Deno.lstat(cacheDir).then(
     () => privateFolderProblem(cacheDir, uid),
     () => foldersAboveProblem(cacheDir, uid),
