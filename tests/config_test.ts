@@ -1,6 +1,7 @@
 import { createRedactor } from "../src/policy/redaction.ts";
 import assert from "node:assert/strict";
 import { loadConfig, parseConfigFile, SECRET_NAME } from "../src/config/config.ts";
+import { replacedParts } from "../src/config/literal_secrets.ts";
 import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
 import { ROOT } from "./_helpers.ts";
 
@@ -547,8 +548,19 @@ Deno.test("SECRET_NAME tells secret-holding variable names from others", () => {
     "AWS_SECRET_ACCESS_KEY",
     "GH_PAT",
     "GOOGLE_APPLICATION_CREDENTIALS",
+    "MYSQL_PWD",
+    "SSH_PASSPHRASE",
   ];
-  const other = ["PATH", "HOME", "GIT_AUTHOR_NAME", "KEYBOARD", "COMPASS_DIR", "LOG_LEVEL"];
+  const other = [
+    "PATH",
+    "HOME",
+    "GIT_AUTHOR_NAME",
+    "KEYBOARD",
+    "COMPASS_DIR",
+    "LOG_LEVEL",
+    "PWD",
+    "OLDPWD",
+  ];
   assert.deepEqual(secret.filter((n) => !SECRET_NAME.test(n)), []);
   assert.deepEqual(other.filter((n) => SECRET_NAME.test(n)), []);
 });
@@ -627,4 +639,60 @@ Deno.test("parseConfigFile() scrubs tokens written into args and a URL's query",
     "lin_api_0123456789",
     "sbp_0123456789abcdef",
   ]);
+});
+
+Deno.test("attack: secrets written into a config in the forms import hides are scrubbed too", () => {
+  // Each of these reached the client and the logs in a failed server's stderr (attacker 49).
+  const parsed = parseConfigFile({
+    servers: {
+      docker: {
+        command: "docker",
+        args: [
+          "run",
+          "-e",
+          "GITHUB_TOKEN=ghp_Literal1234567890abcdef",
+          "--password:PwColon98765",
+          "--keyfile:C:/keys/a.pem",
+          "image",
+        ],
+        env: {
+          DATABASE_URL: "postgres://app:DbPassw0rd42@db.internal/app",
+          MYSQL_PWD: "MysqlPwd7777",
+          ODBC: "Driver=x;Pwd=OdbcSecret1234;Server=y",
+          NODE_OPTIONS: "--api-key=NodeOpt12345",
+          PWD: "/home/u/project",
+        },
+      },
+      shell: {
+        command: "sh",
+        args: ["-c", "API_KEY=Shell12345678 node s.js --token 'Quoted12345'"],
+      },
+      zapier: { url: "https://mcp.example/api/mcp/sk-ak-Q7wErTyUiOpAsDfGh1234567890/sse" },
+      remote: { url: "https://bob:UrlPassw0rd99@mcp.example/mcp#access_token=Fragment12345" },
+    },
+  }, ctx);
+  assert.deepEqual(parsed.unavailable, []);
+  assert.deepEqual(parsed.secrets.sort(), [
+    "DbPassw0rd42",
+    "Fragment12345",
+    "MysqlPwd7777",
+    "NodeOpt12345",
+    "OdbcSecret1234",
+    "PwColon98765",
+    "Quoted12345",
+    "Shell12345678",
+    "UrlPassw0rd99",
+    "ghp_Literal1234567890abcdef",
+    "sk-ak-Q7wErTyUiOpAsDfGh1234567890",
+  ]);
+});
+
+Deno.test("replacedParts() finds what a substitution hid, or takes the whole text", () => {
+  const hide = (words: string[]) => (text: string, marker: string) =>
+    words.reduce((t, w) => t.replaceAll(w, marker), text);
+  assert.deepEqual(replacedParts("a=one b=two", hide(["one", "two"])), ["one", "two"]);
+  assert.deepEqual(replacedParts("x-one-x", hide(["one"])), ["one"]);
+  assert.deepEqual(replacedParts("nothing here", hide(["one"])), []);
+  // Side by side, the two cannot be told apart: the whole text is scrubbed instead.
+  assert.deepEqual(replacedParts("onetwo!", hide(["one", "two"])), ["onetwo!"]);
 });

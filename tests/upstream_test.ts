@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { childPids, delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
-import type { ServerConfig } from "../src/config/config.ts";
+import { parseConfigFile, type ServerConfig } from "../src/config/config.ts";
 import { silentLogger } from "../src/_util/log.ts";
 import { createRedactor } from "../src/policy/redaction.ts";
 import { UpstreamPool } from "../src/upstream/pool.ts";
@@ -391,4 +391,49 @@ Deno.test("a failed server's stderr is scrubbed before it is cut, so no fragment
     assert.match(error, /\(stderr: y{300}/);
     assert.ok(!error.includes(secret.slice(-10)), error);
   });
+});
+
+Deno.test("attack: a failed server's stderr shows none of the secrets written into its entry", async () => {
+  // A server that rejects its command line quotes it, and may print its environment.
+  const secrets = [
+    "ghp_Literal1234567890abcdef",
+    "PwColon98765",
+    "DbPassw0rd42",
+    "MysqlPwd7777",
+    "Shell12345678",
+  ];
+  const parsed = parseConfigFile({
+    servers: {
+      broken: {
+        command: "deno",
+        args: [
+          "run",
+          "--no-prompt",
+          "-A",
+          "secret_server.ts",
+          "echo_fail",
+          "-e",
+          `GITHUB_TOKEN=${secrets[0]}`,
+          `--password:${secrets[1]}`,
+          `API_KEY=${secrets[4]} node s.js`,
+        ],
+        env: {
+          DATABASE_URL: `postgres://app:${secrets[2]}@db.internal/app`,
+          MYSQL_PWD: secrets[3],
+        },
+        cwd: `${ROOT}tests/fixtures`,
+      },
+    },
+  }, { path: `${ROOT}tests/fixtures/mcp_servers.json`, env: () => undefined });
+  await using pool = new UpstreamPool({
+    servers: parsed.servers,
+    transports: defaultTransportFactory,
+    log: silentLogger,
+    redact: createRedactor(parsed.secrets).text,
+  });
+  await pool.start();
+  const error = pool.snapshot()[0]!.error!;
+  assert.match(error, /fatal: bad arguments: -e GITHUB_TOKEN=\[REDACTED\]/);
+  assert.match(error, /postgres:\/\/app:\[REDACTED\]@db\.internal/);
+  for (const secret of secrets) assert.ok(!error.includes(secret), `${secret} in: ${error}`);
 });

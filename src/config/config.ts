@@ -21,7 +21,8 @@ import { proxySecrets, urlCredentials } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
 import { closestName, didYouMean } from "./did_you_mean.ts";
-import { secretFlagValues } from "./secret_flags.ts";
+import { literalSecretValues, SECRET_NAME } from "./literal_secrets.ts";
+export { SECRET_NAME } from "./literal_secrets.ts";
 import { parseJsonc } from "../_util/jsonc.ts";
 
 /**
@@ -391,8 +392,9 @@ export function parseConfigFile(
     }
     servers.push(server);
     for (const value of own.keys()) secrets.add(value);
-    // Tokens written into args or a URL's query (`--api-key=…`, `?access_token=…`): scrubbed
-    // when long enough to scrub safely; a guess from the name, so a short one leaves nothing out.
+    // Secrets written into args, env values or a URL (`--api-key=…`, `postgres://u:…@db`,
+    // `?access_token=…`): scrubbed when long enough to scrub safely; a guess from a name or a
+    // form, so a short one is left out rather than refused.
     for (const value of literalSecretValues(server)) {
       if (!secretProblem(value)) secrets.add(value);
     }
@@ -415,32 +417,11 @@ export function parseConfigFile(
   };
 }
 
-/**
- * Values a server's args or URL hold under a secret-looking name: `--token=V`, `--api-key V`,
- * and query parameters such as `?api_key=V` (`-` in a name is read as `_`).
- */
-export function literalSecretValues(server: ServerConfig): string[] {
-  const isSecret = (name: string) => SECRET_NAME.test(name.replace(/-/g, "_"));
-  if (server.kind === "stdio") {
-    return secretFlagValues(server.args, isSecret).map((f) => f.value).filter((v) => v !== "");
-  }
-  return [...new URL(server.url).searchParams].flatMap(([name, value]) =>
-    isSecret(name) && value ? [value] : []
-  );
-}
-
 function descriptionOf(entry: unknown): string {
   return isRecord(entry) && typeof entry.description === "string" ? entry.description : "";
 }
 
 const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-
-/**
- * An environment variable's name that says its value is a secret, however it is written
- * (`GITHUB_TOKEN`, `api_key`, `DB_PASS`, `NOTION_AUTH`, `AWS_SECRET_ACCESS_KEY`, `GH_PAT`).
- */
-export const SECRET_NAME =
-  /TOKEN|SECRET|PASSW|(^|_)PASS$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
 
 /**
  * A URL that could not be read, as an error may quote it: its scheme and host only. User info

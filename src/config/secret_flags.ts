@@ -1,6 +1,7 @@
 /**
  * Values that command-line args hold under a flag whose name says it is a secret (pure):
- * `--token=V` (the part after `=`) and `--api-key V` (the next arg, unless it is a flag too).
+ * `--token=V` (the part after `=`), `--password:V`, `GITHUB_TOKEN=V` (a setting given to
+ * `-e` or `--env`) and `--api-key V` (the next arg, unless it is a flag too).
  * A flag's name is read with `-` as `_` (`api-key` as `api_key`). The server scrubs these
  * values (config.ts); import hides them when it prints an entry (clients/secrets.ts).
  */
@@ -13,8 +14,8 @@ export interface SecretFlagValue {
   value: string;
 }
 
-/** A flag with its value: `--token=X`, `-p=X`. */
-const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_-]*)=)(.*)$/s;
+/** A flag with its value: `--token=X`, `-p=X`, `--password:X`; a setting: `API_KEY=X`. */
+const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_-]*)[=:]|([A-Za-z_][A-Za-z0-9_]*)=)(.*)$/s;
 /** A flag alone, whose value is the next arg: `--api-key X`. */
 const FLAG = /^--?([A-Za-z][A-Za-z0-9_-]*)$/;
 
@@ -26,9 +27,16 @@ export function secretFlagValues(
   const found: SecretFlagValue[] = [];
   args.forEach((arg, index) => {
     const withValue = FLAG_WITH_VALUE.exec(arg);
-    if (withValue && isSecretFlag(withValue[2]!)) {
-      found.push({ index, prefix: withValue[1]!, value: withValue[3]! });
-      return;
+    if (withValue) {
+      const [, prefix, flagName, settingName, value] = withValue as unknown as string[];
+      // `--keyfile:C:/keys/a.pem` names a file; `API_KEY=V node s.js` is a command line, whose
+      // words the caller reads one by one.
+      const aFile = prefix!.endsWith(":") && /[/\\]/.test(value!);
+      const aCommand = settingName !== undefined && /\s/.test(value!);
+      if (!aFile && !aCommand && isSecretFlag(flagName ?? settingName!)) {
+        found.push({ index, prefix: prefix!, value: value! });
+        return;
+      }
     }
     const flag = index > 0 ? FLAG.exec(args[index - 1]!) : null;
     if (flag && isSecretFlag(flag[1]!) && !arg.startsWith("-")) {
