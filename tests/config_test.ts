@@ -580,6 +580,23 @@ Deno.test("parseConfigFile() names every wrong setting at once, with what it was
   );
 });
 
+Deno.test("attack: a mistyped index or mirror URL is quoted without its token", () => {
+  for (const key of ["package_index", "pyodide_packages"]) {
+    assert.throws(
+      () =>
+        parseConfigFile(
+          { settings: { [key]: "htps://deploy:glpat-Zx9secretTOKENvalue@pypi.corp.example/s/" } },
+          { path: "/c/mcp_servers.json", env: () => undefined },
+        ),
+      (error: Error) => {
+        assert.match(error.message, /, not "htps:\/\/…@pypi\.corp\.example…"$/);
+        assert.ok(!error.message.includes("glpat"), error.message);
+        return true;
+      },
+    );
+  }
+});
+
 Deno.test("parseConfigFile() suggests the field a typo meant", () => {
   const parsed = parseConfigFile({
     server: {},

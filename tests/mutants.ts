@@ -2252,6 +2252,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "secrets",
   },
   {
+    name: "a wrong index URL is quoted with its token",
+    file: "src/config/config.ts",
+    from: "const shown = URL_SETTINGS.has(key) && typeof value",
+    to: "const shown = false && typeof value",
+    tests: ["tests/config_test.ts"],
+    filter: "without its token",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

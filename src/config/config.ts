@@ -650,12 +650,21 @@ function parseSettings(raw: unknown, configDir: string, where: (f: string) => st
     } catch (error) {
       if (!(error instanceof TypeError)) throw error;
       const unknown = !Object.hasOwn(settings, key);
-      problems.push(unknown ? error.message : `${error.message}, not ${shownValue(value)}`);
+      const shown = URL_SETTINGS.has(key) && typeof value === "string"
+        ? JSON.stringify(shownBadUrl(value))
+        : shownValue(value);
+      problems.push(unknown ? error.message : `${error.message}, not ${shown}`);
     }
   }
   if (problems.length > 0) throw new TypeError(problems.join("; "));
   return withDerivedDefaults(settings);
 }
+
+/**
+ * Settings that hold a URL, whose user info may hold a private index's token: a wrong one is
+ * quoted by its scheme and host only (`shownBadUrl`).
+ */
+const URL_SETTINGS = new Set(["package_index", "pyodide_packages"]);
 
 /** A value as a message quotes it: JSON, in at most 40 characters. */
 function shownValue(value: unknown): string {
