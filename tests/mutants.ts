@@ -2260,6 +2260,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "without its token",
   },
   {
+    name: "a stale skill imports without its warning",
+    file: "src/skills/skill_store.ts",
+    from: "_warnings.warn(_STALE.pop(name), stacklevel=2)",
+    to: "_STALE.pop(name)",
+    tests: ["tests/skills_test.ts"],
+    filter: "marked stale",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -203,7 +203,9 @@ Deno.test("a skill whose tool disappears is marked stale and warns on import", a
   for (let i = 0; i < 50; i++) {
     saved = await call(server, "save_skill", {
       name: "use_fleeting",
-      code: "from mcp_tools import dynamic\n\ndef use_fleeting():\n    return dynamic.fleeting()\n",
+      // A skill may start with a future import, which must stay its first statement.
+      code: "from __future__ import annotations\nfrom mcp_tools import dynamic\n\n" +
+        "def use_fleeting() -> dict:\n    return dynamic.fleeting()\n",
       description: "Calls a tool that will go away.",
     });
     if (!saved.isError) break;

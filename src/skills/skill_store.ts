@@ -295,19 +295,20 @@ export class SkillStore {
     return { stale: reasons.length > 0, reasons };
   }
 
-  /** The `skills` package for the sandbox: one lazily compiled module per skill. */
+  /**
+   * The `skills` package for the sandbox: one lazily compiled module per skill, as saved. A
+   * stale skill's warning is given by the package as the skill is imported: put before the
+   * skill's own code, it broke a skill that starts with `from __future__ import ...`.
+   */
   packages(catalog: Catalog): Record<string, Record<string, string>> {
-    const modules: Record<string, string> = { __init__: SKILLS_INIT };
+    const modules: Record<string, string> = {};
+    const warnings: Record<string, string> = {};
     for (const skill of this.list()) {
       const { stale, reasons } = this.status(skill, catalog);
-      const warning = stale
-        ? `import warnings as _w\n_w.warn(${
-          JSON.stringify(`skill ${skill.name} may be stale: ${reasons.join("; ")}`)
-        }, stacklevel=2)\n`
-        : "";
-      modules[`_skill_${skill.name}`] = warning + skill.code;
+      if (stale) warnings[skill.name] = `skill ${skill.name} may be stale: ${reasons.join("; ")}`;
+      modules[`_skill_${skill.name}`] = skill.code;
     }
-    return { skills: modules };
+    return { skills: { __init__: skillsInit(warnings), ...modules } };
   }
 
   /** The stub of a skill as agents read it. */
@@ -344,15 +345,26 @@ function readGeneration(dir: string): string {
 }
 
 /** `from skills import name` yields the function `name` of the module `skills._skill_name`. */
-const SKILLS_INIT = `import importlib as _importlib
+/**
+ * The `skills` package's `__init__`: `from skills import name` imports the skill's module (and
+ * warns, once, when `stale` holds a warning for it). The warnings are JSON, which Python reads.
+ */
+function skillsInit(stale: Record<string, string>): string {
+  return `import importlib as _importlib
+import warnings as _warnings
+
+_STALE = ${JSON.stringify(stale)}
 
 def __getattr__(name):
     try:
         module = _importlib.import_module(f"skills._skill_{name}")
     except ModuleNotFoundError:
         raise AttributeError(f"no skill named {name!r}") from None
+    if name in _STALE:
+        _warnings.warn(_STALE.pop(name), stacklevel=2)
     return getattr(module, name)
 `;
+}
 
 function parseSkill(raw: unknown): Skill {
   if (typeof raw !== "object" || raw === null) throw new TypeError("not a JSON object");
