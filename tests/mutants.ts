@@ -2268,6 +2268,20 @@ export const MUTATIONS: Mutation[] = [
     filter: "marked stale",
   },
   {
+    name: "an observed key with a token's prefix or a number in it is kept as a name",
+    file: "src/catalog/result_shapes.ts",
+    from: "if (TOKEN_PREFIX.test(key) || DIGITS_PART.test(key)) return false;",
+    to: "",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
+    name: "an observed key that is a file name in capitals is kept as a name",
+    file: "src/catalog/result_shapes.ts",
+    from: "const DOTTED_NAME = /\\.[A-Za-z][A-Za-z0-9]{0,9}$/;",
+    to: "const DOTTED_NAME = /\\.[a-z]{2,4}$/;",
+    tests: ["tests/schema_types_test.ts"],
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

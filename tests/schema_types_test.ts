@@ -267,6 +267,19 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         "example-corp.com",
         "README.md",
         "MDQ6VXNlcjE", // a GitHub node id
+        // Attacker 49: domains and file names in any case, prefixed tokens, a JWT, numbers.
+        "payroll-db.internal",
+        "vpn.corp.local",
+        "Q3_Layoffs_List.XLSX",
+        "photo.JPG",
+        "notes.markdown",
+        "sk-livedeadbeefcafe",
+        "xoxb-123-456-abc",
+        "tok_visa",
+        "ghp_abcdefghij",
+        "eyJhbGciOiJIUzI1NiJ9",
+        "ssn-078-05-1120",
+        "user_1234",
       ];
       for (const key of data) {
         assert.equal(isFieldName(key), false, key);
@@ -288,6 +301,11 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         "$schema",
         "@type",
         "iso8601Date",
+        "key_id",
+        "skip_count",
+        "token_type",
+        "sha3_hash",
+        "v2",
       ];
       for (const key of names) assert.equal(isFieldName(key), true, key);
       // Ids of letters alone pass for names; results keyed by different ones are a mapping.

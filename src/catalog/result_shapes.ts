@@ -24,8 +24,12 @@ const NAME_WORD = /[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+/g;
 /** Letters of one case with a digit inside them: "UA1B2C3D4E", "k3jx9qwe2z". */
 const ONE_CASE_WITH_INNER_DIGIT =
   /^(?:[A-Z0-9]*[A-Z][0-9]+[A-Z][A-Z0-9]*|[a-z0-9]*[a-z][0-9]+[a-z][a-z0-9]*)$/;
-/** A domain or a file name: "example.com", "README.md". */
-const DOTTED_NAME = /\.[a-z]{2,4}$/;
+/** A domain or a file name: "example.com", "README.md", "photo.JPG", "notes.markdown". */
+const DOTTED_NAME = /\.[A-Za-z][A-Za-z0-9]{0,9}$/;
+/** How well-known tokens start: Stripe, Slack, GitHub, GitLab and OpenAI keys, a JWT. */
+const TOKEN_PREFIX = /^(?:(?:sk|pk|rk|tok|xox[abprs]|gh[opsu]|github_pat|glpat)[-_]|eyJ)/;
+/** A run of three digits or more between separators: "ssn-078-05-1120", "user_1234". */
+const DIGITS_PART = /(?:^|[_.$@-])[0-9]{3,}(?=$|[_.$@-])/;
 
 /**
  * Whether `key` reads as a field name rather than data. Generated ids and tokens read as runs
@@ -37,6 +41,7 @@ const DOTTED_NAME = /\.[a-z]{2,4}$/;
  */
 export function isFieldName(key: string): boolean {
   if (!FIELD_NAME.test(key) || LONG_CODE.test(key) || DOTTED_NAME.test(key)) return false;
+  if (TOKEN_PREFIX.test(key) || DIGITS_PART.test(key)) return false;
   return key.split(/[_.$@-]/).every((part) => {
     if (part.length < 6) return true;
     const words = part.match(NAME_WORD)?.length ?? 1;
