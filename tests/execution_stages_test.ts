@@ -79,7 +79,7 @@ Deno.test("checkRequest() refuses what the host can decide before touching a san
       "code over the profile's character limit",
       { code: "x".repeat(101) },
       "POLICY_VIOLATION",
-      /^Code has 101 characters; the limit is 100$/,
+      /^Code has 101 characters; the limit is 100 \(the profile's limits\.code_chars\): save reusable parts with save_skill/,
     ],
     [
       "a timeout above max_timeout_s",
@@ -696,7 +696,8 @@ Deno.test("ToolGate denies a call past the profile's tool-call limit and records
   assert.deepEqual(third, {
     error: {
       kind: "denied",
-      message: "denied: the limit of 2 tool calls per execution was reached",
+      message: "denied: the limit of 2 tool calls per execution was reached (the profile's " +
+        "limits.tool_calls): do the rest in another execution",
     },
   });
   assert.deepEqual(gate.calls.map((c) => c.outcome), ["ok", "error", "denied"]);

@@ -54,7 +54,8 @@ export function decideToolCall(
   if (callsSoFar >= policy.tool_calls) {
     return {
       allowed: false,
-      reason: `the limit of ${policy.tool_calls} tool calls per execution was reached`,
+      reason: `the limit of ${policy.tool_calls} tool calls per execution was reached ` +
+        `(the profile's limits.tool_calls): do the rest in another execution`,
     };
   }
   if (!isToolAllowed(server, tool, policy.allowed_tools)) {
