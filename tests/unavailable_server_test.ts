@@ -68,7 +68,14 @@ Deno.test("a server that cannot start with this environment does not stop the ot
       code: "from mcp_tools import greeter\ngreeter.gret(name='x')",
     });
     assert.equal(fn.success, false);
-    assert.match(JSON.stringify(fn), /has no function 'gret'\. Did you mean: 'greet'/);
+    assert.match(JSON.stringify(fn), /has no function 'gret'\. Did you mean: 'greet'\?/);
+    const twin = await server.execute({
+      code: "from mcp_tools import greeter\ngreeter.gret_async(name='x')",
+    });
+    assert.match(
+      JSON.stringify(twin),
+      /has no function 'gret_async'\. Did you mean: 'greet_async'\?/,
+    );
     // Once: Python's own suggestion is not appended to ours.
     const traceback = fn.diagnostics?.traceback ?? "";
     assert.equal(traceback.split("Did you mean").length, 2, traceback);

@@ -635,7 +635,14 @@ def missing_function(module, server, functions, name, unavailable=""):
 
 def _no_such_name(message, name, known):
     import difflib
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    # A function's \`_async\` twin is suggested only for a name asked for with \`_async\`, and
+    # names are compared without the suffix, which every twin shares.
+    suffix = "_async" if name.endswith("_async") else ""
+    alike = {k.removesuffix(suffix): k for k in known if k.endswith("_async") == bool(suffix)}
+    if not alike:
+        alike, suffix = {k: k for k in known}, ""
+    close = [alike[c] for c in difflib.get_close_matches(
+        name.removesuffix(suffix), list(alike), n=3, cutoff=0.6)]
     if close:
         return message + ". Did you mean: " + ", ".join(repr(c) for c in close) + "?"
     shown = [k for k in known if not k.endswith("_async")][:30]
