@@ -704,6 +704,70 @@ Deno.test("attack: secrets written into a config in the forms import hides are s
   ]);
 });
 
+Deno.test("attack: the close variants real pasted configs use are scrubbed too", () => {
+  // Attacker 50: each leaked to the tool index in a failed server's stderr, or was not found.
+  const parsed = parseConfigFile({
+    servers: {
+      remote: {
+        command: "npx",
+        args: [
+          "mcp-remote",
+          "https://mcp.example.com/sse?access_token=TokQuery123456789",
+          "--header",
+          "Authorization: Bearer HdrBearer123456789",
+        ],
+        env: { JDBC_URL: "jdbc:postgresql://db:5432/app?user=app&password=JdbcPw123456" },
+      },
+      tavily: { url: "https://mcp.tavily.com/mcp/?tavilyApiKey=tvly-dev-AbCdEf123456" },
+      shell: {
+        command: "bash",
+        args: ["-c", 'API_KEY="Quoted 12345678" TOKEN="QuotedDQ12345678" X=1&&node s.js'],
+        env: { CONN: "Server=x; Password = OdbcSp123456; Db=y" },
+      },
+      docker: { command: "docker", args: ["run", "--env=GITHUB_TOKEN=ghp_EnvEq1234567890", "i"] },
+      java: { command: "java", args: ["-Djavax.net.ssl.keyStorePassword=JavaKs123456789"] },
+      smithery: { command: "npx", args: ["cli", "--config", '{"braveApiKey":"Brave123456789"}'] },
+    },
+  }, ctx);
+  assert.deepEqual(parsed.unavailable, []);
+  assert.deepEqual(parsed.secrets.sort(), [
+    "Brave123456789",
+    "HdrBearer123456789",
+    "JavaKs123456789",
+    "JdbcPw123456",
+    "OdbcSp123456",
+    "Quoted 12345678",
+    "QuotedDQ12345678",
+    "TokQuery123456789",
+    "ghp_EnvEq1234567890",
+    "tvly-dev-AbCdEf123456",
+  ]);
+});
+
+Deno.test("settings under secret-sounding names are neither scrubbed nor a reason to refuse", () => {
+  // Attacker 50: these stopped their servers, or took common words out of every result.
+  const parsed = parseConfigFile({
+    servers: {
+      hf: {
+        command: "node",
+        args: ["--sort-key", "created_at", "--auth-mode=readonly", "--token-env", "GITHUB_TOKEN"],
+        env: {
+          TOKENIZERS_PARALLELISM: "false",
+          MAX_TOKENS: "4096",
+          DISABLE_AUTH: "true",
+          AUTH_TYPE: "oauth",
+        },
+      },
+      keyed: { command: "node", args: ["--private-key", "/home/me/.ssh/id_ed25519"] },
+      short: { command: "node", env: { API_KEY: "abc123" } },
+    },
+  }, ctx);
+  assert.deepEqual(parsed.servers.map((s) => s.name), ["hf", "keyed"]);
+  assert.deepEqual(parsed.secrets, []);
+  // A short value that is no plain word or number is still refused.
+  assert.match(parsed.unavailable[0]!.reason, /^env "API_KEY": the secret is 6 characters/);
+});
+
 Deno.test("replacedParts() finds what a substitution hid, or takes the whole text", () => {
   const hide = (words: string[]) => (text: string, marker: string) =>
     words.reduce((t, w) => t.replaceAll(w, marker), text);

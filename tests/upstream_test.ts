@@ -401,6 +401,8 @@ Deno.test("attack: a failed server's stderr shows none of the secrets written in
     "DbPassw0rd42",
     "MysqlPwd7777",
     "Shell12345678",
+    "TokQuery123456789",
+    "HdrBearer123456789",
   ];
   const parsed = parseConfigFile({
     servers: {
@@ -416,6 +418,9 @@ Deno.test("attack: a failed server's stderr shows none of the secrets written in
           `GITHUB_TOKEN=${secrets[0]}`,
           `--password:${secrets[1]}`,
           `API_KEY=${secrets[4]} node s.js`,
+          `https://mcp.example.com/sse?access_token=${secrets[5]}`,
+          "--header",
+          `Authorization: Bearer ${secrets[6]}`,
         ],
         env: {
           DATABASE_URL: `postgres://app:${secrets[2]}@db.internal/app`,

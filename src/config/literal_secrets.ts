@@ -4,13 +4,18 @@
  * under a secret name (config.ts). Each is a guess from a name or a form, so a value too short to
  * scrub safely is left out rather than refused (the caller's rule). The forms:
  *
- * - in args: `--token=V`, `--api-key V`, `--password:V`, `GITHUB_TOKEN=V` (after `-e`), and the
- *   same inside an arg that is a command line (`sh -c "API_KEY=V node server.js"`);
- * - in args and in `env` values under any name: a URL's password (`postgres://app:V@db/app`),
- *   a token as its user name or a path segment (`/mcp/sk-ak-V/sse`), a secret-named setting
- *   (`Driver=x;Pwd=V;`, `NODE_OPTIONS=--api-key=V`);
- * - in an HTTP server's URL: its password, token-shaped path segments, and query or fragment
- *   parameters under secret names (`?access_token=V`).
+ * - in args and in `env` values under any name: `--token=V`, `--api-key V`, `--password:V`,
+ *   `GITHUB_TOKEN=V` (after `-e`), `--env=GITHUB_TOKEN=V`, the same inside a command line
+ *   (`sh -c "API_KEY='V' node server.js"`) or a value (`Driver=x;Pwd=V;`,
+ *   `NODE_OPTIONS=--api-key=V`); a header (`Authorization: Bearer V`, `X-Api-Key: V`); a
+ *   secret-named member of a JSON object (`{"braveApiKey": "V"}`); of a URL, its password
+ *   (`postgres://app:V@db/app`), a token as its user name or a path segment
+ *   (`/mcp/sk-ak-V/sse`), and query or fragment parameters under secret names
+ *   (`?access_token=V`, `?tavilyApiKey=V`, `#access_token=V`);
+ * - in an HTTP server's URL: the same.
+ *
+ * A value a name alone points at is not taken when it reads as a setting (`--sort-key
+ * created_at`, `--auth-mode=readonly`): see `readsAsSetting`.
  *
  * Import's detector (clients/secrets.ts) reads more forms with a broader name rule: there a
  * false positive only hides a value in what it prints, here it would scrub it from every result.
@@ -18,6 +23,7 @@
 import type { ServerConfig } from "./config.ts";
 import { secretFlagValues } from "./secret_flags.ts";
 import { withoutPathTokens, withoutUrlPasswords } from "../_util/url_secrets.ts";
+import { MIN_SECRET_LENGTH } from "../policy/redaction.ts";
 
 /**
  * An environment variable's name that says its value is a secret, however it is written
@@ -27,9 +33,33 @@ import { withoutPathTokens, withoutUrlPasswords } from "../_util/url_secrets.ts"
 export const SECRET_NAME =
   /TOKEN|SECRET|PASSW|PASSPHRASE|(^|_)PASS$|_PWD$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
 
-/** A setting's or flag's name that says secret (`-` read as `_`; ODBC's `Pwd` too). */
+/**
+ * A setting's, flag's, URL parameter's, header's or JSON key's name that says secret: `-` and
+ * `.` read as `_`, camelCase as words (`tavilyApiKey` as `tavily_Api_Key`); ODBC's `Pwd` too.
+ */
 function isSecretSetting(name: string): boolean {
-  return SECRET_NAME.test(name.replaceAll("-", "_")) || /^pwd$/i.test(name);
+  const words = name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/[-.]/g, "_");
+  return SECRET_NAME.test(words) || /^pwd$/i.test(name);
+}
+
+/**
+ * Whether a value found by a guess from a name reads as a setting rather than a secret: a word
+ * or name in one case (`created_at`, `readonly`, `bert-base-uncased`, `GITHUB_TOKEN`) or a path
+ * (`/home/me/.ssh/id_ed25519`). Taken for a secret, it would be scrubbed from every result.
+ */
+function readsAsSetting(value: string): boolean {
+  return /^[a-z][a-z_.-]*$/.test(value) || /^[A-Z][A-Z_]*$/.test(value) ||
+    /^(?:\/|~\/|\.\.?\/|[A-Za-z]:[\\/])/.test(value);
+}
+
+/**
+ * Whether an `env` value under a secret name is a setting too short to be a secret, which is
+ * neither scrubbed nor a reason to refuse the server: a number, `true`/`false`/`none` and the
+ * like, or a word in lower case (`MAX_TOKENS=4096`, `DISABLE_AUTH=true`, `AUTH_TYPE=oauth`).
+ */
+export function isShortSetting(value: string): boolean {
+  return value.length < MIN_SECRET_LENGTH &&
+    (/^[0-9]+$/.test(value) || /^[a-z][a-z_-]*$/.test(value) || /^(?:TRUE|FALSE)$/.test(value));
 }
 
 /** The literal secrets of `server`, each as the server's process and messages would show it. */
@@ -40,36 +70,95 @@ export function literalSecretValues(server: ServerConfig): string[] {
       ...server.args.flatMap(inTextValues),
       ...Object.values(server.env).flatMap(inTextValues),
     ]
-    : urlValues(server.url);
+    : inTextValues(server.url);
   return [...new Set(found)].filter((v) => v !== "");
 }
 
-/** Values of secret-named flags and settings among `words` (see secretFlagValues). */
+/**
+ * Values of secret-named flags and settings among `words` (see secretFlagValues), a setting's
+ * own setting too (`--env=TOKEN=V`), quotes taken off (`API_KEY="V"`).
+ */
 function flagValues(words: readonly string[]): string[] {
-  return secretFlagValues(words, isSecretSetting).map((f) => f.value);
+  const nested = words.flatMap((w) => w.includes("=") ? [w, w.slice(w.indexOf("=") + 1)] : [w]);
+  return secretFlagValues(nested, isSecretSetting)
+    .map((f) => f.value.replace(/^["']+|["']+$/g, ""))
+    .filter((v) => !readsAsSetting(v));
 }
 
+/** Where a shell word ends: a space or an operator. */
+const WORD_BREAK = /[\s;&|()]+/;
+/** A URL in text (`scheme://` up to a space, a quote or a shell operator). */
+const URL_IN_TEXT = /[A-Za-z][A-Za-z0-9+.-]{0,31}:\/\/[^\s'"`;|)]*/g;
+/** `Authorization: Bearer V`, `X-Api-Key: V`: a header as a command line gives it. */
+const HEADER = /(?:^|[\s"'])([A-Za-z][A-Za-z0-9-]*):\s*(?:(?:Bearer|Basic|Token)\s+)?([^\s"']+)/gi;
+/** `API_KEY="V W"`: a setting given a quoted value, which may hold spaces. */
+const QUOTED_SETTING = /(?:^|[\s;&|(])([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|'([^']*)')/g;
+/** `Password = V`: a connection string's setting (`;` between them), spaces around its `=`. */
+const CONNECTION_SETTING = /^\s*([A-Za-z][A-Za-z0-9_ ]*?)\s*=\s*(.*?)\s*$/s;
+/** `Bearer V`: a credential after its scheme. */
+const SCHEME_VALUE = /(?:^|[\s"'=:])(?:Bearer|Basic|Token)\s+([^\s"';]+)/gi;
+
 /**
- * Secrets in one arg or env value read as text: URLs' passwords and path tokens, and the
- * secret-named settings and flags among its words (split at spaces and `;`, quotes taken off).
+ * Secrets in one arg or env value read as text: URLs' passwords, path tokens and secret-named
+ * parameters; the secret-named settings and flags among its words; a secret-named header's
+ * value or a credential after `Bearer`; and secret-named members of a JSON object it is.
  */
 function inTextValues(text: string): string[] {
-  const words = text.split(/[\s;]+/).filter(Boolean).map((w) => w.replace(/^["']+|["']+$/g, ""));
+  const words = text.split(WORD_BREAK).filter(Boolean).map((w) => w.replace(/^["']+|["']+$/g, ""));
   return [
     ...replacedParts(text, (t, marker) => withoutUrlPasswords(t, marker, () => false)),
     ...replacedParts(text, withoutPathTokens),
+    ...[...text.matchAll(URL_IN_TEXT)].flatMap(([url]) => urlParameterValues(url)),
     ...flagValues(words),
+    ...[...text.matchAll(HEADER)].flatMap(([, name, value]) =>
+      isSecretSetting(name!) || /^(proxy-)?authorization$|^cookie$/i.test(name!) ? [value!] : []
+    ),
+    ...[...text.matchAll(SCHEME_VALUE)].map(([, value]) => value!),
+    ...[...text.matchAll(QUOTED_SETTING)].flatMap(([, name, double, single]) =>
+      isSecretSetting(name!) ? [double ?? single!] : []
+    ),
+    ...(text.includes(";") ? text.split(";") : []).flatMap((piece) => {
+      const [, name, value] = CONNECTION_SETTING.exec(piece) ?? [];
+      return name && value && isSecretSetting(name.replaceAll(" ", "_")) && !readsAsSetting(value)
+        ? [value]
+        : [];
+    }),
+    ...jsonMemberValues(text),
   ];
 }
 
-/** An HTTP server URL's secrets: its password, path tokens, and secret-named parameters. */
-function urlValues(text: string): string[] {
-  const url = new URL(text);
+/** Values of a URL's query and fragment parameters under secret names. */
+function urlParameterValues(text: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return [];
+  }
   const parameters = [...url.searchParams, ...new URLSearchParams(url.hash.slice(1))];
-  return [
-    ...inTextValues(text),
-    ...parameters.flatMap(([name, value]) => isSecretSetting(name) && value ? [value] : []),
-  ];
+  return parameters.flatMap(([name, value]) => isSecretSetting(name) && value ? [value] : []);
+}
+
+/** String members under secret names, at any depth, of the JSON object `text` is (if it is). */
+function jsonMemberValues(text: string): string[] {
+  if (!/^\s*\{/.test(text)) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  const visit = (node: unknown, depth: number) => {
+    if (depth > 20 || node === null || typeof node !== "object") return;
+    for (const [key, value] of Object.entries(node)) {
+      if (typeof value === "string" && isSecretSetting(key) && !readsAsSetting(value)) {
+        found.push(value);
+      } else visit(value, depth + 1);
+    }
+  };
+  visit(parsed, 0);
+  return found;
 }
 
 /** Stands for a hidden part while `replacedParts` looks for it (no config holds it). */

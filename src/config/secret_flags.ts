@@ -14,8 +14,11 @@ export interface SecretFlagValue {
   value: string;
 }
 
-/** A flag with its value: `--token=X`, `-p=X`, `--password:X`; a setting: `API_KEY=X`. */
-const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_-]*)[=:]|([A-Za-z_][A-Za-z0-9_]*)=)(.*)$/s;
+/**
+ * A flag with its value: `--token=X`, `-p=X`, `--password:X`, `-Dssl.keyStorePassword=X`; a
+ * setting: `API_KEY=X`.
+ */
+const FLAG_WITH_VALUE = /^(--?([A-Za-z][A-Za-z0-9_.-]*)[=:]|([A-Za-z_][A-Za-z0-9_]*)=)(.*)$/s;
 /** A flag alone, whose value is the next arg: `--api-key X`. */
 const FLAG = /^--?([A-Za-z][A-Za-z0-9_-]*)$/;
 
