@@ -2286,8 +2286,8 @@ export const MUTATIONS: Mutation[] = [
     file: "src/config/literal_secrets.ts",
     from: "...[...text.matchAll(URL_IN_TEXT)].flatMap(([url]) => urlParameterValues(url)),",
     to: "",
-    tests: ["tests/config_test.ts", "tests/upstream_test.ts"],
-    filter: "secrets|variants",
+    tests: ["tests/config_test.ts"],
+    filter: "variants",
   },
   {
     name: "an Authorization header in args is not read",
@@ -2295,8 +2295,8 @@ export const MUTATIONS: Mutation[] = [
     from:
       "isSecretSetting(name!) || /^(proxy-)?authorization$|^cookie$/i.test(name!) ? [value!] : []",
     to: "[]",
-    tests: ["tests/config_test.ts", "tests/upstream_test.ts"],
-    filter: "secrets|variants",
+    tests: ["tests/config_test.ts"],
+    filter: "variants",
   },
   {
     name: "camelCase names (tavilyApiKey) are read as one word",
