@@ -2262,8 +2262,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a stale skill imports without its warning",
     file: "src/skills/skill_store.ts",
-    from: "_warnings.warn(_STALE.pop(name), stacklevel=2)",
-    to: "_STALE.pop(name)",
+    from: "warnings.warn(_stale.pop(name), stacklevel=2)",
+    to: "_stale.pop(name)",
     tests: ["tests/skills_test.ts"],
     filter: "marked stale",
   },
@@ -2345,6 +2345,22 @@ export const MUTATIONS: Mutation[] = [
     to: "  return value.length < 0 &&",
     tests: ["tests/config_test.ts"],
     filter: "neither scrubbed",
+  },
+  {
+    name: "the skills package keeps a name of its own that shadows a skill",
+    file: "src/skills/skill_store.ts",
+    from: "  return `def __getattr__(name, _stale=",
+    to: "  return `import warnings as _warnings\ndef __getattr__(name, _stale=",
+    tests: ["tests/skills_test.ts"],
+    filter: "skills: save",
+  },
+  {
+    name: "a dunder skill name is accepted",
+    file: "src/skills/skill_store.ts",
+    from: "export const SKILL_NAME = /^(?!__)[a-z_]",
+    to: "export const SKILL_NAME = /^[a-z_]",
+    tests: ["tests/skills_test.ts"],
+    filter: "skills: save",
   },
   {
     name: "MYSQL_PWD is no secret name",

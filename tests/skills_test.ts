@@ -173,6 +173,8 @@ Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
         code: "from mcp_tools import filesystem\ndef bad_tool():\n    return filesystem.nope()",
       }, /filesystem\.nope: no such function/],
       [{ name: "Bad-Name", code: "def x(): pass" }, /not a valid skill name/],
+      // The package's own names: `from skills import __path__` is no skill.
+      [{ name: "__getattr__", code: "def __getattr__(): pass" }, /not a valid skill name/],
     ];
     for (const [args, message] of cases) {
       const r = await call(server, "save_skill", { description: "x", ...args });
@@ -180,6 +182,18 @@ Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
       assert.match(r.text, message);
     }
     assert.equal(((await call(server, "list_skills", {})).data!.skills as unknown[]).length, 1);
+  });
+
+  await t.step("a skill named like a module the package uses is that skill", async () => {
+    // Attacker 50: `_warnings` and `_importlib` imported the package's aliases of Python's modules.
+    for (const name of ["_warnings", "_importlib", "_stale"]) {
+      const code = `def ${name}():\n    return "${name} skill"\n`;
+      const saved = await call(server, "save_skill", { name, code, description: "x" });
+      assert.equal(saved.isError, false, saved.text);
+      const r = await server.execute({ code: `from skills import ${name}\n${name}()` });
+      assert.equal(r.result, `${name} skill`, r.text);
+      assert.equal((await call(server, "delete_skill", { name })).isError, false);
+    }
   });
 
   await t.step("a deleted skill is gone", async () => {

@@ -42,7 +42,8 @@ export interface SkillStatus {
   reasons: string[];
 }
 
-export const SKILL_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
+/** A skill's name: a Python name, not a dunder one (the package's own `__getattr__`, `__path__`). */
+export const SKILL_NAME = /^(?!__)[a-z_][a-z0-9_]{0,63}$/;
 
 /**
  * How much the skills may hold: every sandbox is sent every skill's code (as JSON, where a
@@ -350,18 +351,15 @@ function readGeneration(dir: string): string {
  * warns, once, when `stale` holds a warning for it). The warnings are JSON, which Python reads.
  */
 function skillsInit(stale: Record<string, string>): string {
-  return `import importlib as _importlib
-import warnings as _warnings
-
-_STALE = ${JSON.stringify(stale)}
-
-def __getattr__(name):
+  // No name of its own but `__getattr__`, or it would stand for a skill of that name.
+  return `def __getattr__(name, _stale=${JSON.stringify(stale)}):
+    import importlib, warnings
     try:
-        module = _importlib.import_module(f"skills._skill_{name}")
+        module = importlib.import_module(f"skills._skill_{name}")
     except ModuleNotFoundError:
         raise AttributeError(f"no skill named {name!r}") from None
-    if name in _STALE:
-        _warnings.warn(_STALE.pop(name), stacklevel=2)
+    if name in _stale:
+        warnings.warn(_stale.pop(name), stacklevel=2)
     return getattr(module, name)
 `;
 }
