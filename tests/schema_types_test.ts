@@ -275,11 +275,15 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         "notes.markdown",
         "sk-livedeadbeefcafe",
         "xoxb-123-456-abc",
-        "tok_visa",
+        "tok_1MqLxX2eZvKYlo2C",
         "ghp_abcdefghij",
+        "dop_v1_abcdef0123",
+        "sess_abcdefghijklmnop",
         "eyJhbGciOiJIUzI1NiJ9",
         "ssn-078-05-1120",
         "user_1234",
+        "user1234",
+        "ip_10_0_0_1",
       ];
       for (const key of data) {
         assert.equal(isFieldName(key), false, key);
@@ -306,6 +310,12 @@ Deno.test("shapeOf() and mergeShapes() keep keys and types, never values", async
         "token_type",
         "sha3_hash",
         "v2",
+        "sk_id",
+        "pk_id",
+        "tok_count",
+        "http_200",
+        "soil_moisture_100_to_255cm",
+        "x509Certificate",
       ];
       for (const key of names) assert.equal(isFieldName(key), true, key);
       // Ids of letters alone pass for names; results keyed by different ones are a mapping.

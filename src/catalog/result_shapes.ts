@@ -26,10 +26,18 @@ const ONE_CASE_WITH_INNER_DIGIT =
   /^(?:[A-Z0-9]*[A-Z][0-9]+[A-Z][A-Z0-9]*|[a-z0-9]*[a-z][0-9]+[a-z][a-z0-9]*)$/;
 /** A domain or a file name: "example.com", "README.md", "photo.JPG", "notes.markdown". */
 const DOTTED_NAME = /\.[A-Za-z][A-Za-z0-9]{0,9}$/;
-/** How well-known tokens start: Stripe, Slack, GitHub, GitLab and OpenAI keys, a JWT. */
-const TOKEN_PREFIX = /^(?:(?:sk|pk|rk|tok|xox[abprs]|gh[opsu]|github_pat|glpat)[-_]|eyJ)/;
-/** A run of three digits or more between separators: "ssn-078-05-1120", "user_1234". */
-const DIGITS_PART = /(?:^|[_.$@-])[0-9]{3,}(?=$|[_.$@-])/;
+/**
+ * A well-known token: a Stripe, Slack, GitHub, GitLab, DigitalOcean or OpenAI key's prefix and 8
+ * characters or more ("sk-livedeadbeefcafe", not "sk_id" or "tok_count"), or a JWT.
+ */
+const TOKEN_PREFIX =
+  /^(?:(?:sk|pk|rk|tok|sess|xox[abprs]|gh[opsu]|github_pat|glpat|dop_v1)[-_][\w-]{8,}|eyJ)/;
+/**
+ * Numbers that are data: a run of four digits or more between separators or at the end
+ * ("ssn-078-05-1120", "user_1234", "user1234"; not "http_200"), or three numbers or more
+ * ("ip_10_0_0_1").
+ */
+const DIGITS_PART = /(?:^|[_.$@-])[0-9]{4,}(?=$|[_.$@-])|[0-9]{4,}$|(?:[0-9]+[^0-9]+){2}[0-9]+/;
 
 /**
  * Whether `key` reads as a field name rather than data. Generated ids and tokens read as runs
