@@ -95,6 +95,8 @@ Deno.test("checkBind() and guardRequest() decide who may talk to the HTTP server
     403,
   );
   assert.equal(guardRequest(headers({ host: "127.0.0.1:8788" }), options)?.status, 401);
+  const lower = { authorization: "bearer a-long-enough-token-value" };
+  assert.equal(guardRequest(headers({ host: "127.0.0.1:8788", ...lower }), options), null);
   assert.equal(
     guardRequest(headers({ host: "127.0.0.1:8788", authorization: "Bearer wrong" }), options)
       ?.status,

@@ -135,7 +135,8 @@ export function guardRequest(
     };
   }
   if (options.token !== undefined) {
-    const given = /^Bearer (.+)$/.exec(headers.get("authorization") ?? "")?.[1] ?? "";
+    // The scheme's name is case-insensitive (RFC 9110, 11.1).
+    const given = /^Bearer (.+)$/i.exec(headers.get("authorization") ?? "")?.[1] ?? "";
     if (!constantTimeEqual(given, options.token)) {
       return {
         status: 401,
