@@ -953,3 +953,45 @@ Deno.test("toolCallLines() counts a tool's successful calls and shows each faile
   assert.equal(lines.length, 3 + 19 + 1);
   assert.equal(lines.at(-1), "... and 6 more failed calls (see tool_calls)");
 });
+
+Deno.test("attack: an approve glob written with the names scripts use still asks", async () => {
+  // Attacker 51: `approve: ["my_db.*"]` for the server "my-db" (the module scripts import) let
+  // every call through unasked, while the tool description said they waited for a person.
+  const upstream = await startUpstream();
+  const catalog = new Catalog([{
+    server: "my-db",
+    description: "A database.",
+    tools: [{ server: "my-db", name: "run-query", inputSchema: { type: "object" } }],
+  }]);
+  assert.equal(catalog.server("my-db")!.moduleName, "my_db");
+  for (const approve of [["my_db.*"], ["my_db.run_query"], ["my-db.run-query"]]) {
+    const asked: string[] = [];
+    const gate = new ToolGate({
+      profile: makeProfile("p", {}, { approve }),
+      catalog: () => catalog,
+      session: () => Promise.resolve({ client: upstream.client }),
+      redact: createRedactor([SECRET]),
+      callTimeoutMs: 5000,
+      approve: (question) => {
+        asked.push(question.tool);
+        return Promise.resolve("declined");
+      },
+    });
+    const reply = await gate.call({ server: "my-db", tool: "run-query", arguments: {} });
+    assert.deepEqual(asked, ["run-query"], approve.join());
+    assert.ok("error" in reply && reply.error.kind === "denied", JSON.stringify(reply));
+    await gate.close();
+  }
+  // The allow list is not widened by them: `allowed_tools` names MCP tools only.
+  const narrow = new ToolGate({
+    profile: makeProfile("p", {}, { allowed_tools: ["my_db.*"] }),
+    catalog: () => catalog,
+    session: () => Promise.resolve({ client: upstream.client }),
+    redact: createRedactor([SECRET]),
+    callTimeoutMs: 5000,
+  });
+  const refused = await narrow.call({ server: "my-db", tool: "run-query", arguments: {} });
+  assert.match(JSON.stringify(refused), /does not allow my-db\.run-query/);
+  await narrow.close();
+  await upstream.close();
+});

@@ -2363,6 +2363,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "skills: save",
   },
   {
+    name: "an approve glob in the names scripts use asks nothing",
+    file: "src/policy/tool_policy.ts",
+    from: "(pythonName !== undefined &&",
+    to: "(false &&",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "approve glob written",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

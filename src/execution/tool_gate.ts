@@ -133,12 +133,18 @@ export class ToolGate {
     const { profile } = this.#deps;
     const decision = this.#ended.signal.aborted
       ? { allowed: false as const, reason: "the script has already ended" }
-      : decideToolCall(params.server, params.tool, {
-        name: profile.name,
-        allowed_tools: profile.allowed_tools,
-        approve: profile.approve,
-        tool_calls: profile.limits.tool_calls,
-      }, this.calls.length);
+      : decideToolCall(
+        params.server,
+        params.tool,
+        {
+          name: profile.name,
+          allowed_tools: profile.allowed_tools,
+          approve: profile.approve,
+          tool_calls: profile.limits.tool_calls,
+        },
+        this.calls.length,
+        this.#pythonName(params.server, params.tool),
+      );
     this.calls.push(record);
     if (!decision.allowed) return denied(record, decision.reason);
     // What the host holds of a call while it runs is a few times its arguments: bounded across
@@ -159,6 +165,13 @@ export class ToolGate {
     } finally {
       this.#argumentBytes -= bytes;
     }
+  }
+
+  /** How scripts name `server.tool` (its module and function), when the catalog lists it. */
+  #pythonName(server: string, tool: string): { module: string; function: string } | undefined {
+    const entry = this.#deps.catalog().server(server);
+    const spec = entry?.server === server ? entry.specs.find((s) => s.tool === tool) : undefined;
+    return entry && spec ? { module: entry.moduleName, function: spec.pyName } : undefined;
   }
 
   async #approveAndRoute(

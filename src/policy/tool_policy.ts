@@ -50,6 +50,12 @@ export function decideToolCall(
     tool_calls: number;
   },
   callsSoFar: number,
+  /**
+   * The tool as scripts name it (`my_db.get` for the MCP `my-db.get`): an `approve` glob written
+   * that way asks too, since stubs and the index show those names. Only approvals: asking more
+   * is the safe side, allowing more is not.
+   */
+  pythonName?: { module: string; function: string },
 ): ToolDecision {
   if (callsSoFar >= policy.tool_calls) {
     return {
@@ -66,7 +72,10 @@ export function decideToolCall(
       })`,
     };
   }
-  return { allowed: true, needsApproval: isToolAllowed(server, tool, policy.approve) };
+  const needsApproval = isToolAllowed(server, tool, policy.approve) ||
+    (pythonName !== undefined &&
+      isToolAllowed(pythonName.module, pythonName.function, policy.approve));
+  return { allowed: true, needsApproval };
 }
 
 /** A profile's allowed_tools as a denial names them: the first five (pure). */
