@@ -747,21 +747,77 @@ Deno.test("attack: the close variants real pasted configs use are scrubbed too",
   ]);
 });
 
+Deno.test("attack: tokens in pasted configs of proxies and gateways are scrubbed", () => {
+  // Attacker 51: supergateway, mcp-proxy and Smithery forms, and a percent-encoded password.
+  const parsed = parseConfigFile({
+    servers: {
+      gateway: { command: "npx", args: ["supergateway", "--oauth2Bearer", "afk_Q8wN3zLp7RtY2v"] },
+      proxy: {
+        command: "uvx",
+        args: [
+          "mcp-proxy",
+          "--headers",
+          "x-api-key",
+          "sk-LfQ8wN3zLp7RtY",
+          "-H",
+          "Authorization",
+          "Bearer lin_Q8wN3zLp7R",
+        ],
+      },
+      smithery: { command: "npx", args: ['--config={"apiKey":"cfgQ8wN3zLp7RtY"}'] },
+      headers: { command: "node", env: { HEADERS: '{"Authorization":"lin_api_Q8wN3zLp"}' } },
+      db: { command: "node", args: ["postgresql://app:Pa%24%24w0rd%40Prod@db.internal/app"] },
+      aws: {
+        command: "docker",
+        args: ["-e", "AWS_SECRET_ACCESS_KEY=/wJalrXUtnFEMIK7MDENGbPxRfiCYEX"],
+      },
+    },
+  }, ctx);
+  assert.deepEqual(parsed.unavailable, []);
+  assert.deepEqual(parsed.secrets.sort(), [
+    "/wJalrXUtnFEMIK7MDENGbPxRfiCYEX",
+    "Pa$$w0rd@Prod",
+    "Pa%24%24w0rd%40Prod",
+    "afk_Q8wN3zLp7RtY2v",
+    "cfgQ8wN3zLp7RtY",
+    "lin_Q8wN3zLp7R",
+    "lin_api_Q8wN3zLp",
+    "sk-LfQ8wN3zLp7RtY",
+  ]);
+});
+
 Deno.test("settings under secret-sounding names are neither scrubbed nor a reason to refuse", () => {
   // Attacker 50: these stopped their servers, or took common words out of every result.
   const parsed = parseConfigFile({
     servers: {
       hf: {
         command: "node",
-        args: ["--sort-key", "created_at", "--auth-mode=readonly", "--token-env", "GITHUB_TOKEN"],
+        args: [
+          "--sort-key",
+          "created_at",
+          "--auth-mode=readonly",
+          "--token-env",
+          "GITHUB_TOKEN",
+          "--partition-key",
+          "customerId",
+          "--max-tokens",
+          "100000000",
+          "--auth-mode",
+          "ReadOnly",
+        ],
         env: {
           TOKENIZERS_PARALLELISM: "false",
           MAX_TOKENS: "4096",
-          DISABLE_AUTH: "true",
-          AUTH_TYPE: "oauth",
+          DISABLE_AUTH: "True",
+          AUTH_TYPE: "Bearer",
+          AUTH_PROVIDER: "oauth2",
+          TOKEN_URL: "https://oauth2.example.com/token",
         },
       },
-      keyed: { command: "node", args: ["--private-key", "/home/me/.ssh/id_ed25519"] },
+      keyed: {
+        command: "node",
+        args: ["--private-key", "/home/me/.ssh/id_ed25519", "-e", "SSH_KEY=id_ed25519.pub"],
+      },
       short: { command: "node", env: { API_KEY: "abc123" } },
     },
   }, ctx);

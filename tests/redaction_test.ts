@@ -200,3 +200,16 @@ Deno.test("secretProblem() refuses secrets that cannot be scrubbed safely", asyn
     });
   }
 });
+
+Deno.test("attack: keys scrubbed alike stay apart, and a __proto__ key stays a key", () => {
+  // Attacker 51: two keys that were secrets became one `[REDACTED]`, and a value was lost.
+  const redact = createRedactor(["createdAtSecret", "customerIdSecret"]);
+  assert.deepEqual(redact.json({ createdAtSecret: "x", customerIdSecret: "c-1", id: 1 }), {
+    "[REDACTED]": "x",
+    "[REDACTED] 2": "c-1",
+    id: 1,
+  });
+  const scrubbed = redact.json(JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'));
+  assert.deepEqual(Object.keys(scrubbed), ["__proto__", "a"]);
+  assert.equal((scrubbed as { polluted?: boolean }).polluted, undefined);
+});

@@ -175,6 +175,7 @@ Deno.test("skills: save, import, overwrite, search, delete", async (t) => {
       [{ name: "Bad-Name", code: "def x(): pass" }, /not a valid skill name/],
       // The package's own names: `from skills import __path__` is no skill.
       [{ name: "__getattr__", code: "def __getattr__(): pass" }, /not a valid skill name/],
+      [{ name: "_skill_first_line", code: "def _skill_first_line(): pass" }, /not a valid skill/],
     ];
     for (const [args, message] of cases) {
       const r = await call(server, "save_skill", { description: "x", ...args });

@@ -24,14 +24,18 @@ const NAME_WORD = /[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+/g;
 /** Letters of one case with a digit inside them: "UA1B2C3D4E", "k3jx9qwe2z". */
 const ONE_CASE_WITH_INNER_DIGIT =
   /^(?:[A-Z0-9]*[A-Z][0-9]+[A-Z][A-Z0-9]*|[a-z0-9]*[a-z][0-9]+[a-z][a-z0-9]*)$/;
-/** A domain or a file name: "example.com", "README.md", "photo.JPG", "notes.markdown". */
-const DOTTED_NAME = /\.[A-Za-z][A-Za-z0-9]{0,9}$/;
 /**
- * A well-known token: a Stripe, Slack, GitHub, GitLab, DigitalOcean or OpenAI key's prefix and 8
+ * A domain or a file name: "example.com", "README.md", "photo.JPG", "notes.markdown",
+ * "acme.international", "example.xn--p1ai".
+ */
+const DOTTED_NAME = /\.[A-Za-z][A-Za-z0-9-]{0,24}$/;
+/**
+ * A well-known token: a Stripe, Slack, GitHub, GitLab, DigitalOcean, Hugging Face or OpenAI key's
+ * prefix and 8
  * characters or more ("sk-livedeadbeefcafe", not "sk_id" or "tok_count"), or a JWT.
  */
 const TOKEN_PREFIX =
-  /^(?:(?:sk|pk|rk|tok|sess|xox[abprs]|gh[opsu]|github_pat|glpat|dop_v1)[-_][\w-]{8,}|eyJ)/;
+  /^(?:(?:sk|pk|rk|tok|sess|hf|xox[abprs]|gh[opsu]|github_pat|glpat|dop_v1)[-_][\w-]{8,}|eyJ)/;
 /**
  * Numbers that are data: a run of four digits or more between separators or at the end
  * ("ssn-078-05-1120", "user_1234", "user1234"; not "http_200"), or three numbers or more

@@ -21,7 +21,7 @@ import { proxySecrets, urlCredentials } from "../upstream/network_env.ts";
 import { type TrustedPath, trustedPaths } from "../policy/trusted_paths.ts";
 import { isThisServer } from "./this_server.ts";
 import { closestName, didYouMean } from "./did_you_mean.ts";
-import { isShortSetting, literalSecretValues, SECRET_NAME } from "./literal_secrets.ts";
+import { isSecretEnvName, isShortSetting, literalSecretValues } from "./literal_secrets.ts";
 export { SECRET_NAME } from "./literal_secrets.ts";
 import { parseJsonc } from "../_util/jsonc.ts";
 
@@ -372,7 +372,7 @@ export function parseConfigFile(
       }
     } else {
       for (const [key, value] of Object.entries(server.env)) {
-        if (SECRET_NAME.test(key) && !isShortSetting(value)) addSecret(value, `env "${key}"`);
+        if (isSecretEnvName(key) && !isShortSetting(value)) addSecret(value, `env "${key}"`);
       }
     }
     // A secret too short to scrub would leak quietly through every scrubbed surface.

@@ -28,38 +28,67 @@ import { MIN_SECRET_LENGTH } from "../policy/redaction.ts";
 /**
  * An environment variable's name that says its value is a secret, however it is written
  * (`GITHUB_TOKEN`, `api_key`, `DB_PASS`, `NOTION_AUTH`, `AWS_SECRET_ACCESS_KEY`, `GH_PAT`,
- * `MYSQL_PWD`, `SSH_PASSPHRASE`; not `PWD`, the shell's working folder).
+ * `MYSQL_PWD`, `SSH_PASSPHRASE`, `LINKEDIN_COOKIE`; not `PWD`, the shell's working folder).
  */
 export const SECRET_NAME =
-  /TOKEN|SECRET|PASSW|PASSPHRASE|(^|_)PASS$|_PWD$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$/i;
+  /TOKEN|SECRET|PASSW|PASSPHRASE|(^|_)PASS$|_PWD$|CREDENTIAL|(^|_)AUTH($|_)|(^|_)(API_?)?KEY$|(^|_)PAT$|(^|_)COOKIE$/i;
 
 /**
- * A setting's, flag's, URL parameter's, header's or JSON key's name that says secret: `-` and
- * `.` read as `_`, camelCase as words (`tavilyApiKey` as `tavily_Api_Key`); ODBC's `Pwd` too.
+ * Words that make a secret-sounding name a setting about the secret, not the secret
+ * (`TOKEN_URL`, `--token-file`, `AUTH_MODE`, `--auth-type`, `MAX_TOKENS`, `PASSWORD_MIN_LENGTH`).
+ */
+const ABOUT_A_SECRET =
+  /(^|_)(URL|URI|ENDPOINT|FILE|PATH|DIR|MODE|TYPE|METHOD|PROVIDER|MAX|MIN|LIMIT|COUNT|LENGTH|SIZE|TTL|TIMEOUT|EXPIRY|TOKENS|TOKENIZER|TOKENIZERS)($|_)/i;
+
+/** A name's words joined by `_`: `-` and `.` read as `_`, camelCase split (`tavilyApiKey`). */
+function nameWords(name: string): string {
+  return name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/[-.]/g, "_");
+}
+
+/** Whether an `env` name says its value is a secret (`SECRET_NAME`, a camelCase name too). */
+export function isSecretEnvName(name: string): boolean {
+  const words = nameWords(name);
+  return SECRET_NAME.test(words) && !ABOUT_A_SECRET.test(words);
+}
+
+/**
+ * A setting's, flag's, URL parameter's, header's or JSON key's name that says secret: as an
+ * env name, or a bearer credential or an `Authorization` header by name (`--oauth2Bearer`,
+ * `-H Authorization V`); ODBC's `Pwd` too.
  */
 function isSecretSetting(name: string): boolean {
-  const words = name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/[-.]/g, "_");
-  return SECRET_NAME.test(words) || /^pwd$/i.test(name);
+  const words = nameWords(name);
+  return isSecretEnvName(name) || /^pwd$/i.test(name) ||
+    (/(^|_)(BEARER|AUTHORIZATION)($|_)/i.test(words) && !ABOUT_A_SECRET.test(words));
 }
 
 /**
  * Whether a value found by a guess from a name reads as a setting rather than a secret: a word
- * or name in one case (`created_at`, `readonly`, `bert-base-uncased`, `GITHUB_TOKEN`) or a path
- * (`/home/me/.ssh/id_ed25519`). Taken for a secret, it would be scrubbed from every result.
+ * or name (`created_at`, `readonly`, `createdAt`, `ReadOnly`, `GITHUB_TOKEN`), words with a
+ * few digits between separators (`github-oauth2`, `cl100k_base`), or a path of two
+ * parts or more (`/home/me/.ssh/id_ed25519`, `keys\\id_rsa`) or a file name (`id_ed25519.pub`).
+ * Taken for a secret, it would be scrubbed from
+ * every result.
  */
 function readsAsSetting(value: string): boolean {
+  const digits = value.replace(/[^0-9]/g, "").length;
   return /^[a-z][a-z_.-]*$/.test(value) || /^[A-Z][A-Z_]*$/.test(value) ||
-    /^(?:\/|~\/|\.\.?\/|[A-Za-z]:[\\/])/.test(value);
+    /^[a-z]+(?:[A-Z][a-z]+)+$/.test(value) || /^(?:[A-Z][a-z]+)+$/.test(value) ||
+    (/^[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+$/.test(value) && digits <= 3) ||
+    /^(?:\/[^/\s]+\/[^/\s]|~\/|\.\.?\/|[A-Za-z]:[\\/])/.test(value) || value.includes("\\") ||
+    /^[\w-]+\.[a-z]{2,4}$/.test(value);
 }
 
 /**
  * Whether an `env` value under a secret name is a setting too short to be a secret, which is
  * neither scrubbed nor a reason to refuse the server: a number, `true`/`false`/`none` and the
- * like, or a word in lower case (`MAX_TOKENS=4096`, `DISABLE_AUTH=true`, `AUTH_TYPE=oauth`).
+ * like, or a word (`MAX_TOKENS=4096`, `DISABLE_AUTH=True`, `AUTH_TYPE=oauth2`).
  */
 export function isShortSetting(value: string): boolean {
   return value.length < MIN_SECRET_LENGTH &&
-    (/^[0-9]+$/.test(value) || /^[a-z][a-z_-]*$/.test(value) || /^(?:TRUE|FALSE)$/.test(value));
+    (/^[0-9]+$/.test(value) || /^[a-z][a-z_-]*$/.test(value) ||
+      /^[A-Za-z][a-z-]*[0-9]?$/.test(value) ||
+      /^(?:TRUE|FALSE)$/.test(value));
 }
 
 /** The literal secrets of `server`, each as the server's process and messages would show it. */
@@ -67,6 +96,7 @@ export function literalSecretValues(server: ServerConfig): string[] {
   const found = server.kind === "stdio"
     ? [
       ...flagValues(server.args),
+      ...headerPairValues(server.args),
       ...server.args.flatMap(inTextValues),
       ...Object.values(server.env).flatMap(inTextValues),
     ]
@@ -85,12 +115,26 @@ function flagValues(words: readonly string[]): string[] {
     .filter((v) => !readsAsSetting(v));
 }
 
+/**
+ * Values of secret-named headers given as two words after a header flag: `-H Authorization V`,
+ * `--headers x-api-key V` (mcp-proxy's form).
+ */
+function headerPairValues(words: readonly string[]): string[] {
+  return words.flatMap((word, i) =>
+    i >= 1 && i + 1 < words.length && /^(-H|--headers?)$/.test(words[i - 1]!) &&
+      /^[A-Za-z][A-Za-z0-9-]*$/.test(word) &&
+      (isSecretSetting(word) || /^(proxy-)?authorization$|^cookie$/i.test(word))
+      ? [words[i + 1]!.replace(/^(?:Bearer|Basic|Token)\s+/i, "")]
+      : []
+  );
+}
+
 /** Where a shell word ends: a space or an operator. */
 const WORD_BREAK = /[\s;&|()]+/;
 /** A URL in text (`scheme://` up to a space, a quote or a shell operator). */
 const URL_IN_TEXT = /[A-Za-z][A-Za-z0-9+.-]{0,31}:\/\/[^\s'"`;|)]*/g;
 /** `Authorization: Bearer V`, `X-Api-Key: V`: a header as a command line gives it. */
-const HEADER = /(?:^|[\s"'])([A-Za-z][A-Za-z0-9-]*):\s*(?:(?:Bearer|Basic|Token)\s+)?([^\s"']+)/gi;
+const HEADER = /(?:^|[\s"'=])([A-Za-z][A-Za-z0-9-]*):\s*(?:(?:Bearer|Basic|Token)\s+)?([^\s"']+)/gi;
 /** `API_KEY="V W"`: a setting given a quoted value, which may hold spaces. */
 const QUOTED_SETTING = /(?:^|[\s;&|(])([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|'([^']*)')/g;
 /** `Password = V`: a connection string's setting (`;` between them), spaces around its `=`. */
@@ -106,10 +150,12 @@ const SCHEME_VALUE = /(?:^|[\s"'=:])(?:Bearer|Basic|Token)\s+([^\s"';]+)/gi;
 function inTextValues(text: string): string[] {
   const words = text.split(WORD_BREAK).filter(Boolean).map((w) => w.replace(/^["']+|["']+$/g, ""));
   return [
-    ...replacedParts(text, (t, marker) => withoutUrlPasswords(t, marker, () => false)),
+    ...replacedParts(text, (t, marker) => withoutUrlPasswords(t, marker, () => false))
+      .flatMap((password) => [password, decodedOrSame(password)]),
     ...replacedParts(text, withoutPathTokens),
     ...[...text.matchAll(URL_IN_TEXT)].flatMap(([url]) => urlParameterValues(url)),
     ...flagValues(words),
+    ...headerPairValues(words),
     ...[...text.matchAll(HEADER)].flatMap(([, name, value]) =>
       isSecretSetting(name!) || /^(proxy-)?authorization$|^cookie$/i.test(name!) ? [value!] : []
     ),
@@ -124,6 +170,7 @@ function inTextValues(text: string): string[] {
         : [];
     }),
     ...jsonMemberValues(text),
+    ...jsonMemberValues(text.slice(text.indexOf("=") + 1)),
   ];
 }
 
@@ -188,4 +235,13 @@ export function replacedParts(
   }
   const rebuilt = kept[0]! + parts.map((p, i) => p + kept[i + 1]!).join("");
   return rebuilt === text ? parts : [text];
+}
+
+/** `text` percent-decoded (a URL's password as a driver reads it), or as it is if it is not. */
+function decodedOrSame(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

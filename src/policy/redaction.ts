@@ -80,9 +80,21 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
     // overflow the stack where a reply nests thousands of levels deep).
     if (depth >= MAX_WALKED_DEPTH) return scrubbedJsonText(value, text) as T;
     if (Array.isArray(value)) return value.map((v) => json(v, depth + 1)) as T;
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [text(k), json(v, depth + 1)]),
-    ) as T;
+    // Two keys scrubbed alike stay two members: the second is `[REDACTED] 2`, and so on.
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const key = text(k);
+      let unique = key;
+      for (let n = 2; Object.hasOwn(out, unique); n++) unique = `${key} ${n}`;
+      // Defined, not assigned: a key `__proto__` is a member like any other (as fromEntries made it).
+      Object.defineProperty(out, unique, {
+        value: json(v, depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out as T;
   };
   return { text, json: (value) => json(value), lineBreaks };
 }

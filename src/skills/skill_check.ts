@@ -15,7 +15,7 @@ export type SkillCheck =
 
 export function checkSkillName(name: string): string | null {
   if (!SKILL_NAME.test(name) || isPythonKeyword(name)) {
-    return `"${name}" is not a valid skill name (lowercase letters, digits and _, not starting with __, not a Python keyword)`;
+    return `"${name}" is not a valid skill name (lowercase letters, digits and _, not starting with __ or _skill_, not a Python keyword)`;
   }
   return null;
 }

@@ -42,8 +42,11 @@ export interface SkillStatus {
   reasons: string[];
 }
 
-/** A skill's name: a Python name, not a dunder one (the package's own `__getattr__`, `__path__`). */
-export const SKILL_NAME = /^(?!__)[a-z_][a-z0-9_]{0,63}$/;
+/**
+ * A skill's name: a Python name, not a dunder one (the package's own `__getattr__`, `__path__`)
+ * nor one of its modules' (`_skill_<name>`, which the package has as an attribute once imported).
+ */
+export const SKILL_NAME = /^(?!__|_skill_)[a-z_][a-z0-9_]{0,63}$/;
 
 /**
  * How much the skills may hold: every sandbox is sent every skill's code (as JSON, where a
