@@ -765,6 +765,7 @@ Deno.test("attack: tokens in pasted configs of proxies and gateways are scrubbed
         ],
       },
       smithery: { command: "npx", args: ['--config={"apiKey":"cfgQ8wN3zLp7RtY"}'] },
+      wrapped: { command: "sh", args: ["-c", "mcp-proxy -H X-Api-Key tok_InOneArg123 http://x"] },
       headers: { command: "node", env: { HEADERS: '{"Authorization":"lin_api_Q8wN3zLp"}' } },
       db: { command: "node", args: ["postgresql://app:Pa%24%24w0rd%40Prod@db.internal/app"] },
       aws: {
@@ -783,6 +784,7 @@ Deno.test("attack: tokens in pasted configs of proxies and gateways are scrubbed
     "lin_Q8wN3zLp7R",
     "lin_api_Q8wN3zLp",
     "sk-LfQ8wN3zLp7RtY",
+    "tok_InOneArg123",
   ]);
 });
 

@@ -2418,14 +2418,6 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/redaction_test.ts"],
   },
   {
-    name: "a result key __proto__ sets the prototype of what the script gets",
-    file: "src/policy/redaction.ts",
-    from:
-      "Object.defineProperty(out, unique, {\n        value: json(v, depth + 1),\n        enumerable: true,\n        writable: true,\n        configurable: true,\n      });",
-    to: "out[unique] = json(v, depth + 1);",
-    tests: ["tests/redaction_test.ts"],
-  },
-  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -86,13 +86,8 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
       const key = text(k);
       let unique = key;
       for (let n = 2; Object.hasOwn(out, unique); n++) unique = `${key} ${n}`;
-      // Defined, not assigned: a key `__proto__` is a member like any other (as fromEntries made it).
-      Object.defineProperty(out, unique, {
-        value: json(v, depth + 1),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      // Deno has no `__proto__` accessor: a key `__proto__` is a member like any other.
+      out[unique] = json(v, depth + 1);
     }
     return out as T;
   };
