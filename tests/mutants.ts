@@ -2292,8 +2292,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "an Authorization header in args is not read",
     file: "src/config/literal_secrets.ts",
-    from:
-      "isSecretSetting(name!) || /^(proxy-)?authorization$|^cookie$/i.test(name!) ? [value!] : []",
+    from: "isSecretSetting(name!) ? [value!] : []",
     to: "[]",
     tests: ["tests/config_test.ts"],
     filter: "variants",

@@ -5,17 +5,18 @@
  * scrub safely is left out rather than refused (the caller's rule). The forms:
  *
  * - in args and in `env` values under any name: `--token=V`, `--api-key V`, `--password:V`,
- *   `GITHUB_TOKEN=V` (after `-e`), `--env=GITHUB_TOKEN=V`, the same inside a command line
- *   (`sh -c "API_KEY='V' node server.js"`) or a value (`Driver=x;Pwd=V;`,
- *   `NODE_OPTIONS=--api-key=V`); a header (`Authorization: Bearer V`, `X-Api-Key: V`); a
- *   secret-named member of a JSON object (`{"braveApiKey": "V"}`); of a URL, its password
- *   (`postgres://app:V@db/app`), a token as its user name or a path segment
- *   (`/mcp/sk-ak-V/sse`), and query or fragment parameters under secret names
- *   (`?access_token=V`, `?tavilyApiKey=V`, `#access_token=V`);
+ *   `--oauth2Bearer V`, `GITHUB_TOKEN=V` (after `-e`), `--env=GITHUB_TOKEN=V`, the same inside a
+ *   command line (`sh -c "API_KEY='V' node server.js"`) or a value (`Driver=x;Pwd=V;`,
+ *   `NODE_OPTIONS=--api-key=V`); a header (`Authorization: Bearer V`, `X-Api-Key: V`,
+ *   `-H Authorization V`); a secret-named member of a JSON object (`{"braveApiKey": "V"}`,
+ *   `--config={…}`); of a URL, its password (`postgres://app:V@db/app`, also percent-decoded), a
+ *   token as its user name or a path segment (`/mcp/sk-ak-V/sse`), and query or fragment
+ *   parameters under secret names (`?access_token=V`, `?tavilyApiKey=V`, `#access_token=V`);
  * - in an HTTP server's URL: the same.
  *
  * A value a name alone points at is not taken when it reads as a setting (`--sort-key
- * created_at`, `--auth-mode=readonly`): see `readsAsSetting`.
+ * created_at`, `--auth-mode=readonly`): see `readsAsSetting`; nor is a name about a secret a
+ * secret name (`TOKEN_URL`, `--token-file`): see `ABOUT_A_SECRET`.
  *
  * Import's detector (clients/secrets.ts) reads more forms with a broader name rule: there a
  * false positive only hides a value in what it prints, here it would scrub it from every result.
@@ -67,8 +68,7 @@ function isSecretSetting(name: string): boolean {
  * or name (`created_at`, `readonly`, `createdAt`, `ReadOnly`, `GITHUB_TOKEN`), words with a
  * few digits between separators (`github-oauth2`, `cl100k_base`), or a path of two
  * parts or more (`/home/me/.ssh/id_ed25519`, `keys\\id_rsa`) or a file name (`id_ed25519.pub`).
- * Taken for a secret, it would be scrubbed from
- * every result.
+ * Taken for a secret, it would be scrubbed from every result.
  */
 function readsAsSetting(value: string): boolean {
   const digits = value.replace(/[^0-9]/g, "").length;
@@ -122,8 +122,7 @@ function flagValues(words: readonly string[]): string[] {
 function headerPairValues(words: readonly string[]): string[] {
   return words.flatMap((word, i) =>
     i >= 1 && i + 1 < words.length && /^(-H|--headers?)$/.test(words[i - 1]!) &&
-      /^[A-Za-z][A-Za-z0-9-]*$/.test(word) &&
-      (isSecretSetting(word) || /^(proxy-)?authorization$|^cookie$/i.test(word))
+      /^[A-Za-z][A-Za-z0-9-]*$/.test(word) && isSecretSetting(word)
       ? [words[i + 1]!.replace(/^(?:Bearer|Basic|Token)\s+/i, "")]
       : []
   );
@@ -157,7 +156,7 @@ function inTextValues(text: string): string[] {
     ...flagValues(words),
     ...headerPairValues(words),
     ...[...text.matchAll(HEADER)].flatMap(([, name, value]) =>
-      isSecretSetting(name!) || /^(proxy-)?authorization$|^cookie$/i.test(name!) ? [value!] : []
+      isSecretSetting(name!) ? [value!] : []
     ),
     ...[...text.matchAll(SCHEME_VALUE)].map(([, value]) => value!),
     ...[...text.matchAll(QUOTED_SETTING)].flatMap(([, name, double, single]) =>
