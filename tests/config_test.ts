@@ -772,10 +772,16 @@ Deno.test("attack: tokens in pasted configs of proxies and gateways are scrubbed
         command: "docker",
         args: ["-e", "AWS_SECRET_ACCESS_KEY=/wJalrXUtnFEMIK7MDENGbPxRfiCYEX"],
       },
+      // Attacker 52: base64 that starts with `/` and holds another is no path.
+      base64: {
+        command: "node",
+        args: ["--aws-secret-access-key", "/k3Jd8QwZp1Lm9Xr/Tb7Vn2Hc5Gf0Ys"],
+      },
     },
   }, ctx);
   assert.deepEqual(parsed.unavailable, []);
   assert.deepEqual(parsed.secrets.sort(), [
+    "/k3Jd8QwZp1Lm9Xr/Tb7Vn2Hc5Gf0Ys",
     "/wJalrXUtnFEMIK7MDENGbPxRfiCYEX",
     "Pa$$w0rd@Prod",
     "Pa%24%24w0rd%40Prod",

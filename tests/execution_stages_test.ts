@@ -958,17 +958,29 @@ Deno.test("attack: an approve glob written with the names scripts use still asks
   // Attacker 51: `approve: ["my_db.*"]` for the server "my-db" (the module scripts import) let
   // every call through unasked, while the tool description said they waited for a person.
   const upstream = await startUpstream();
-  const catalog = new Catalog([{
-    server: "my-db",
-    description: "A database.",
-    tools: [{ server: "my-db", name: "run-query", inputSchema: { type: "object" } }],
-  }]);
+  const tool = (name: string) => ({ server: "my-db", name, inputSchema: { type: "object" } });
+  const catalogOf = (...names: string[]) =>
+    new Catalog([{ server: "my-db", description: "A database.", tools: names.map(tool) }]);
+  const catalog = catalogOf("run-query");
   assert.equal(catalog.server("my-db")!.moduleName, "my_db");
-  for (const approve of [["my_db.*"], ["my_db.run_query"], ["my-db.run-query"]]) {
+  // Attacker 52: the script's module was made before the catalog changed: the tool not listed
+  // yet (it came with list_changed while the call waited), or renamed by a clash since.
+  const renamed = catalogOf("run-query", "run_query");
+  const spec = renamed.server("my-db")!.specs.find((s) => s.tool === "run-query")!;
+  assert.equal(spec.pyName, "run_query_2");
+  const cases: [string[], Catalog][] = [
+    [["my_db.*"], catalog],
+    [["my_db.run_query"], catalog],
+    [["my-db.run-query"], catalog],
+    [["my_db.run_query"], catalogOf()],
+    [["my_db.run_query"], renamed],
+    [["my_db.run_query_2"], renamed],
+  ];
+  for (const [approve, current] of cases) {
     const asked: string[] = [];
     const gate = new ToolGate({
       profile: makeProfile("p", {}, { approve }),
-      catalog: () => catalog,
+      catalog: () => current,
       session: () => Promise.resolve({ client: upstream.client }),
       redact: createRedactor([SECRET]),
       callTimeoutMs: 5000,

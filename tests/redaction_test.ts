@@ -209,6 +209,21 @@ Deno.test("attack: keys scrubbed alike stay apart, and a __proto__ key stays a k
     "[REDACTED] 2": "c-1",
     id: 1,
   });
+  // Attacker 52: keys already named `[REDACTED] n` made each collision count up from 2 again.
+  const crowded: Record<string, number> = {};
+  for (let i = 2; i <= 2_000; i++) crowded[`[REDACTED] ${i}`] = i;
+  for (let i = 1; i <= 300; i++) crowded["createdAtSecret".repeat(i)] = -i;
+  const hasOwn = Object.hasOwn;
+  let lookups = 0;
+  Object.hasOwn = (o: object, k: PropertyKey) => (lookups++, hasOwn(o, k));
+  let spread: object;
+  try {
+    spread = redact.json(crowded);
+  } finally {
+    Object.hasOwn = hasOwn;
+  }
+  assert.equal(Object.keys(spread).length, Object.keys(crowded).length);
+  assert.ok(lookups < 10_000, `${lookups} key lookups`); // counted from 2 each time: 600,000
   const scrubbed = redact.json(JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'));
   assert.deepEqual(Object.keys(scrubbed), ["__proto__", "a"]);
   assert.equal((scrubbed as { polluted?: boolean }).polluted, undefined);

@@ -75,8 +75,22 @@ function readsAsSetting(value: string): boolean {
   return /^[a-z][a-z_.-]*$/.test(value) || /^[A-Z][A-Z_]*$/.test(value) ||
     /^[a-z]+(?:[A-Z][a-z]+)+$/.test(value) || /^(?:[A-Z][a-z]+)+$/.test(value) ||
     (/^[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+$/.test(value) && digits <= 3) ||
-    /^(?:\/[^/\s]+\/[^/\s]|~\/|\.\.?\/|[A-Za-z]:[\\/])/.test(value) || value.includes("\\") ||
-    /^[\w-]+\.[a-z]{2,4}$/.test(value);
+    readsAsPath(value) || /^[\w-]+\.[a-z]{2,4}$/.test(value);
+}
+
+/**
+ * Whether `value` is a path: absolute of two parts or more, from home, relative, or with `\`;
+ * not base64 that starts with `/` (an AWS secret key: `+` or `=` in it, or parts that mix cases
+ * and digits, `/k3Jd8QwZp1Lm9Xr/Tb7Vn2Hc5Gf0`).
+ */
+function readsAsPath(value: string): boolean {
+  if (/[+=\s]/.test(value)) return false;
+  const pathLike = /^(?:\/[^/]+\/[^/]|~\/|\.\.?\/|[A-Za-z]:[\\/])/.test(value) ||
+    value.includes("\\");
+  return pathLike &&
+    value.split(/[\\/]/).every((part) =>
+      !(/[a-z]/.test(part) && /[A-Z]/.test(part) && (part.match(/[0-9]/g)?.length ?? 0) >= 2)
+    );
 }
 
 /**

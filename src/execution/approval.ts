@@ -137,11 +137,18 @@ function asciiKey(key: string): string {
   );
 }
 
-/** How many keys `value` holds, at every level (pure). */
-export function keyCount(value: unknown): number {
-  if (typeof value !== "object" || value === null) return 0;
-  const children = Object.values(value).reduce((n: number, v) => n + keyCount(v), 0);
-  return children + (Array.isArray(value) ? 0 : Object.keys(value).length);
+/**
+ * Whether two keys of one object in `value`, at any level, read alike once scrubbed (`scrub`):
+ * a question would show them as `[REDACTED]` and `[REDACTED] 2`, and a person could not tell
+ * which one holds a secret and which the script named so (pure).
+ */
+export function keysScrubbedAlike(value: unknown, scrub: (text: string) => string): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (!Array.isArray(value)) {
+    const keys = Object.keys(value);
+    if (new Set(keys.map(scrub)).size < keys.length) return true;
+  }
+  return Object.values(value).some((v) => keysScrubbedAlike(v, scrub));
 }
 
 /** Why a call cannot be put to a person, or null when its arguments can be shown. */

@@ -7,6 +7,7 @@
  */
 import { type CallToolResult, type Client, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { Catalog } from "../catalog/catalog.ts";
+import { toIdentifier } from "../catalog/identifiers.ts";
 import { decideToolCall } from "../policy/tool_policy.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import {
@@ -22,7 +23,7 @@ import { NO_TRACING, type TraceSpan, type Tracing } from "../_util/tracing.ts";
 import {
   type Approver,
   denialReason,
-  keyCount,
+  keysScrubbedAlike,
   nobodyToAsk,
   unshowableReason,
 } from "./approval.ts";
@@ -143,7 +144,7 @@ export class ToolGate {
           tool_calls: profile.limits.tool_calls,
         },
         this.calls.length,
-        this.#pythonName(params.server, params.tool),
+        this.#pythonNames(params.server, params.tool),
       );
     this.calls.push(record);
     if (!decision.allowed) return denied(record, decision.reason);
@@ -167,11 +168,18 @@ export class ToolGate {
     }
   }
 
-  /** How scripts name `server.tool` (its module and function), when the catalog lists it. */
-  #pythonName(server: string, tool: string): { module: string; function: string } | undefined {
+  /**
+   * How scripts may name `server.tool`: its names made identifiers (`my_db.run_query` for
+   * `my-db.run-query`), which no catalog change or race moves, and the names the current catalog
+   * gives it, which a clash may have suffixed (`run_query_2`). A sandbox's modules were made
+   * from an earlier catalog, so neither alone is the name its script used.
+   */
+  #pythonNames(server: string, tool: string): { module: string; function: string }[] {
+    const names = [{ module: toIdentifier(server), function: toIdentifier(tool) }];
     const entry = this.#deps.catalog().server(server);
     const spec = entry?.server === server ? entry.specs.find((s) => s.tool === tool) : undefined;
-    return entry && spec ? { module: entry.moduleName, function: spec.pyName } : undefined;
+    if (entry && spec) names.push({ module: entry.moduleName, function: spec.pyName });
+    return names;
   }
 
   async #approveAndRoute(
@@ -190,9 +198,9 @@ export class ToolGate {
           ? []
           : Object.keys(params.arguments).filter((key) => !declared.includes(key)),
       };
-      // Scrubbing writes a secret in a key as a marker: two keys can become one, and the
-      // question would not show what is sent.
-      const unshowable = keyCount(question.arguments) !== keyCount(params.arguments)
+      // Scrubbing writes a secret in a key as a marker: two keys can read alike, and the
+      // question would not show which is which.
+      const unshowable = keysScrubbedAlike(params.arguments, this.#deps.redact.text)
         ? "its argument names hold secrets that would be shown as one"
         : unshowableReason(question);
       if (unshowable) {

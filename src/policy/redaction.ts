@@ -80,12 +80,17 @@ export function createRedactor(secrets: Iterable<string>): Redactor {
     // overflow the stack where a reply nests thousands of levels deep).
     if (depth >= MAX_WALKED_DEPTH) return scrubbedJsonText(value, text) as T;
     if (Array.isArray(value)) return value.map((v) => json(v, depth + 1)) as T;
-    // Two keys scrubbed alike stay two members: the second is `[REDACTED] 2`, and so on.
+    // Two keys scrubbed alike stay two members: the second is `[REDACTED] 2`, and so on. Each
+    // key's count goes on from where it stopped: started again at 2, the search was quadratic in
+    // an object whose own keys already held `[REDACTED] 2`, `[REDACTED] 3`, ...
     const out: Record<string, unknown> = {};
+    const nextSuffix = new Map<string, number>();
     for (const [k, v] of Object.entries(value)) {
       const key = text(k);
       let unique = key;
-      for (let n = 2; Object.hasOwn(out, unique); n++) unique = `${key} ${n}`;
+      let n = nextSuffix.get(key) ?? 2;
+      while (Object.hasOwn(out, unique)) unique = `${key} ${n++}`;
+      nextSuffix.set(key, n);
       // Deno has no `__proto__` accessor: a key `__proto__` is a member like any other.
       out[unique] = json(v, depth + 1);
     }

@@ -51,11 +51,11 @@ export function decideToolCall(
   },
   callsSoFar: number,
   /**
-   * The tool as scripts name it (`my_db.get` for the MCP `my-db.get`): an `approve` glob written
-   * that way asks too, since stubs and the index show those names. Only approvals: asking more
-   * is the safe side, allowing more is not.
+   * The tool as scripts may name it (`my_db.get` for the MCP `my-db.get`): an `approve` glob
+   * written that way asks too, since stubs and the index show those names. Only approvals:
+   * asking more is the safe side, allowing more is not.
    */
-  pythonName?: { module: string; function: string },
+  pythonNames: readonly { module: string; function: string }[] = [],
 ): ToolDecision {
   if (callsSoFar >= policy.tool_calls) {
     return {
@@ -73,8 +73,7 @@ export function decideToolCall(
     };
   }
   const needsApproval = isToolAllowed(server, tool, policy.approve) ||
-    (pythonName !== undefined &&
-      isToolAllowed(pythonName.module, pythonName.function, policy.approve));
+    pythonNames.some((name) => isToolAllowed(name.module, name.function, policy.approve));
   return { allowed: true, needsApproval };
 }
 
