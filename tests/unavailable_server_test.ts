@@ -19,7 +19,7 @@ Deno.test("a server that cannot start with this environment does not stop the ot
         env: { GITHUB_TOKEN: "${CODEMODE_TEST_UNSET_TOKEN}" },
         description: "GitHub.",
       },
-      shorty: { command: "deno", args: dynamic, env: { API_KEY: "abc" } },
+      shorty: { command: "deno", args: dynamic, env: { API_KEY: "a1b" } },
     },
   });
   await using server = await startServer({ args: ["--config", config] });
