@@ -425,6 +425,7 @@ Deno.test("attack: a failed server's stderr shows none of the secrets written in
         env: {
           DATABASE_URL: `postgres://app:${secrets[2]}@db.internal/app`,
           MYSQL_PWD: secrets[3],
+          FIXTURE_ECHO: "DATABASE_URL,MYSQL_PWD",
         },
         cwd: `${ROOT}tests/fixtures`,
       },
