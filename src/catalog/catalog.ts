@@ -143,6 +143,12 @@ export class Catalog {
     return this.#spec(server, tool) !== undefined;
   }
 
+  /** How scripts name `server`'s tool `tool` (MCP names) in this catalog, if it has it. */
+  pythonName(server: string, tool: string): { module: string; function: string } | undefined {
+    const spec = this.#spec(server, tool);
+    return spec && { module: this.#byServer.get(server)!.moduleName, function: spec.pyName };
+  }
+
   /** The spec of `server`'s tool named `tool` (its MCP name), if the catalog has it. */
   #spec(server: string, tool: string): FunctionSpec | undefined {
     return this.#byServer.get(server)?.specs.find((s) => s.tool === tool);

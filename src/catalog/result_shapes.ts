@@ -31,8 +31,7 @@ const ONE_CASE_WITH_INNER_DIGIT =
 const DOTTED_NAME = /\.[A-Za-z][A-Za-z0-9-]{0,24}$/;
 /**
  * A well-known token: a Stripe, Slack, GitHub, GitLab, DigitalOcean, Hugging Face or OpenAI key's
- * prefix and 8
- * characters or more ("sk-livedeadbeefcafe", not "sk_id" or "tok_count"), or a JWT.
+ * prefix and 8 characters or more ("sk-livedeadbeefcafe", not "sk_id" or "tok_count"), or a JWT.
  */
 const TOKEN_PREFIX =
   /^(?:(?:sk|pk|rk|tok|sess|hf|xox[abprs]|gh[opsu]|github_pat|glpat|dop_v1)[-_][\w-]{8,}|eyJ)/;

@@ -183,7 +183,7 @@ function inTextValues(text: string): string[] {
         : [];
     }),
     ...jsonMemberValues(text),
-    ...jsonMemberValues(text.slice(text.indexOf("=") + 1)),
+    ...(text.includes("=") ? jsonMemberValues(text.slice(text.indexOf("=") + 1)) : []),
   ];
 }
 

@@ -175,11 +175,9 @@ export class ToolGate {
    * from an earlier catalog, so neither alone is the name its script used.
    */
   #pythonNames(server: string, tool: string): { module: string; function: string }[] {
-    const names = [{ module: toIdentifier(server), function: toIdentifier(tool) }];
-    const entry = this.#deps.catalog().server(server);
-    const spec = entry?.server === server ? entry.specs.find((s) => s.tool === tool) : undefined;
-    if (entry && spec) names.push({ module: entry.moduleName, function: spec.pyName });
-    return names;
+    const listed = this.#deps.catalog().pythonName(server, tool);
+    const made = { module: toIdentifier(server), function: toIdentifier(tool) };
+    return listed ? [made, listed] : [made];
   }
 
   async #approveAndRoute(

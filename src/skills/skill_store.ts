@@ -348,7 +348,6 @@ function readGeneration(dir: string): string {
   }
 }
 
-/** `from skills import name` yields the function `name` of the module `skills._skill_name`. */
 /**
  * The `skills` package's `__init__`: `from skills import name` imports the skill's module (and
  * warns, once, when `stale` holds a warning for it). The warnings are JSON, which Python reads.
