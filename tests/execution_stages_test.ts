@@ -888,8 +888,8 @@ Deno.test("ToolGate.close() withdraws a question still open, and its call is den
 });
 
 Deno.test("attack: keys that scrubbing would merge are not put to a person", async () => {
-  // Two keys that both hold the secret would be shown as one "[REDACTED]" key, one of them
-  // unseen, while both are sent.
+  // A key that holds the secret and a key the script named "[REDACTED]" read alike once
+  // scrubbed: a person could not tell which of the two is the secret's.
   const upstream = await startUpstream();
   const asked: unknown[] = [];
   const gate = approvingGate(upstream, (question) => {
@@ -902,7 +902,7 @@ Deno.test("attack: keys that scrubbing would merge are not put to a person", asy
     arguments: { text: "hi", [SECRET]: "/etc/shadow", "[REDACTED]": "harmless" },
   });
   assert.equal(asked.length, 0, "not asked");
-  assert.match(JSON.stringify(reply), /argument names hold secrets that would be shown as one/);
+  assert.match(JSON.stringify(reply), /argument names read alike once their secrets are scrubbed/);
   assert.equal(gate.calls[0]!.approval, "unavailable");
   // One key that holds it, alone, is asked about (shown scrubbed).
   await gate.call({ server: "mem", tool: "echo", arguments: { text: "hi", [SECRET]: "x" } });

@@ -199,7 +199,8 @@ export class ToolGate {
       // Scrubbing writes a secret in a key as a marker: two keys can read alike, and the
       // question would not show which is which.
       const unshowable = keysScrubbedAlike(params.arguments, this.#deps.redact.text)
-        ? "its argument names hold secrets that would be shown as one"
+        ? "two of its argument names read alike once their secrets are scrubbed, so a person " +
+          "could not tell them apart"
         : unshowableReason(question);
       if (unshowable) {
         record.approval = "unavailable";
