@@ -57,6 +57,7 @@ Deno.test("a read-write folder other users can reach is named at start, a closed
     );
     assert.equal(warned.length, 1, server.stderr());
     assert.ok(warned[0]!.includes(`${open}/ws`), warned[0]);
+    assert.ok(warned[0]!.includes('profile "outside"'), warned[0]);
   }
   await Deno.remove(closed, { recursive: true });
   await Deno.remove(open, { recursive: true });

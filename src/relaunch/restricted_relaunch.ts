@@ -105,10 +105,12 @@ export async function runRestrictedHost(options: RestrictedHostOptions): Promise
   // machine of one user (the checkout's own workspace profile) it is no danger, and a warning at
   // every start would teach people to overlook warnings.
   const openFolders = options.sayOpenFolders ? foldersOpenToOthers(profiles, uid ?? 0) : [];
-  for (const folder of openFolders) {
+  for (const { folder, profiles: names } of openFolders) {
+    const which = names.map((name) => JSON.stringify(name)).join(", ");
     options.log.info(
-      "a read-write folder other local users can reach: a script can open it to them for a " +
-        "run, and what they do then can outlast it; put it in a folder they cannot enter " +
+      `profile ${which}: a read-write folder other local users can reach: a script of that ` +
+        "profile can open it to them for a run, and what they do then can outlast it. Nothing " +
+        "to do on a machine no one else logs in to; else put it in a folder they cannot enter " +
         "(README, Security model)",
       { folder },
     );

@@ -39,14 +39,29 @@ export function closedAbove(
   return false;
 }
 
+/** A read-write folder other local users can reach, and the profiles that mount it. */
+export interface OpenFolder {
+  folder: string;
+  profiles: string[];
+}
+
 /** The read-write folders of `profiles` that other local users can reach, each once. */
 export function foldersOpenToOthers(
   profiles: Iterable<Profile>,
   uid: number,
   lstat?: (path: string) => { mode: number | null; uid: number | null },
-): string[] {
-  const writable = [...profiles].flatMap((profile) =>
-    profile.folders.flatMap((folder) => folder.mode === "rw" ? [folder.host] : [])
-  );
-  return [...new Set(writable)].filter((folder) => !closedAbove(folder, uid, lstat, writable));
+): OpenFolder[] {
+  const mountedBy = new Map<string, string[]>();
+  for (const profile of profiles) {
+    for (const folder of profile.folders) {
+      if (folder.mode !== "rw") continue;
+      const names = mountedBy.get(folder.host) ?? [];
+      if (!names.includes(profile.name)) names.push(profile.name);
+      mountedBy.set(folder.host, names);
+    }
+  }
+  const writable = [...mountedBy.keys()];
+  return [...mountedBy]
+    .filter(([folder]) => !closedAbove(folder, uid, lstat, writable))
+    .map(([folder, names]) => ({ folder, profiles: names }));
 }
