@@ -5,6 +5,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { MessageLines, readLinesLinearly } from "../src/rpc/message_lines.ts";
 import { defaultTransportFactory } from "../src/upstream/transport.ts";
+import { unreadReplyAnswer } from "../src/upstream/unread_reply.ts";
 
 const encoder = new TextEncoder();
 
@@ -63,7 +64,7 @@ Deno.test("attack: a line past the bound is skipped whole, and told with its sta
       300,
       undefined,
       undefined,
-      (start, end) => told.push([start, end]),
+      (start, end) => void told.push([start, end]),
     );
     const bytes = encoder.encode(`{"jsonrpc":"2.0","id":1,"method":"ping"}\n${line}\n`);
     const at = bytes.indexOf(10) + 1 + cut; // the long line's start split after `cut` bytes
@@ -79,6 +80,48 @@ Deno.test("attack: a line past the bound is skipped whole, and told with its sta
     );
     assert.ok(told[0]![1].endsWith('"end":"tail"}'), `cut ${cut}`);
   }
+});
+
+Deno.test("a message onOversized gives is read in the skipped line's place, in order", () => {
+  const instead = { jsonrpc: "2.0", id: 5, error: { code: -32603, message: "too large" } };
+  const lines = new MessageLines(100, undefined, undefined, () => instead as never);
+  const one = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+  const three = '{"jsonrpc":"2.0","id":3,"method":"ping"}';
+  lines.append(encoder.encode(`${one}\n{"result":"${"x".repeat(300)}","id":5}\n${three}\n`));
+  assert.deepEqual(
+    [lines.readMessage(), lines.readMessage(), lines.readMessage(), lines.readMessage()],
+    [JSON.parse(one), instead, JSON.parse(three), null],
+  );
+});
+
+Deno.test("unreadReplyAnswer() answers the request a message too large to read answered", () => {
+  const answer = (head: string, tail: string, sent?: number) =>
+    unreadReplyAnswer(head, tail, sent, "too large")?.id ?? null;
+  // The TypeScript SDK writes an answer's id last, the Python SDK first; on an event stream
+  // after the event's other fields.
+  assert.equal(
+    answer('{"result":{"content":[{"type":"text","text":"AA', 'A"}]},"jsonrpc":"2.0","id":5}'),
+    5,
+  );
+  assert.equal(
+    answer('{"jsonrpc":"2.0","id":"a-1","result":{"structuredContent":{"method":"GET"', "}}"),
+    "a-1",
+  );
+  assert.equal(answer('{"id":3,"jsonrpc":"2.0","error":{"code":1,"message":"', '"}}'), 3);
+  assert.equal(answer('event: message\r\nid: 4\r\ndata: {"result":{"x":"', '"},"id":9}'), 9);
+  // A server's own request or notification answers nothing: dropped.
+  assert.equal(
+    answer('{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{', "}}"),
+    null,
+  );
+  assert.equal(
+    answer('{"method":"notifications/message","params":{"data":"', '"},"jsonrpc":"2.0"}'),
+    null,
+  );
+  assert.equal(answer('event: message\ndata: {"method":"x","params":{"a":"', '"},"id":9}'), null);
+  assert.equal(answer('{"result":"', "no id"), null);
+  // On a request's own stream, that request, whatever the message is.
+  assert.equal(answer('{"method":"x","params":{"a":"', '"}}', 7), 7);
 });
 
 Deno.test("readLinesLinearly() takes the place of both SDK stdio transports' read buffers", () => {

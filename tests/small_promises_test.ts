@@ -18,6 +18,30 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
     assert.equal(saved.result, 1, saved.text);
   });
 
+  await t.step(
+    "attack: one call with more arguments than a sandbox's line holds raises ToolDenied there",
+    async () => {
+      // The host reads at most MAX_SANDBOX_LINE_BYTES of a sandbox's line, and ends the run as a
+      // protocol violation past it: an honest script's oversized call must not end its run.
+      const code = [
+        "from mcp_tools import memory, ToolDenied",
+        "big = {'name': 'x', 'entityType': 't', 'observations': ['é' * (5 * 1024 * 1024)]}",
+        "try:",
+        "    memory.create_entities(entities=[big])",
+        "    said = 'sent'",
+        "except ToolDenied as e:",
+        "    said = str(e)",
+        "[said, type(memory.read_graph()).__name__]",
+      ].join("\n");
+      const r = await server.execute({ code });
+      assert.equal(r.diagnostics, null, r.text);
+      const [said, graph] = r.result as [string, string];
+      assert.match(said, /the call's arguments are 10\.0 MiB as JSON, .* at most 8\.0 MiB/);
+      assert.equal(graph, "dict", "the next call is sent");
+      assert.equal(r.tool_calls.count, 1, "the refused call never reached the host");
+    },
+  );
+
   await t.step("an input file named outputs is refused before anything runs", async () => {
     for (const name of ["outputs", "outputs/x.txt"]) {
       const r = await server.execute({ code: "1", files: { [name]: "x" } } as never);

@@ -12,7 +12,7 @@ import {
 import { RequestStreams } from "../src/upstream/request_streams.ts";
 import { ReplyBudget } from "../src/upstream/reply_budget.ts";
 import { TokenBucket } from "../src/_util/token_bucket.ts";
-import { delay, startHttpFixture, startServer } from "./_helpers.ts";
+import { delay, ROOT, startHttpFixture, startServer } from "./_helpers.ts";
 
 const MIB = 1024 * 1024;
 
@@ -116,15 +116,19 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
   );
 });
 
-for (const mode of ["http", "sse"] as const) {
+for (const mode of ["http", "sse", "stdio"] as const) {
   Deno.test(`a ${mode} upstream's reply past 10 MiB fails the call, and the host lives on`, async () => {
-    await using fixture = await startHttpFixture(mode);
+    await using fixture = mode === "stdio" ? null : await startHttpFixture(mode);
+    const entry = fixture ? { url: fixture.url, ...(mode === "sse" ? { type: "sse" } : {}) } : {
+      command: "deno",
+      args: ["run", "-A", `${ROOT}tests/fixtures/dynamic_server.ts`, "stdio"],
+    };
     const dir = await Deno.makeTempDir();
     const config = `${dir}/mcp_servers.json`;
     await Deno.writeTextFile(
       config,
       JSON.stringify({
-        servers: { remote: { url: fixture.url, ...(mode === "sse" ? { type: "sse" } : {}) } },
+        servers: { remote: entry },
         settings: { pool_size: 1, permissions_dir: `${Deno.cwd()}/tests/fixtures/permissions` },
       }),
     );
@@ -142,12 +146,14 @@ for (const mode of ["http", "sse"] as const) {
       timeout_s: 120,
     });
     assert.equal(r.success, true, r.text);
-    assert.match(String(r.result), /^(ToolError|UpstreamUnavailable): .*larger than 10 MiB/);
+    assert.match(String(r.result), /^ToolError: .*larger than 10 MiB/);
     const after = await server.execute({
       code: `from mcp_tools import remote\nlen(remote.big_text(bytes=${MIB}))`,
       timeout_s: 120,
     });
     assert.equal(after.result, MIB, after.text);
+    // Only that call failed: the server's connection (its process, over stdio) went on.
+    assert.doesNotMatch(server.stderr(), /disconnected/, server.stderr());
     await Deno.remove(dir, { recursive: true });
   });
 }

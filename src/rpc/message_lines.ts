@@ -15,6 +15,9 @@ interface ReadBufferLike {
   clear(): void;
 }
 
+/** Told of a line skipped as too long: its first and last bytes; may give a message instead. */
+export type OnOversized = (start: string, end: string) => JSONRPCMessage | null | void;
+
 /** The SDK's own bound on a message being read (it closes the connection past it). */
 export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 
@@ -28,8 +31,8 @@ export class MessageLines implements ReadBufferLike {
   #skipping: Uint8Array | null = null;
   /** The last bytes of the line skipped (up to EDGE_BYTES, in pieces). */
   #skippedEnd: Uint8Array[] = [];
-  /** Complete lines not read yet. */
-  #lines: Uint8Array[] = [];
+  /** Complete lines not read yet, and messages read in place of lines skipped. */
+  #lines: (Uint8Array | JSONRPCMessage)[] = [];
   readonly #decoder = new TextDecoder();
 
   constructor(
@@ -40,10 +43,10 @@ export class MessageLines implements ReadBufferLike {
     readonly onInvalid?: (value: unknown) => void,
     /**
      * Told of each line skipped because it is longer than `maxBytes`, when it ends: its first
-     * and last bytes (where a message's id is). Without it, such a line throws, and what was
-     * read is dropped.
+     * and last bytes (where a message's id is); a message it returns is read in the line's
+     * place. Without it, such a line throws, and what was read is dropped.
      */
-    readonly onOversized?: (start: string, end: string) => void,
+    readonly onOversized?: OnOversized,
   ) {}
 
   append(chunk: Uint8Array): void {
@@ -89,7 +92,9 @@ export class MessageLines implements ReadBufferLike {
    */
   readMessage(): JSONRPCMessage | null {
     while (this.#lines.length > 0) {
-      const line = this.#decoder.decode(this.#lines.shift()!).replace(/\r$/, "");
+      const next = this.#lines.shift()!;
+      if (!(next instanceof Uint8Array)) return next;
+      const line = this.#decoder.decode(next).replace(/\r$/, "");
       try {
         return deserializeMessage(line);
       } catch (error) {
@@ -109,7 +114,8 @@ export class MessageLines implements ReadBufferLike {
     const end = this.#decoder.decode(concatBytes(this.#skippedEnd));
     this.#skipping = null;
     this.#skippedEnd = [];
-    this.onOversized!(start, end.replace(/\r$/, ""));
+    const instead = this.onOversized!(start, end.replace(/\r$/, ""));
+    if (instead) this.#lines.push(instead);
   }
 
   clear(): void {
@@ -131,7 +137,7 @@ export function readLinesLinearly<T extends object>(
   transport: T,
   onSkipped?: (start: string) => void,
   onInvalid?: (value: unknown) => void,
-  oversized?: { maxBytes: number; onOversized: (start: string, end: string) => void },
+  oversized?: { maxBytes: number; onOversized: OnOversized },
 ): T {
   const holder = transport as unknown as { _readBuffer?: ReadBufferLike };
   if (typeof holder._readBuffer?.readMessage !== "function") {

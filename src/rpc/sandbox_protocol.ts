@@ -330,6 +330,32 @@ export function parseCallToolParams(params: unknown): CallToolParams | null {
   return { server: params.server, tool: params.tool, arguments: params.arguments };
 }
 
+/** The longest line the host reads from a sandbox: a longer one ends the run as a violation. */
+export const MAX_SANDBOX_LINE_BYTES = 8 * 1024 * 1024;
+
+/** Room on a call's line for what `JSON.stringify(params)` leaves out: the envelope and id. */
+const CALL_ENVELOPE_BYTES = 256;
+
+/**
+ * The reply a call gets without being sent when its line would pass MAX_SANDBOX_LINE_BYTES (the
+ * host would end the run for it), or null to send it. The worker asks before sending, so an
+ * honest script's oversized call raises `ToolDenied` where it was made; the host still ends a
+ * run that sends such a line anyway. Pure.
+ */
+export function oversizedCallReply(params: CallToolParams): ToolReply | null {
+  const bytes = new TextEncoder().encode(JSON.stringify(params)).length + CALL_ENVELOPE_BYTES;
+  if (bytes <= MAX_SANDBOX_LINE_BYTES) return null;
+  const mib = (n: number) => (n / 2 ** 20).toFixed(1);
+  return {
+    error: {
+      kind: "denied",
+      message: `denied: the call's arguments are ${mib(bytes)} MiB as JSON, and one call may ` +
+        `carry at most ${mib(MAX_SANDBOX_LINE_BYTES)} MiB; pass the data in smaller calls, or ` +
+        "in a file the tool can read",
+    },
+  };
+}
+
 /**
  * The longest server or tool name a call may give (MCP's tool names are at most 128
  * characters). A name travels into denials, records, the result and the audit log: a sandbox

@@ -16,6 +16,7 @@ import {
   type ExecuteReply,
   type HostMessages,
   type InputFile,
+  MAX_SANDBOX_LINE_BYTES,
   METHOD_BOOT,
   METHOD_CALL_TOOL,
   METHOD_EXECUTE,
@@ -126,7 +127,6 @@ export interface ModuleSource {
   packages(): Packages;
 }
 
-const MAX_LINE_BYTES = 8 * 1024 * 1024;
 const encoder = new TextEncoder();
 const MAX_VIOLATIONS = 100;
 const MEMORY_POLL_MS = 20;
@@ -212,7 +212,7 @@ export class Sandbox implements AsyncDisposable {
         if (!this.#unread.writing(bytes.length)) return Promise.resolve();
         return writer.write(bytes).finally(() => this.#unread.read(bytes.length));
       },
-      maxLineBytes: MAX_LINE_BYTES,
+      maxLineBytes: MAX_SANDBOX_LINE_BYTES,
       handlers: {
         onRequest: (method, params) => this.#onRequest(method, params),
         onNotification: (method, params) => {

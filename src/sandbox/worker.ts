@@ -30,6 +30,7 @@ import {
   METHOD_READY,
   METHOD_STARTED,
   type OutputStream,
+  oversizedCallReply,
   type PackageFile,
   parseBootParams,
   parseWorkerArgs,
@@ -436,6 +437,8 @@ async function serve(): Promise<void> {
   pyodide.registerJsModule("_codemode_host", {
     call_tool: (server: string, tool: string, argumentsJson: string): Promise<string> => {
       const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
+      const refused = oversizedCallReply(request);
+      if (refused) return Promise.resolve(JSON.stringify(refused));
       const { promise, resolve, reject } = Promise.withResolvers<string>();
       const abort = () => reject(new Error("interrupted"));
       waitingCalls.add(abort);

@@ -291,6 +291,19 @@ function parseWorkerArgs(args) {
   }
   return null;
 }
+var MAX_SANDBOX_LINE_BYTES = 8 * 1024 * 1024;
+var CALL_ENVELOPE_BYTES = 256;
+function oversizedCallReply(params) {
+  const bytes = new TextEncoder().encode(JSON.stringify(params)).length + CALL_ENVELOPE_BYTES;
+  if (bytes <= MAX_SANDBOX_LINE_BYTES) return null;
+  const mib = (n) => (n / 2 ** 20).toFixed(1);
+  return {
+    error: {
+      kind: "denied",
+      message: `denied: the call's arguments are ${mib(bytes)} MiB as JSON, and one call may carry at most ${mib(MAX_SANDBOX_LINE_BYTES)} MiB; pass the data in smaller calls, or in a file the tool can read`
+    }
+  };
+}
 
 // src/execution/outcomes.ts
 var OUTCOMES = {
@@ -1996,6 +2009,8 @@ async function serve() {
         tool,
         arguments: JSON.parse(argumentsJson)
       };
+      const refused = oversizedCallReply(request);
+      if (refused) return Promise.resolve(JSON.stringify(refused));
       const { promise, resolve, reject } = Promise.withResolvers();
       const abort = () => reject(new Error("interrupted"));
       waitingCalls.add(abort);

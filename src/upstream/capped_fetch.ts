@@ -16,6 +16,7 @@ import { concatBytes } from "../_util/bytes.ts";
 import type { RequestStreams } from "./request_streams.ts";
 import { ReplyBudget } from "./reply_budget.ts";
 import { TokenBucket } from "../_util/token_bucket.ts";
+import { tooLargeReason, unreadReplyAnswer } from "./unread_reply.ts";
 
 /**
  * The largest error body read: the SDK puts it in the call's error, of which a script sees
@@ -140,9 +141,7 @@ function readAsEvents(response: Response, method: string, requestId: unknown): b
 }
 
 function tooLarge(maxBytes: number, what: string): Error {
-  return new RangeError(
-    `Cannot read the server's reply: ${what} is larger than ${maxBytes / (1024 * 1024)} MiB`,
-  );
+  return new RangeError(tooLargeReason(maxBytes, what));
 }
 
 /**
@@ -289,8 +288,8 @@ function eventCap(
           if (tooBig) {
             pass();
             const tail = last([tooBig.tail, chunk.subarray(tailFrom, end)]);
-            const answer = errorAnswer(decode(tooBig.head), decode(tail), sent, tooBig.why);
-            if (answer) controller.enqueue(encoder.encode(`data: ${answer}\n\n`));
+            const answer = unreadReplyAnswer(decode(tooBig.head), decode(tail), sent, tooBig.why);
+            if (answer) controller.enqueue(encoder.encode(`data: ${JSON.stringify(answer)}\n\n`));
             passFrom = end;
             tooBig = null;
           } else if (held.length > 0) {
@@ -438,34 +437,4 @@ function postedMessage(body: unknown): {
       ? { cancels: cancelled }
       : {}),
   };
-}
-
-/** An id in JSON, as the message's first or last key. */
-const FIRST_ID =
-  /^\s*(?:data:\s*)?\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,16})/;
-const LAST_ID = /"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,16})\s*\}\s*$/;
-
-/**
- * A JSON-RPC error response to the request a too-large message answers, or null when it
- * answers none. On a POST's stream, the request it sent, whatever the message is (a result whose
- * first bytes named a `method` was dropped, and its call waited out its timeout). On a GET's
- * stream (the older HTTP+SSE transport answers there), the id the message gives as its first or
- * last key, and a message that names a method (a request or notification of the server's own) is
- * dropped. An upstream could name another of its own requests there; it could answer that one
- * anyway.
- */
-function errorAnswer(
-  head: string,
-  tail: string,
-  sent: string | number | undefined,
-  message: string,
-): string | null {
-  let id = sent;
-  if (id === undefined) {
-    if (/"method"\s*:/.test(head)) return null;
-    const given = FIRST_ID.exec(head)?.[1] ?? LAST_ID.exec(tail)?.[1];
-    if (given === undefined) return null;
-    id = JSON.parse(given) as string | number;
-  }
-  return JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32603, message } });
 }

@@ -16,7 +16,8 @@ import { endingAnsweredStreams, RequestStreams } from "./request_streams.ts";
 import { flooredReconnects } from "./reconnect_floor.ts";
 import { denoCommand } from "./deno_command.ts";
 import { serverEnvironment } from "./network_env.ts";
-import { readLinesLinearly } from "../rpc/message_lines.ts";
+import { MAX_MESSAGE_BYTES, readLinesLinearly } from "../rpc/message_lines.ts";
+import { tooLargeReason, unreadReplyAnswer } from "./unread_reply.ts";
 import { answersOnlyWhileRead, requestsAtABoundedRate } from "./upstream_requests.ts";
 
 export type TransportFactory = (server: ServerConfig) => {
@@ -69,8 +70,15 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     stderr: "pipe",
   });
   const child = stdio as unknown as { _process?: { stdin?: { writableNeedDrain: boolean } } };
+  // A message past the bound fails the call it answers, as over HTTP (capped_fetch.ts); the
+  // SDK's own buffer closed the connection, and the server was restarted, for one large reply.
+  const oversized = {
+    maxBytes: MAX_MESSAGE_BYTES,
+    onOversized: (start: string, end: string) =>
+      unreadReplyAnswer(start, end, undefined, tooLargeReason(MAX_MESSAGE_BYTES, "the message")),
+  };
   const transport = requestsAtABoundedRate(answersOnlyWhileRead(
-    readLinesLinearly(stdio),
+    readLinesLinearly(stdio, undefined, undefined, oversized),
     () => child._process?.stdin?.writableNeedDrain === true,
   ));
   return {
