@@ -5,6 +5,8 @@
  * a time, and prints which mutations survived. Exit code 1 when any survived or went stale.
  *
  *   deno task mutants [--only SUBSTRING]...
+ *   deno task mutants --shard K/N  (the K-th of N equal slices, in list order: the whole set
+ *                                   takes hours, so it can be run a slice at a time)
  *   deno task mutants --stale      (only lists mutations whose text is gone; runs no test)
  */
 import { dirname, join } from "node:path";
@@ -1241,7 +1243,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: "a too-large event answers no request",
-    file: "src/upstream/capped_fetch.ts",
+    file: "src/upstream/unread_reply.ts",
     from: "id = JSON.parse(given) as string | number;",
     to: "return null;",
     tests: ["tests/upstream_reply_cap_test.ts"],
@@ -2809,7 +2811,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "upstream replies are read by the SDK's quadratic read buffer",
     file: "src/upstream/transport.ts",
-    from: "readLinesLinearly(stdio),",
+    from: "readLinesLinearly(stdio, undefined, undefined, oversized),",
     to: "stdio,",
     tests: ["tests/message_lines_test.ts"],
   },
@@ -4665,14 +4667,37 @@ async function listStale(chosen: Mutation[]): Promise<number> {
   return stale > 0 ? 1 : 0;
 }
 
+/** `K/N` as numbers, or null when it is not a slice of a whole (pure). */
+export function shardOf(text: string): { k: number; n: number } | null {
+  const match = /^([1-9]\d{0,3})\/([1-9]\d{0,3})$/.exec(text);
+  if (!match) return null;
+  const [k, n] = [Number(match[1]), Number(match[2])];
+  return k <= n ? { k, n } : null;
+}
+
+/** Where the K-th of N slices of `length` items starts and ends: together they cover all. */
+export function sliceBounds(length: number, { k, n }: { k: number; n: number }): [number, number] {
+  return [Math.floor((length * (k - 1)) / n), Math.floor((length * k) / n)];
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { only: { type: "string", multiple: true }, stale: { type: "boolean" } },
+    options: {
+      only: { type: "string", multiple: true },
+      shard: { type: "string" },
+      stale: { type: "boolean" },
+    },
   });
-  const chosen = MUTATIONS.filter((m) =>
+  const named = MUTATIONS.filter((m) =>
     !values.only || values.only.some((only) => m.name.includes(only))
   );
+  const slice = values.shard === undefined ? null : shardOf(values.shard);
+  if (values.shard !== undefined && !slice) {
+    writeAllSync(Deno.stderr, `--shard takes K/N, 1 <= K <= N (got ${values.shard})\n`);
+    return 2;
+  }
+  const chosen = slice ? named.slice(...sliceBounds(named.length, slice)) : named;
   if (values.stale) return listStale(chosen);
   const copy = await copyCheckout();
   // The copy builds its own snapshot once, in a cache folder of its own (outside the copy, as
