@@ -907,6 +907,13 @@ Deno.test("attack: keys that scrubbing would merge are not put to a person", asy
   // One key that holds it, alone, is asked about (shown scrubbed).
   await gate.call({ server: "mem", tool: "echo", arguments: { text: "hi", [SECRET]: "x" } });
   assert.equal(asked.length, 1);
+  // Arguments too deep to show are refused as such, however deep (100,000 levels overflowed
+  // the host's stack looking for keys that read alike).
+  let deep: unknown = "bottom";
+  for (let i = 0; i < 100_000; i++) deep = { a: deep };
+  const refused = await gate.call({ server: "mem", tool: "echo", arguments: { text: deep } });
+  assert.match(JSON.stringify(refused), /cannot be shown to a person whole/);
+  assert.equal(asked.length, 1, "not asked");
   await upstream.close();
 });
 

@@ -138,17 +138,23 @@ function asciiKey(key: string): string {
 }
 
 /**
- * Whether two keys of one object in `value`, at any level, read alike once scrubbed (`scrub`):
- * a question would show them as `[REDACTED]` and `[REDACTED] 2`, and a person could not tell
- * which one holds a secret and which the script named so (pure).
+ * Whether two keys of one object in `value`, down to the levels a question shows, read alike
+ * once scrubbed (`scrub`): a question would show them as `[REDACTED]` and `[REDACTED] 2`, and a
+ * person could not tell which one holds a secret and which the script named so (pure). Deeper
+ * levels are not looked at: arguments that deep cannot be shown at all (a script's 100,000
+ * levels overflowed the host's stack here).
  */
-export function keysScrubbedAlike(value: unknown, scrub: (text: string) => string): boolean {
-  if (typeof value !== "object" || value === null) return false;
+export function keysScrubbedAlike(
+  value: unknown,
+  scrub: (text: string) => string,
+  depth = 0,
+): boolean {
+  if (typeof value !== "object" || value === null || depth > SHOWN_LIMITS.depth) return false;
   if (!Array.isArray(value)) {
     const keys = Object.keys(value);
     if (new Set(keys.map(scrub)).size < keys.length) return true;
   }
-  return Object.values(value).some((v) => keysScrubbedAlike(v, scrub));
+  return Object.values(value).some((v) => keysScrubbedAlike(v, scrub, depth + 1));
 }
 
 /** Why a call cannot be put to a person, or null when its arguments can be shown. */
