@@ -120,8 +120,16 @@ Deno.test("unreadReplyAnswer() answers the request a message too large to read a
   );
   assert.equal(answer('event: message\ndata: {"method":"x","params":{"a":"', '"},"id":9}'), null);
   assert.equal(answer('{"result":"', "no id"), null);
-  // On a request's own stream, that request, whatever the message is.
-  assert.equal(answer('{"method":"x","params":{"a":"', '"}}', 7), 7);
+  assert.equal(answer('{"result":{"x":"', '"},"id":"b-2","jsonrpc":"2.0"}'), "b-2");
+  // On a request's own stream, that request, whatever the message is but a request or a
+  // notification of the server's own (which come before the answer there).
+  assert.equal(answer('{"params":{"a":"', '"},"id":1}', 7), 7);
+  assert.equal(answer('{"result":{"a":"', '"}}', 7), 7);
+  assert.equal(answer('data: {"method":"notifications/message","params":{"a":"', '"}}', 7), null);
+  assert.equal(
+    answer('data: {"jsonrpc":"2.0","id":0,"method":"roots/list","params":{"', "}}", 7),
+    null,
+  );
 });
 
 Deno.test("readLinesLinearly() takes the place of both SDK stdio transports' read buffers", () => {

@@ -2489,6 +2489,20 @@ export const MUTATIONS: Mutation[] = [
     filter: "scrubbing would merge",
   },
   {
+    name: "a too-large request or notification of a server's own fails the call it came with",
+    file: "src/upstream/unread_reply.ts",
+    from: "if (REQUEST_START.test(head)) return null;",
+    to: "",
+    tests: ["tests/message_lines_test.ts"],
+  },
+  {
+    name: "a too-large answer whose id comes before jsonrpc at its end answers nothing",
+    file: "src/upstream/unread_reply.ts",
+    from: 'String.raw`"id"\\s*:\\s*${ID}\\s*(?:,\\s*${JSONRPC}\\s*)?\\}\\s*$`',
+    to: 'String.raw`"id"\\s*:\\s*${ID}\\s*\\}\\s*$`',
+    tests: ["tests/message_lines_test.ts"],
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

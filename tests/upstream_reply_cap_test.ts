@@ -393,6 +393,25 @@ Deno.test("cappedFetch() bounds whole what the SDK reads whole, and ends a reque
       assert.deepEqual([answer.id, answer.error.code], [9, -32603]);
     },
   );
+
+  await t.step(
+    "attack: a too-large notification or request on a request's stream is dropped, and its answer read",
+    async () => {
+      const result = 'data: {"jsonrpc":"2.0","id":9,"result":{}}\n\n';
+      for (
+        const head of [
+          'data: {"method":"notifications/message","params":{"data":"',
+          'event: message\ndata: {"jsonrpc":"2.0","id":"s1","method":"roots/list","params":{"x":"',
+        ]
+      ) {
+        const inner = replying([head, "z".repeat(200), '"}}\n\n', result], "text/event-stream");
+        const text = await cappedFetch(inner, { maxBytes: MAX })("http://x/", request(9)).then((
+          r,
+        ) => r.text());
+        assert.equal(text, result, head);
+      }
+    },
+  );
 });
 
 Deno.test("cappedFetch() gives up on a status that never comes, and bounds answers at once", async (t) => {

@@ -16,26 +16,26 @@ const ID = `(${ID_VALUE})`;
 const EVENT_FIELDS = String.raw`(?:(?:event|id|retry)\b[^\r\n]*(?:\r\n|\r|\n))*`;
 /** Where a message's members start. */
 const MESSAGE_START = String.raw`^${EVENT_FIELDS}\s*(?:data:\s*)?\{\s*`;
-/** An id as the message's first key (after `jsonrpc`), or its last. */
-const FIRST_ID = new RegExp(
-  String.raw`${MESSAGE_START}(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}`,
-);
-const LAST_ID = new RegExp(String.raw`"id"\s*:\s*${ID}\s*\}\s*$`);
-/**
- * An answer's start: `result` or `error` as its first key, or after `jsonrpc` and `id` (writers
- * put those first or last). A request or notification names its `method` there instead.
- */
+/** `jsonrpc` and `id`, which writers put first or last. */
+const JSONRPC = String.raw`"jsonrpc"\s*:\s*"2\.0"`;
+const LEADING_MEMBERS = String.raw`(?:"(?:jsonrpc|id)"\s*:\s*(?:${ID_VALUE})\s*,\s*){0,2}`;
+/** An id as the message's first key (after `jsonrpc`), or its last (before `jsonrpc`). */
+const FIRST_ID = new RegExp(String.raw`${MESSAGE_START}(?:${JSONRPC}\s*,\s*)?"id"\s*:\s*${ID}`);
+const LAST_ID = new RegExp(String.raw`"id"\s*:\s*${ID}\s*(?:,\s*${JSONRPC}\s*)?\}\s*$`);
+/** An answer's start: `result` or `error` first, or after `jsonrpc` and `id`. */
 const ANSWER_START = new RegExp(
-  String.raw`${MESSAGE_START}(?:"(?:jsonrpc|id)"\s*:\s*(?:${ID_VALUE})\s*,\s*){0,2}` +
-    String.raw`"(?:result|error)"\s*:`,
+  String.raw`${MESSAGE_START}${LEADING_MEMBERS}"(?:result|error)"\s*:`,
 );
+/** A request's or notification's start: its `method` where an answer has its result. */
+const REQUEST_START = new RegExp(String.raw`${MESSAGE_START}${LEADING_MEMBERS}"method"\s*:`);
 
 /**
  * The JSON-RPC error answer in place of a message not read, given its first bytes (`head`) and
- * last (`tail`); null when it answers nothing. When the request it answers is known (`sent`, on a
- * POST's own stream), that one, whatever the message is. Otherwise only a message that starts as
- * an answer does, under the id it gives first or last; a server's own request or notification is
- * dropped. A server could name another of its own requests so; it could answer that one anyway.
+ * last (`tail`); null when it answers nothing. A message that starts as a server's own request
+ * or notification is dropped. Any other answers, on a POST's own stream, the request it carries
+ * (`sent`): better that call fails than waits out its timeout. Elsewhere only a message that
+ * starts as an answer does, under the id it gives first or last. A server could name another of
+ * its own requests so; it could answer that one anyway.
  */
 export function unreadReplyAnswer(
   head: string,
@@ -43,6 +43,7 @@ export function unreadReplyAnswer(
   sent: string | number | undefined,
   message: string,
 ): { jsonrpc: "2.0"; id: string | number; error: { code: number; message: string } } | null {
+  if (REQUEST_START.test(head)) return null;
   let id = sent;
   if (id === undefined) {
     if (!ANSWER_START.test(head)) return null;
