@@ -2503,6 +2503,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/message_lines_test.ts"],
   },
   {
+    name: "a call cancelled while its packages resolve goes on fetching them",
+    file: "src/packages/package_sources.ts",
+    from: "const deadline = signal ? AbortSignal.any([timeout, signal]) : timeout;",
+    to: "const deadline = timeout;",
+    tests: ["tests/packages_test.ts"],
+    filter: "only for profiles that allow its host",
+  },
+  {
+    name: "the executor does not tell package resolution that its caller gave up",
+    file: "src/execution/executor.ts",
+    from: "checkRequest(request, deps, options.profileOverride, options.signal)",
+    to: "checkRequest(request, deps, options.profileOverride)",
+    tests: ["tests/packages_test.ts"],
+    filter: "only for profiles that allow its host",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

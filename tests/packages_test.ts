@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { normalizeName, parseWheelName, scriptDependencies } from "../src/packages/wheels.ts";
-import { ROOT, startServer, writeConfig } from "./_helpers.ts";
+import { delay, ROOT, startServer, writeConfig } from "./_helpers.ts";
 import { defaultCacheDir } from "../src/sandbox/runtime.ts";
 import { download } from "../src/packages/capped_download.ts";
 import { PyodideDistribution } from "../src/packages/pyodide_distribution.ts";
@@ -177,6 +177,7 @@ Deno.test("packages come from a package index only for profiles that allow its h
   let wheel: { file: string; bytes: Uint8Array<ArrayBuffer> } | null = null;
   let downloads = 0;
   const requests: string[] = [];
+  const givenUp: string[] = [];
   await using index = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     async (request) => {
@@ -192,6 +193,12 @@ Deno.test("packages come from a package index only for profiles that allow its h
       if (wheel && path === `/files/${wheel.file}`) {
         downloads++;
         return new Response(wheel.bytes);
+      }
+      if (path.startsWith("/simple/hang-")) {
+        // Never answers: waits until the host gives up on the request.
+        await new Promise((given) => request.signal.addEventListener("abort", given));
+        givenUp.push(path);
+        return new Response("gone", { status: 500 });
       }
       return new Response("not found", { status: 404 });
     },
@@ -272,6 +279,31 @@ Deno.test("packages come from a package index only for profiles that allow its h
     }
     assert.deepEqual(requests.slice(seen), []);
   });
+  await t.step(
+    "attack: a call cancelled while its packages resolve stops fetching them at once",
+    async () => {
+      // Each index page may take 30 s; a cancelled call went on fetching its packages' pages,
+      // holding its turn, for up to the resolution's 180 s (attacker 55).
+      const cancel = new AbortController();
+      const call = server.client.callTool(
+        {
+          name: "execute_code",
+          arguments: { code: "1", packages: ["hang-one", "hang-two"], profile: "indexed" },
+        },
+        undefined,
+        { signal: cancel.signal, timeout: 120_000 },
+      );
+      while (!requests.includes("/simple/hang-one/")) await delay(50);
+      cancel.abort();
+      await assert.rejects(call);
+      // Well under the 30 s a page may take, after which the host would give up on its own.
+      for (let i = 0; i < 400 && givenUp.length === 0; i++) await delay(50);
+      assert.deepEqual(givenUp, ["/simple/hang-one/"], "the page's request was given up on");
+      const after = await server.execute({ code: "2" });
+      assert.equal(after.result, 2, after.text);
+      assert.ok(!requests.includes("/simple/hang-two/"), "nothing more was fetched");
+    },
+  );
   await Deno.remove(`${defaultCacheDir()}/wheels/${wheel.file}`).catch(() => {});
   await Deno.remove(`${defaultCacheDir()}/wheels/${wheel.file}.origin`).catch(() => {});
   await Deno.remove(dir, { recursive: true });

@@ -182,7 +182,7 @@ export class SandboxExecutor implements Executor {
     const elapsed = () => performance.now() - started;
 
     // 1. Request checks.
-    const checked = await checkRequest(request, deps, options.profileOverride);
+    const checked = await checkRequest(request, deps, options.profileOverride, options.signal);
     if (isRefusal(checked)) return refusedResult(checked, elapsed());
     const { profile } = checked;
 

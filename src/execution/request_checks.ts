@@ -50,6 +50,8 @@ export async function checkRequest(
   deps: RequestCheckDeps,
   /** Runs under this profile instead of a named one (internal callers only, never clients). */
   profileOverride?: Profile,
+  /** The client gave up: packages being resolved are no longer waited for. */
+  signal?: AbortSignal,
 ): Promise<CheckedRequest | Refusal> {
   const name = request.profile ?? deps.defaultProfile;
   const refuse = (outcome: HostOutcome, message: string): Refusal => ({
@@ -93,8 +95,14 @@ export async function checkRequest(
   let pythonPackages: ResolvedPackage[] = [];
   if (wanted.length > 0) {
     const found = deps.packages
-      ? await deps.packages.resolve(wanted, profile.net)
+      ? await deps.packages.resolve(wanted, profile.net, undefined, signal)
       : { packages: [], problems: [`${wanted.join(", ")}: no package sources`] };
+    if (signal?.aborted) {
+      return refuse(
+        "CANCELLED",
+        "Execution was cancelled by the client while its packages were resolved",
+      );
+    }
     if (found.problems.length > 0) {
       const hosts = found.problems.some((p) => /does not allow the (package index )?host/.test(p))
         ? ` (the hosts a profile allows are its "net" list, in permissions/${profile.name}.json ` +

@@ -92,12 +92,14 @@ export class PackageSources {
 
   /**
    * The files `names` need, dependencies first, or problems naming each package that cannot be
-   * had and why. `allowedHosts` are the calling profile's `net` entries.
+   * had and why. `allowedHosts` are the calling profile's `net` entries. `signal` (the caller
+   * gave up) aborts every download of the resolution, as its deadline does.
    */
   async resolve(
     names: string[],
     allowedHosts: readonly string[],
     limits: { packages: number; bytes: number } = RESOLVE_LIMITS,
+    signal?: AbortSignal,
   ): Promise<Resolution> {
     const invalid = names.filter((name) => !isPackageName(name));
     if (invalid.length > 0) {
@@ -114,8 +116,10 @@ export class PackageSources {
     const fail = (label: string, reason: string) =>
       failed.set(reason, [...(failed.get(reason) ?? []), label]);
     const seen = new Set<string>();
-    // Every download of this resolution together: a slow source cannot hold the request.
-    const deadline = AbortSignal.timeout(this.#deadlineMs);
+    // Every download of this resolution together: a slow source cannot hold the request, nor
+    // one its caller has given up on (it held its execution's turn, whatever the client did).
+    const timeout = AbortSignal.timeout(this.#deadlineMs);
+    const deadline = signal ? AbortSignal.any([timeout, signal]) : timeout;
     let lock: Promise<PyodideLock | string> | null = null;
     const distributionLock = () =>
       lock ??= this.#distribution!.lock(allowedHosts).catch((e) => (e as Error).message);
