@@ -9,6 +9,7 @@ import { fingerprint } from "./catalog/python_stubs.ts";
 import { describeExecuteCode } from "./host/description.ts";
 import { type Executor, SandboxExecutor } from "./execution/executor.ts";
 import { StartingExecutor } from "./execution/starting_executor.ts";
+import { StoppingExecutor } from "./execution/stopping_executor.ts";
 import { type Analysis, analysisScript } from "./analysis/python_analysis.ts";
 import { SkillStore } from "./skills/skill_store.ts";
 import { hostOwner } from "./_util/host_owner.ts";
@@ -94,8 +95,16 @@ export interface App extends AsyncDisposable {
   sessions: SessionManager;
   /** Tool calls running or finished as Tasks, cancelled by owner like the sessions. */
   tasks: TaskStore;
+  /**
+   * Cancels every execution, each answered CANCELLED; resolves once they have answered. A
+   * shutdown calls it before closing connections, so that every caller gets its answer.
+   */
+  stopExecutions(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** How long a stop gives the MCP handlers of cancelled executions to send their answers. */
+const ANSWERS_WRITTEN_MS = 250;
 
 /** Opens the service and waits until it has fully started (commands that run one thing). */
 export async function startApp(options: AppOptions): Promise<App> {
@@ -273,9 +282,11 @@ export async function openApp(
       tracing,
       owner,
     });
-  const executor = new StartingExecutor(
-    started.then(() => sandboxesReady).then((ready) => sandboxExecutor(ready.packages)),
-    defaultProfile.name,
+  const executor = new StoppingExecutor(
+    new StartingExecutor(
+      started.then(() => sandboxesReady).then((ready) => sandboxExecutor(ready.packages)),
+      defaultProfile.name,
+    ),
   );
   const rules = (name: string | undefined) =>
     describeExecuteCode(config.profiles.get(name ?? defaultProfile.name) ?? defaultProfile, "");
@@ -324,6 +335,11 @@ export async function openApp(
     agentDeps,
     sessions,
     tasks,
+    async stopExecutions() {
+      await executor.stop();
+      // The handlers that awaited them still write their answers (after their live output).
+      await new Promise((resolve) => setTimeout(resolve, ANSWERS_WRITTEN_MS));
+    },
     createHost: (context, overrides = {}) => {
       const run = overrides.executor ?? executor;
       return createHost({

@@ -565,20 +565,26 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     await fine.body?.cancel();
   });
 
-  await t.step("SIGTERM shuts down with no sandbox left", async () => {
-    const client = await connect(server.url);
-    // The server cancels it; the client only learns when its own timeout fires.
-    const running = execute(client, "while True:\n    pass", { timeout: 3000 }).catch(() => null);
-    await delay(500);
-    const pids = sandboxPids(server.pid);
-    assert.ok(pids.length > 0);
-    server.child.kill("SIGTERM");
-    assert.equal((await server.child.status).code, 0);
-    await running;
-    for (let i = 0; i < 100 && pids.some((p) => isAlive(p)); i++) await delay(50);
-    assert.deepEqual(pids.filter((p) => isAlive(p)), []);
-    await client.close().catch(() => {});
-  });
+  await t.step(
+    "SIGTERM answers running calls CANCELLED and shuts down with no sandbox left",
+    async () => {
+      const client = await connect(server.url);
+      // The server cancels it and says so (it used to close the stream unanswered, and the
+      // client waited out its own timeout: operator 51).
+      const running = execute(client, "print('started', flush=True)\nwhile True:\n    pass");
+      await delay(500);
+      const pids = sandboxPids(server.pid);
+      assert.ok(pids.length > 0);
+      server.child.kill("SIGTERM");
+      const answered = await running;
+      assert.equal(answered.diagnostics?.error_type, "CANCELLED", JSON.stringify(answered));
+      assert.match(answered.diagnostics!.message, /the server is shutting down/);
+      assert.equal((await server.child.status).code, 0);
+      for (let i = 0; i < 100 && pids.some((p) => isAlive(p)); i++) await delay(50);
+      assert.deepEqual(pids.filter((p) => isAlive(p)), []);
+      await client.close().catch(() => {});
+    },
+  );
 });
 
 /** `serve --http --host 0.0.0.0` with no --allow-host, which must refuse to start. */

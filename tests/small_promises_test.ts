@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { startServer } from "./_helpers.ts";
+import { delay, startServer } from "./_helpers.ts";
 
 Deno.test("requests, results and errors keep their stated shapes", async (t) => {
   await using server = await startServer();
@@ -121,5 +121,16 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
       new RegExp(`session "${id}" was closed and its state is lost`),
     );
     assert.match((await call("'kept' in globals()")).diagnostics!.message, /^No open session/);
+  });
+
+  await t.step("SIGTERM answers a running call CANCELLED before the server stops", async () => {
+    const running = server.execute({
+      code: "import time\nprint('up', flush=True)\ntime.sleep(60)",
+    });
+    await delay(1000);
+    Deno.kill(server.pid, "SIGTERM");
+    const r = await running;
+    assert.equal(r.diagnostics?.error_type, "CANCELLED", r.text);
+    assert.match(r.diagnostics!.message, /the server is shutting down/);
   });
 });

@@ -75,6 +75,8 @@ export async function serveStdio(
   );
   const executor = limit.wrap(app.executor);
   const { stop, stopped } = stopOnce(log, async () => {
+    // Running executions answer first (CANCELLED), while the connection is open.
+    await waitAtMost(app.stopExecutions(), CONNECTION_CLOSE_MS);
     // Bounded: closing sends to the client, which may have stopped reading.
     await waitAtMost(connection.close(), CONNECTION_CLOSE_MS);
     await Promise.all([...hosts].map((host) => host.close().catch(() => {})));

@@ -449,6 +449,9 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     clearInterval(sweeper);
     unwatchCatalog();
     const closing = server.shutdown();
+    // Running executions answer first (CANCELLED, on their own streams): closing a session
+    // first ended its calls with no answer, and their clients waited out their timeouts.
+    await waitAtMost(app.stopExecutions(), SHUTDOWN_GRACE_MS);
     // Aborts running 2026-07-28 requests, which kills their sandboxes.
     await Promise.all([modern.close(), modernCalls.close()]).catch(() => {});
     // Closing a session aborts its running requests, which kills their sandboxes.

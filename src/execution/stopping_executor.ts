@@ -1,0 +1,45 @@
+/**
+ * The server's executor as it stops: `stop()` cancels every run (those waiting for a sandbox or
+ * their packages too, and any started after), each answered CANCELLED as a client's cancel is,
+ * and resolves once they have all answered. Shutdown does this before it closes connections, so
+ * every caller is told: closing an HTTP session first ended its running calls with no answer,
+ * and each client waited out its own timeout (operator 51: 25 s, or the 310 s clients are told
+ * to allow).
+ */
+import type { ExecuteOptions, ExecuteRequest, Executor } from "./executor.ts";
+import type { ExecutionResult } from "./execution_result.ts";
+
+export const STOPPING_MESSAGE = "Execution was cancelled: the server is shutting down";
+
+export class StoppingExecutor implements Executor {
+  readonly #inner: Executor;
+  readonly #stopping = new AbortController();
+  readonly #running = new Set<Promise<ExecutionResult>>();
+
+  constructor(inner: Executor) {
+    this.#inner = inner;
+  }
+
+  execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
+    const stopping = this.#stopping.signal;
+    const signal = options.signal ? AbortSignal.any([options.signal, stopping]) : stopping;
+    const run = this.#inner.execute(request, { ...options, signal }).then((result) =>
+      stopping.aborted && !options.signal?.aborted ? stoppedResult(result) : result
+    );
+    this.#running.add(run);
+    void run.finally(() => this.#running.delete(run));
+    return run;
+  }
+
+  /** Cancels every run, now and later; resolves once those running have answered. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    await Promise.allSettled([...this.#running]);
+  }
+}
+
+/** A run the server's stop cut short says so, not that the client cancelled it. */
+function stoppedResult(result: ExecutionResult): ExecutionResult {
+  if (result.diagnostics?.error_type !== "CANCELLED") return result;
+  return { ...result, diagnostics: { ...result.diagnostics, message: STOPPING_MESSAGE } };
+}
