@@ -41,7 +41,7 @@ Usage:
                                                     MCP server over stdio (N executions at once,
                                                     default ${STDIO_MAX_CONCURRENT})
   mcp-code-mode serve --http [--host H] [--port P] [--stateless] [--allow-host NAME]...
-                      [--max-concurrent N] [--max-per-session N]
+                      [--allow-origin URL]... [--max-concurrent N] [--max-per-session N]
                       [--max-http-sessions N] [--http-idle-s S]
                                                     MCP over Streamable HTTP at /mcp (default
                                                     ${HTTP_DEFAULTS.host}:${HTTP_DEFAULTS.port}); any other host requires

@@ -95,6 +95,16 @@ Deno.test("run FILE.py is a CI smoke-test step: exit 0, 1 or 2", async (t) => {
     const help = await runCli(["--help"]);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Usage:/);
+    // Every option the parser takes is in the usage (but the relaunch's own).
+    const parsed = [
+      ...Deno.readTextFileSync(`${ROOT}src/cli.ts`).matchAll(
+        /^ {4}"?([a-z-]+)"?: \{ type: "(?:string|boolean)"/gm,
+      ),
+    ].map((m) => m[1]!);
+    assert.ok(parsed.length > 15, "the option table was read");
+    for (const name of parsed.filter((n) => n !== "no-restrict")) {
+      assert.match(help.stdout, new RegExp(`--${name}\\b`), `--${name} is in --help`);
+    }
     const word = await runCli(["help"]);
     assert.equal(word.code, 0);
     assert.equal(word.stdout, help.stdout);

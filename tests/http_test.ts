@@ -22,7 +22,15 @@ import {
   startServer,
   tcpSocketsOf,
 } from "./_helpers.ts";
-import { connect, execute, INITIALIZE, NO_SERVERS, startHttp, statusWithHost } from "./_http.ts";
+import {
+  connect,
+  execute,
+  INITIALIZE,
+  NO_SERVERS,
+  post,
+  startHttp,
+  statusWithHost,
+} from "./_http.ts";
 import { executeCallInit } from "./_modern.ts";
 
 /** Resident memory of a process in MB (0 once it is gone). */
@@ -652,6 +660,10 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     const token = "test-token-0123456789abcdef";
     await using server = await startHttp(["--stateless"], { CODEMODE_HTTP_TOKEN: token });
     await assert.rejects(connect(server.url));
+    const refused = await post(server.url, INITIALIZE);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.headers.get("www-authenticate"), "Bearer", "names the scheme it wants");
+    await refused.body?.cancel();
     const client = await connect(server.url, { authorization: `Bearer ${token}` });
     const r = await execute(client, "print('stateless ok')\n'\\ud800x'");
     assert.equal(r.stdout, "stateless ok\n");

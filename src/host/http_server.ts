@@ -285,7 +285,11 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     let request = received;
     // Who may talk first: nothing of a refused request is read.
     const refused = guardRequest(request.headers, guard);
-    if (refused) return Response.json(jsonRpcError(refused.message), { status: refused.status });
+    if (refused) {
+      // A 401 names the scheme it wants (RFC 9110, 11.6.1).
+      const headers = refused.status === 401 ? { "www-authenticate": "Bearer" } : undefined;
+      return Response.json(jsonRpcError(refused.message), { status: refused.status, headers });
+    }
     // The request's URL is made of its target, or of its Host header when the target is a path:
     // one that is no URL (`POST http://a^b/mcp`, `Host: 127.0.0.1:8788.`) is the client's
     // mistake, not a failure of ours (it was a 500, logged as an error quoting it).
