@@ -277,6 +277,30 @@ Deno.test("loadConfig() reports a missing or malformed file clearly", async () =
   await assert.rejects(loadConfig({ path: file }), /Cannot parse config .*\.json/);
   await Deno.writeTextFile(file, JSON.stringify({ settings: { default_profile: "ghost" } }));
   await assert.rejects(loadConfig({ path: file }), /default_profile "ghost" is not in/);
+  // Callers may use only "workspace": every call naming no profile would be refused at run time
+  // (operator 51), so the file is refused at start.
+  const permissions = new URL("../permissions", import.meta.url).pathname;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      settings: { permissions_dir: permissions, allowed_profiles: ["workspace"] },
+    }),
+  );
+  await assert.rejects(
+    loadConfig({ path: file }),
+    /settings\.default_profile "default" is not in settings\.allowed_profiles, so every call that names no profile would be refused/,
+  );
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      settings: {
+        permissions_dir: permissions,
+        allowed_profiles: ["workspace"],
+        default_profile: "workspace",
+      },
+    }),
+  );
+  assert.equal((await loadConfig({ path: file })).settings.default_profile, "workspace");
   await Deno.remove(file);
 });
 

@@ -2543,6 +2543,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "keep their stated shapes",
   },
   {
+    name: "a default profile callers may not use is taken at start",
+    file: "src/config/config.ts",
+    from: "if (!settings.allowed_profiles.includes(settings.default_profile)) {",
+    to: "if (false) {",
+    tests: ["tests/config_test.ts"],
+    filter: "missing or malformed file clearly",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -226,6 +226,14 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
       );
     }
   }
+  // Else every call that names no profile is refused, at run time, for a profile it never named.
+  if (!settings.allowed_profiles.includes(settings.default_profile)) {
+    throw new TypeError(
+      `Cannot load config ${path}: settings.default_profile "${settings.default_profile}" is ` +
+        "not in settings.allowed_profiles, so every call that names no profile would be " +
+        "refused: add it there, or make default_profile one of them",
+    );
+  }
   // The credentials in the proxy variables, and in a private package index's or Pyodide
   // mirror's URL (settings take no ${NAME}, so they are written in the file), are secrets; a
   // folder path, which the mirror may be, reads as a URL with no user. One too short to scrub
