@@ -196,6 +196,7 @@ Deno.test("doctor checks everything and exits 1 when something is broken", async
     /^ok {4}memory limit +enforced \(through the memory watcher process\)/m,
   );
   assert.match(good.stdout, /^ok {4}server filesystem +\d+ tools/m);
+  assert.match(good.stdout, /^ok {4}preload +no profile preloads packages$/m);
   // The tests pass on the machine's CA variable (childEnv), which servers need on some networks.
   assert.match(
     good.stdout,
@@ -211,10 +212,19 @@ Deno.test("doctor checks everything and exits 1 when something is broken", async
         ghost: { command: "/nonexistent/ghost" },
         locked: { command: "/nonexistent/locked", env: { KEY: "${CODEMODE_TEST_UNSET_ZZ}" } },
       },
+      settings: { permissions_dir: `${dir}/permissions` },
     }),
+  );
+  // A preload that cannot be had stops serve's start: doctor says so (operator 51).
+  await Deno.mkdir(`${dir}/permissions`);
+  await Deno.writeTextFile(`${dir}/permissions/default.json`, "{}");
+  await Deno.writeTextFile(
+    `${dir}/permissions/pre.json`,
+    JSON.stringify({ preload: ["nosuchpkg-zz"] }),
   );
   const bad = await runCli(["doctor", "--config", `${dir}/c.json`]);
   assert.equal(bad.code, 1);
+  assert.match(bad.stdout, /^FAIL {2}preload +profile "pre": nosuchpkg-zz: /m);
   assert.match(bad.stdout, /^FAIL {2}server ghost +command "\/nonexistent\/ghost" not found/m);
   // Every entry counted, the one that will not start said so on a line that is not plain "ok".
   assert.match(bad.stdout, /^warn {2}config +\S+: 2 servers \(1 not started\)/m);

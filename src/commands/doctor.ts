@@ -29,6 +29,8 @@ import { NETWORK_VARIABLES } from "../upstream/network_env.ts";
 import { readEnv } from "../config/environment.ts";
 import { PYODIDE_VERSION } from "../_util/version.ts";
 import { counted } from "../_util/counted.ts";
+import { openPackageSources } from "../packages/open_package_sources.ts";
+import { preloadRefusal } from "../packages/preload_check.ts";
 
 export interface Check {
   name: string;
@@ -106,6 +108,26 @@ export async function runDoctor(configPath: string | undefined, log: Logger): Pr
       [...config.profiles.keys()].join(", ")
     }${warnings.length ? `; ${warnings.join("; ")}` : ""}`;
     return { detail, warn: warnings.length > 0 || notStarted !== "" };
+  });
+  await check("preload", async () => {
+    if (!runtime || !config) throw new Error("needs the runtime and config");
+    const c = config as Config;
+    const preloading = [...c.profiles.values()].filter((p) => (p.preload ?? []).length > 0);
+    if (preloading.length === 0) return "no profile preloads packages";
+    // As the start resolves them: one that cannot be had stops it (serve logs why, and every
+    // call says so), which a doctor that passed would not have told.
+    const { pyodideDir, cacheDir } = runtime as SandboxRuntime;
+    const packages = await openPackageSources(c.settings, pyodideDir, cacheDir);
+    const found: string[] = [];
+    for (const profile of preloading) {
+      const resolved = await packages.resolve(profile.preload!, profile.net);
+      const problem = resolved.problems.length > 0
+        ? resolved.problems.join("; ")
+        : preloadRefusal(resolved.packages);
+      if (problem) throw new Error(`profile "${profile.name}": ${problem}`);
+      found.push(`${profile.name}: ${counted(resolved.packages.length, "package")}`);
+    }
+    return found.join(", ");
   });
   await check("sandbox", async () => {
     if (!runtime || !snapshot || !config) throw new Error("needs the runtime, snapshot and config");
