@@ -301,6 +301,15 @@ Deno.test("loadConfig() reports a missing or malformed file clearly", async () =
     }),
   );
   assert.equal((await loadConfig({ path: file })).settings.default_profile, "workspace");
+  // An empty list offered every profile, as if it were left out (attacker 56).
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({ settings: { permissions_dir: permissions, allowed_profiles: [] } }),
+  );
+  await assert.rejects(
+    loadConfig({ path: file }),
+    /settings\.allowed_profiles.*: is empty; leave it out/,
+  );
   await Deno.remove(file);
 });
 

@@ -2559,6 +2559,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "doctor checks everything",
   },
   {
+    name: "a resolution waits out the mirror's lock after its caller gave up",
+    file: "src/packages/package_sources.ts",
+    from: "lock ??= untilAborted(this.#distribution!.lock(allowedHosts), deadline)",
+    to: "lock ??= this.#distribution!.lock(allowedHosts)",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "stops waiting for a mirror's lock",
+  },
+  {
+    name: "an empty allowed_profiles offers every profile",
+    file: "src/config/config.ts",
+    from: "if (settings.allowed_profiles.length === 0) {\n        throw",
+    to: "if (false) {\n        throw",
+    tests: ["tests/config_test.ts"],
+    filter: "missing or malformed file clearly",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

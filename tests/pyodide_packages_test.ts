@@ -716,3 +716,35 @@ Deno.test("attack: giant and slow sources end in a clear refusal", async (t) => 
     assert.ok(performance.now() - started < 10_000);
   });
 });
+
+Deno.test("attack: a resolution whose caller gave up stops waiting for a mirror's lock", async () => {
+  // The lock is one download for every caller, on its own 30 s timeout: a cancelled call (or
+  // one the server's stop cancelled) waited it out, holding its turn, and a stopping server
+  // closed unanswered (attacker 56).
+  const asked = Promise.withResolvers<void>();
+  const mirror: typeof fetch = (_input, init) => {
+    asked.resolve();
+    return new Promise((_, reject) =>
+      init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))
+    );
+  };
+  const dir = await Deno.makeTempDir();
+  const sources = new PackageSources({
+    wheelsDir: "",
+    distribution: new PyodideDistribution({
+      source: "http://127.0.0.1:9/mirror/",
+      pinnedLock: parseLock(JSON.stringify({ info: PLATFORM, packages: {} })),
+      cacheDir: join(dir, "pyodide-packages"),
+      fetch: mirror,
+    }),
+    index: null,
+    platform: PLATFORM,
+  });
+  const cancel = new AbortController();
+  const pending = sources.resolve(["anything"], ["127.0.0.1:9"], undefined, cancel.signal);
+  await asked.promise;
+  cancel.abort(new Error("the caller gave up"));
+  const found = await pending;
+  assert.match(found.problems.join(), /the caller gave up/, "not the lock's own timeout");
+  await Deno.remove(dir, { recursive: true });
+});

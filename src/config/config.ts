@@ -763,6 +763,12 @@ function parseSetting(
       break;
     case "allowed_profiles":
       settings.allowed_profiles = stringArray(value, where(key));
+      // Left out, every profile is offered: an empty list read as that offered them all.
+      if (settings.allowed_profiles.length === 0) {
+        throw new TypeError(
+          where(key) + ": is empty; leave it out to offer every profile, or name those offered",
+        );
+      }
       break;
     case "permissions_dir": {
       const dir = requireString(value, where(key));

@@ -121,8 +121,11 @@ export class PackageSources {
     const timeout = AbortSignal.timeout(this.#deadlineMs);
     const deadline = signal ? AbortSignal.any([timeout, signal]) : timeout;
     let lock: Promise<PyodideLock | string> | null = null;
+    // The mirror's lock is one download for every caller, on its own timeout: this resolution
+    // stops waiting for it when its deadline passes or its caller gives up.
     const distributionLock = () =>
-      lock ??= this.#distribution!.lock(allowedHosts).catch((e) => (e as Error).message);
+      lock ??= untilAborted(this.#distribution!.lock(allowedHosts), deadline)
+        .catch((e) => (e as Error).message);
 
     const bytes = () => packages.reduce((n, p) => n + p.data.length, 0);
     const tooMuch = () =>
@@ -308,4 +311,15 @@ export class PackageSources {
 /** The file beside a cached index wheel that says where it was downloaded from. */
 function originFile(cacheDir: string, wheel: string): string {
   return join(cacheDir, `${wheel}.origin`);
+}
+
+/** `promise`, or a rejection with the signal's reason once `signal` is aborted. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  const { promise: aborted, reject } = Promise.withResolvers<never>();
+  const onAbort = () => reject(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  return Promise.race([promise, aborted]).finally(() =>
+    signal.removeEventListener("abort", onAbort)
+  );
 }
