@@ -31,6 +31,8 @@ export async function buildWheel(options: {
   extraFiles?: Record<string, string>;
   /** Python appended to the package's `__init__.py`. */
   initSuffix?: string;
+  /** More entries of the archive, by their path in it ("x-1.0.0.data/data/f.txt"). */
+  archiveFiles?: Record<string, string>;
 }): Promise<TestWheel> {
   const version = options.version ?? "1.0.0";
   const module = options.name.replaceAll("-", "_");
@@ -54,6 +56,7 @@ export async function buildWheel(options: {
       `${module}/${path}`,
       text,
     ]),
+    ...Object.entries(options.archiveFiles ?? {}),
     [`${info}/METADATA`, metadata],
     [`${info}/WHEEL`, `Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: ${tag}\n`],
     [`${info}/RECORD`, ""],

@@ -2575,6 +2575,15 @@ export const MUTATIONS: Mutation[] = [
     filter: "missing or malformed file clearly",
   },
   {
+    name: "a wheel's data files are copied to /, where read-write folders are mounted",
+    file: "src/sandbox/worker.ts",
+    from:
+      'pyodide.runPython("import pyodide._package_loader as l\\nl.install_datafiles = lambda *_: None");',
+    to: "",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "from a loopback mirror",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

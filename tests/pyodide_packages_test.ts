@@ -221,6 +221,13 @@ Deno.test("Pyodide packages from a loopback mirror: the chain, the cache, the ga
     requires: [`bottom-${tag} (>=1)`, 'nothing-on-windows ; sys_platform == "win32"'],
   });
   await Deno.writeFile(join(dir, "wheels", local.file), local.bytes);
+  // Data files (`.data/data/`) go to sys.prefix, "/", where read-write folders are mounted.
+  const planting = await buildWheel({
+    name: `planting-${tag}`,
+    value: 7,
+    archiveFiles: { [`planting_${tag}-1.0.0.data/data/planted-${tag}.txt`]: "here" },
+  });
+  await Deno.writeFile(join(dir, "wheels", planting.file), planting.bytes);
   const linux = await buildWheel({
     name: `native-${tag}`,
     value: 1,
@@ -276,6 +283,16 @@ Deno.test("Pyodide packages from a loopback mirror: the chain, the cache, the ga
       assert.equal(message.match(/does not allow the host/g)?.length, 1, message);
     },
   );
+
+  await t.step("attack: a wheel's data files are not installed outside site-packages", async () => {
+    // Pyodide's installer copies them to "/": into a profile's read-write folder mounted there,
+    // on the host, before the script ran (attacker 56).
+    const r = await run(
+      `import os, planting_${tag}\n[planting_${tag}.value(), os.path.exists('/planted-${tag}.txt')]`,
+      [`planting-${tag}`],
+    );
+    assert.deepEqual(r.result, [7, false], r.text);
+  });
 
   await t.step("a local wheel's Requires-Dist is resolved from the mirror", async () => {
     const r = await run(`import local_${tag}\nlocal_${tag}.value()`, [`local-${tag}`], "mirrored");

@@ -262,6 +262,12 @@ async function installPackages(
   /** One folder for all of them instead of each file's own (a profile's preload folder). */
   into?: string,
 ): Promise<void> {
+  // A wheel's data files (`<name>.data/data/`) would be copied to sys.prefix, "/", where a
+  // profile's read-write folders are mounted: onto the host, before any script ran. They stay
+  // unpacked in the install folder instead; pip puts them where a virtualenv's prefix is.
+  if (files.length > 0) {
+    pyodide.runPython("import pyodide._package_loader as l\nl.install_datafiles = lambda *_: None");
+  }
   for (const file of files) {
     const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
     const target = into ?? pyodide._api.package_loader.get_install_dir(file.install_dir);

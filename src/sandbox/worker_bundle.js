@@ -1845,6 +1845,9 @@ async function withoutOwnershipChanges(readable) {
   await handle.close();
 }
 async function installPackages(pyodide, files, into) {
+  if (files.length > 0) {
+    pyodide.runPython("import pyodide._package_loader as l\nl.install_datafiles = lambda *_: None");
+  }
   for (const file of files) {
     const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
     const target = into ?? pyodide._api.package_loader.get_install_dir(file.install_dir);
