@@ -2584,6 +2584,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "from a loopback mirror",
   },
   {
+    name: "a wheel whose dist-info names another package reaches the sandbox",
+    file: "src/packages/wheel_metadata.ts",
+    from: "if (named.length !== 1 || named[0] !== distribution) {",
+    to: "if (false) {",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "dist-info names another",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

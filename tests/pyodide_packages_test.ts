@@ -66,6 +66,39 @@ Deno.test("Requires-Dist is read from a wheel, with markers evaluated for Pyodid
   ]);
 });
 
+Deno.test("attack: a wheel whose dist-info names another package is refused on the host", async () => {
+  // Pyodide's installer refuses it inside the sandbox, which read as SANDBOX_CRASHED (attacker
+  // 56): the host says which package and why instead.
+  const honest = await buildWheel({ name: "Honest_Pkg", value: 1 });
+  assert.ok((await readWheelMetadata(honest.bytes, "honest-pkg"))?.includes("Name: Honest_Pkg"));
+  const liar = await buildWheel({ name: "requests", value: 1 });
+  await assert.rejects(
+    readWheelMetadata(liar.bytes, "liar"),
+    /its \.dist-info folders name requests, not liar/,
+  );
+  const two = await buildWheel({
+    name: "two",
+    value: 1,
+    archiveFiles: { "other-1.0.dist-info/METADATA": "Name: other\n" },
+  });
+  await assert.rejects(readWheelMetadata(two.bytes, "two"), /name other, two, not two/);
+  // Through a wheel folder, as an execution asks for it.
+  const dir = await Deno.makeTempDir();
+  await Deno.writeFile(join(dir, "liar-1.0.0-py3-none-any.whl"), liar.bytes);
+  const sources = new PackageSources({
+    wheelsDir: dir,
+    distribution: null,
+    index: null,
+    platform: PLATFORM,
+  });
+  const found = await sources.resolve(["liar"], []);
+  assert.match(
+    found.problems.join(),
+    /liar-1\.0\.0-py3-none-any\.whl: its \.dist-info folders name requests/,
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("requiresDist() reads a header line's name and marker", () => {
   const table: [string, ReturnType<typeof requiresDist>][] = [
     ["Requires-Dist: plain-dep", { name: "plain-dep" }],

@@ -68,7 +68,8 @@ export class WheelFolder {
     const cached = this.#cache.get(path);
     if (cached && cached.mtime === stamp) return cached.wheel;
     const bytes = await Deno.readFile(path);
-    const metadata = await readWheelMetadata(bytes).catch((error) => {
+    const distribution = parseWheelName(file)?.distribution;
+    const metadata = await readWheelMetadata(bytes, distribution).catch((error) => {
       throw new Error(`${file}: ${(error as Error).message}`);
     });
     const wheel = {

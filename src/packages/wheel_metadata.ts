@@ -9,11 +9,16 @@ import { compareVersions, normalizeName, type PyodidePlatform } from "./wheels.t
 /** The largest METADATA read (real ones are a few KiB; more is refused, not inflated). */
 export const MAX_METADATA_BYTES = 1024 * 1024;
 
-/**
- * The text of the wheel's `*.dist-info/METADATA`, or null when it has none. Throws when it is
- * larger than `MAX_METADATA_BYTES`, whatever its header claims.
- */
-export async function readWheelMetadata(zip: Uint8Array): Promise<string | null> {
+/** An entry of a zip's central directory. */
+interface ZipEntry {
+  name: string;
+  method: number;
+  compressedSize: number;
+  localHeader: number;
+}
+
+/** The entries of a zip's central directory, or null when it has none that reads as one. */
+function zipEntries(zip: Uint8Array): ZipEntry[] | null {
   const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
   // The end-of-central-directory record: signature 0x06054b50, within the last 64 KiB + 22.
   let end = -1;
@@ -24,35 +29,66 @@ export async function readWheelMetadata(zip: Uint8Array): Promise<string | null>
     }
   }
   if (end < 0) return null;
-  const entries = view.getUint16(end + 10, true);
+  const count = view.getUint16(end + 10, true);
   let at = view.getUint32(end + 16, true);
   const decoder = new TextDecoder();
-  for (let n = 0; n < entries && at + 46 <= zip.length; n++) {
+  const entries: ZipEntry[] = [];
+  for (let n = 0; n < count && at + 46 <= zip.length; n++) {
     if (view.getUint32(at, true) !== 0x02014b50) return null;
-    const method = view.getUint16(at + 10, true);
-    const compressedSize = view.getUint32(at + 20, true);
     const nameLength = view.getUint16(at + 28, true);
-    const extraLength = view.getUint16(at + 30, true);
-    const commentLength = view.getUint16(at + 32, true);
-    const localHeader = view.getUint32(at + 42, true);
-    const name = decoder.decode(zip.subarray(at + 46, at + 46 + nameLength));
-    at += 46 + nameLength + extraLength + commentLength;
-    if (!/^[^/]+\.dist-info\/METADATA$/.test(name)) continue;
-    const dataStart = localHeader + 30 + view.getUint16(localHeader + 26, true) +
-      view.getUint16(localHeader + 28, true);
-    const data = zip.slice(dataStart, dataStart + compressedSize);
-    const tooLarge = () => new Error(`its METADATA is larger than ${MAX_METADATA_BYTES} bytes`);
-    if (method === 0) {
-      if (data.length > MAX_METADATA_BYTES) throw tooLarge();
-      return decoder.decode(data);
-    }
-    if (method !== 8) return null;
-    const inflated = new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-    const text = await readAtMost(inflated, MAX_METADATA_BYTES);
-    if (text === null) throw tooLarge();
-    return decoder.decode(text);
+    entries.push({
+      name: decoder.decode(zip.subarray(at + 46, at + 46 + nameLength)),
+      method: view.getUint16(at + 10, true),
+      compressedSize: view.getUint32(at + 20, true),
+      localHeader: view.getUint32(at + 42, true),
+    });
+    at += 46 + nameLength + view.getUint16(at + 30, true) + view.getUint16(at + 32, true);
   }
-  return null;
+  return entries;
+}
+
+/**
+ * The text of the wheel's `*.dist-info/METADATA`, or null when it has none. Throws when it is
+ * larger than `MAX_METADATA_BYTES`, whatever its header claims, and when the wheel's dist-info
+ * folders are not one, named for `distribution` (normalized) when that is given: Pyodide's
+ * installer refuses such a wheel inside the sandbox, which read as the sandbox crashing.
+ */
+export async function readWheelMetadata(
+  zip: Uint8Array,
+  distribution?: string,
+): Promise<string | null> {
+  const entries = zipEntries(zip);
+  if (entries === null) return null;
+  if (distribution !== undefined) {
+    const folders = new Set(
+      entries.flatMap((e) => /^([^/]+)\.dist-info\//.exec(e.name)?.[1] ?? []),
+    );
+    const named = [...folders].map((folder) => normalizeName(folder.replace(/-[^-]*$/, "")));
+    if (named.length !== 1 || named[0] !== distribution) {
+      throw new Error(
+        named.length === 0
+          ? "it has no .dist-info folder"
+          : `its .dist-info folders name ${named.join(", ")}, not ${distribution}`,
+      );
+    }
+  }
+  const entry = entries.find((e) => /^[^/]+\.dist-info\/METADATA$/.test(e.name));
+  if (!entry) return null;
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const dataStart = entry.localHeader + 30 + view.getUint16(entry.localHeader + 26, true) +
+    view.getUint16(entry.localHeader + 28, true);
+  const data = zip.slice(dataStart, dataStart + entry.compressedSize);
+  const tooLarge = () => new Error(`its METADATA is larger than ${MAX_METADATA_BYTES} bytes`);
+  const decoder = new TextDecoder();
+  if (entry.method === 0) {
+    if (data.length > MAX_METADATA_BYTES) throw tooLarge();
+    return decoder.decode(data);
+  }
+  if (entry.method !== 8) return null;
+  const inflated = new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+  const text = await readAtMost(inflated, MAX_METADATA_BYTES);
+  if (text === null) throw tooLarge();
+  return decoder.decode(text);
 }
 
 /** The names of the distributions a METADATA text requires in this Pyodide. */
