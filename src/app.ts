@@ -336,7 +336,7 @@ export async function openApp(
     sessions,
     tasks,
     async stopExecutions() {
-      await executor.stop();
+      if (await executor.stop() === 0) return;
       // The handlers that awaited them still write their answers (after their live output).
       await new Promise((resolve) => setTimeout(resolve, ANSWERS_WRITTEN_MS));
     },

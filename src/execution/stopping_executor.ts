@@ -31,10 +31,15 @@ export class StoppingExecutor implements Executor {
     return run;
   }
 
-  /** Cancels every run, now and later; resolves once those running have answered. */
-  async stop(): Promise<void> {
+  /**
+   * Cancels every run, now and later; resolves once those running have answered, with how many
+   * there were.
+   */
+  async stop(): Promise<number> {
     this.#stopping.abort();
-    await Promise.allSettled([...this.#running]);
+    const running = [...this.#running];
+    await Promise.allSettled(running);
+    return running.length;
   }
 }
 
