@@ -479,6 +479,27 @@ Deno.test("acquireSandbox() without a session takes a pool sandbox and disposes 
   assert.equal(sandbox.disposed, 1);
 });
 
+Deno.test("acquireSandbox() given up on while it waits is CANCELLED, not a crash", async () => {
+  // The server's stop cancels calls waiting for a sandbox too (attacker 57: SANDBOX_CRASHED).
+  const profile = makeProfile();
+  const stop = new AbortController();
+  const { pool } = stubPool(() => {
+    stop.abort();
+    return Promise.reject(new Error("Cannot run: cancelled while waiting for a sandbox"));
+  });
+  const { sessions } = stubSessions(() => {
+    throw new Error("not used");
+  });
+  const lease = await acquireSandbox({ profile, owner: "o", signal: stop.signal }, {
+    pool,
+    sessions,
+  });
+  assert.deepEqual(lease, {
+    outcome: "CANCELLED",
+    message: "Cannot run: cancelled while waiting for a sandbox",
+  });
+});
+
 Deno.test("acquireSandbox() with a session gives the sandbox back, ending the session when the run did", async (t) => {
   const profile = makeProfile();
   const table: [string, RawOutcome | undefined, boolean][] = [

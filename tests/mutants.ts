@@ -2592,6 +2592,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "dist-info names another",
   },
   {
+    name: "a call given up on while it waits for a sandbox reads as a crash",
+    file: "src/execution/sandbox_lease.ts",
+    from: 'if (signal?.aborted) return { outcome: "CANCELLED", message };',
+    to: "",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "given up on while it waits is CANCELLED",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

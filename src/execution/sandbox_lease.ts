@@ -77,6 +77,8 @@ export async function acquireSandbox(
     };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
+    // Given up on while it waited (the client cancelled, or the server is stopping).
+    if (signal?.aborted) return { outcome: "CANCELLED", message };
     if (error instanceof PoolBusyError || error instanceof SessionBusyError) {
       return { outcome: "BUSY", message };
     }
