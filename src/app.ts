@@ -309,6 +309,7 @@ export async function openApp(
     analyse: analyseWith(run),
     log,
     redact,
+    guard: (work, signal) => executor.guard(work, signal),
   });
   const agentDeps = agentDepsWith(executor);
   const parked = new ParkedRuns({ timeoutMs: config.settings.approval_timeout_s * 1000 });

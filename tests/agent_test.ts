@@ -318,3 +318,21 @@ Deno.test("with neither an API key nor sampling, the error names both options", 
   assert.match(text, /OPENAI_API_KEY/);
   assert.match(text, /sampling/);
 });
+
+Deno.test("attack: SIGTERM answers a run waiting on its model, which is asked no more", async () => {
+  // The model's reply is not an execution: a stopping server closed the call unanswered, and a
+  // run whose script the stop cancelled went on asking the model to repair it (attacker 57).
+  await using api = startFakeChatApi(["stall", "```python\nprint(1)\n```"]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+  const pending = server.client.callTool(
+    { name: "generate_and_execute", arguments: { task: "Anything", max_attempts: 3 } },
+    undefined,
+    { timeout: 60_000 },
+  );
+  while (api.requests.length === 0) await delay(50);
+  Deno.kill(server.pid, "SIGTERM");
+  const result = (await pending).structuredContent as unknown as AgentResult;
+  assert.equal(result.success, false);
+  assert.match(result.message, /the server is shutting down/);
+  assert.equal(api.requests.length, 1, "the model was asked once");
+});

@@ -2600,6 +2600,23 @@ export const MUTATIONS: Mutation[] = [
     filter: "given up on while it waits is CANCELLED",
   },
   {
+    name: "a stopping server does not wait for code-generation runs",
+    file: "src/app.ts",
+    from: "guard: (work, signal) => executor.guard(work, signal),",
+    to: "",
+    tests: ["tests/agent_test.ts"],
+    filter: "waiting on its model",
+  },
+  {
+    name: "a run the server's stop cancelled says the client cancelled it",
+    file: "src/agent/agent.ts",
+    from:
+      'return signal?.reason instanceof ServerStopping ? STOPPING_MESSAGE : "Cancelled by the client";',
+    to: 'return "Cancelled by the client";',
+    tests: ["tests/agent_test.ts"],
+    filter: "waiting on its model",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

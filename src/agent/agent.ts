@@ -5,6 +5,7 @@
 import type { Catalog } from "../catalog/catalog.ts";
 import type { ExecutionResult } from "../execution/execution_result.ts";
 import type { Executor } from "../execution/executor.ts";
+import { ServerStopping, STOPPING_MESSAGE } from "../execution/stopping_executor.ts";
 import type { Logger } from "../_util/log.ts";
 import type { Redactor } from "../policy/redaction.ts";
 import type { ChatModel, TokenUsage } from "./chat_model.ts";
@@ -50,6 +51,8 @@ export interface AgentDeps {
    */
   redact: Redactor;
   maxTokens?: number;
+  /** Runs the whole run so that the server's stop cancels it and waits for its answer. */
+  guard?: <T>(work: (signal?: AbortSignal) => Promise<T>, signal?: AbortSignal) => Promise<T>;
 }
 
 export interface AgentRequest {
@@ -62,10 +65,20 @@ export interface AgentRequest {
 export const MAX_MODEL_CODE_CHARS = 100_000;
 const SHOWN_LONG_CODE_CHARS = 2000;
 
-export async function runAgent(
+export function runAgent(
   request: AgentRequest,
   deps: AgentDeps,
   onAttempt: (attempt: AgentAttempt) => void = () => {},
+  signal?: AbortSignal,
+): Promise<AgentResult> {
+  if (!deps.guard) return attemptUntilItWorks(request, deps, onAttempt, signal);
+  return deps.guard((guarded) => attemptUntilItWorks(request, deps, onAttempt, guarded), signal);
+}
+
+async function attemptUntilItWorks(
+  request: AgentRequest,
+  deps: AgentDeps,
+  onAttempt: (attempt: AgentAttempt) => void,
   signal?: AbortSignal,
 ): Promise<AgentResult> {
   const maxAttempts = Math.max(1, Math.min(10, request.max_attempts ?? DEFAULT_MAX_ATTEMPTS));
@@ -85,7 +98,7 @@ export async function runAgent(
   });
 
   for (let n = 1; n <= maxAttempts; n++) {
-    if (signal?.aborted) return finish(false, "Cancelled by the client");
+    if (signal?.aborted) return finish(false, cancelled(signal));
     const messages = buildMessages({
       task: request.task,
       stubs,
@@ -97,7 +110,7 @@ export async function runAgent(
     try {
       reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096, signal });
     } catch (error) {
-      if (signal?.aborted) return finish(false, "Cancelled by the client");
+      if (signal?.aborted) return finish(false, cancelled(signal));
       const message = deps.redact.text(
         `Cannot get code from ${deps.model.name}: ${(error as Error).message}`,
       );
@@ -155,6 +168,11 @@ export async function runAgent(
     onAttempt(attempt);
   }
   return finish(false, `No working code after ${maxAttempts} attempts`);
+}
+
+/** Why a run was given up on: the client cancelled it, or the server is stopping. */
+function cancelled(signal: AbortSignal | undefined): string {
+  return signal?.reason instanceof ServerStopping ? STOPPING_MESSAGE : "Cancelled by the client";
 }
 
 async function validate(code: string, deps: AgentDeps): Promise<string[]> {

@@ -11,10 +11,17 @@ import type { ExecutionResult } from "./execution_result.ts";
 
 export const STOPPING_MESSAGE = "Execution was cancelled: the server is shutting down";
 
+/** The reason a signal aborted by the server's stop gives. */
+export class ServerStopping extends Error {
+  constructor() {
+    super(STOPPING_MESSAGE);
+  }
+}
+
 export class StoppingExecutor implements Executor {
   readonly #inner: Executor;
   readonly #stopping = new AbortController();
-  readonly #running = new Set<Promise<ExecutionResult>>();
+  readonly #running = new Set<Promise<unknown>>();
 
   constructor(inner: Executor) {
     this.#inner = inner;
@@ -22,12 +29,24 @@ export class StoppingExecutor implements Executor {
 
   execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
     const stopping = this.#stopping.signal;
-    const signal = options.signal ? AbortSignal.any([options.signal, stopping]) : stopping;
-    const run = this.#inner.execute(request, { ...options, signal }).then((result) =>
-      stopping.aborted && !options.signal?.aborted ? stoppedResult(result) : result
+    return this.guard(
+      (signal) =>
+        this.#inner.execute(request, { ...options, signal }).then((result) =>
+          stopping.aborted && !options.signal?.aborted ? stoppedResult(result) : result
+        ),
+      options.signal,
     );
+  }
+
+  /**
+   * Runs other work the stop must wait for (a code-generation run, waiting on its model) with
+   * `signal` and the stop's together; its abort reason is a `ServerStopping` when the stop came.
+   */
+  guard<T>(work: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const stopping = this.#stopping.signal;
+    const run = work(signal ? AbortSignal.any([signal, stopping]) : stopping);
     this.#running.add(run);
-    void run.finally(() => this.#running.delete(run));
+    void run.finally(() => this.#running.delete(run)).catch(() => {});
     return run;
   }
 
@@ -36,7 +55,7 @@ export class StoppingExecutor implements Executor {
    * there were.
    */
   async stop(): Promise<number> {
-    this.#stopping.abort();
+    this.#stopping.abort(new ServerStopping());
     const running = [...this.#running];
     await Promise.allSettled(running);
     return running.length;
