@@ -345,6 +345,7 @@ export async function openApp(
       const run = overrides.executor ?? executor;
       return createHost({
         started: toolsReady,
+        guard: (work) => executor.guard(work),
         executor: run,
         describeExecuteCode: () => describeExecuteCode(defaultProfile, tools.current.index().text),
         catalog: () => tools.current,

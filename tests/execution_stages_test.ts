@@ -11,7 +11,8 @@ import { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { Catalog } from "../src/catalog/catalog.ts";
-import type { ExecuteRequest } from "../src/execution/executor.ts";
+import type { ExecuteRequest, Executor } from "../src/execution/executor.ts";
+import { STOPPING_MESSAGE, StoppingExecutor } from "../src/execution/stopping_executor.ts";
 import { toolCallLines, type ToolCallRecord } from "../src/execution/execution_result.ts";
 import {
   type CheckedRequest,
@@ -1034,4 +1035,38 @@ Deno.test("attack: an approve glob written with the names scripts use still asks
   assert.match(JSON.stringify(refused), /does not allow my-db\.run-query/);
   await narrow.close();
   await upstream.close();
+});
+
+Deno.test("StoppingExecutor: a run the stop cancelled says so, nested in a guarded run too; a client's cancel stays the client's", async () => {
+  const cancelled = () =>
+    refusedResult({
+      profile: "default",
+      outcome: "CANCELLED",
+      message: "Execution was cancelled by the client",
+    }, 0);
+  const waitForCancel: Executor = {
+    execute: (_request, options = {}) =>
+      options.signal!.aborted
+        ? Promise.resolve(cancelled())
+        : new Promise((resolve) =>
+          options.signal!.addEventListener("abort", () => resolve(cancelled()))
+        ),
+  };
+  const stopping = new StoppingExecutor(waitForCancel);
+  const client = new AbortController();
+  const cancelledByClient = stopping.execute({ code: "1" }, { signal: client.signal });
+  client.abort();
+  assert.equal(
+    (await cancelledByClient).diagnostics?.message,
+    "Execution was cancelled by the client",
+  );
+  const plain = stopping.execute({ code: "1" });
+  // As a code-generation run calls it: with the guarded signal, which the stop aborts too.
+  const nested = stopping.guard((signal) => stopping.execute({ code: "1" }, { signal }));
+  // The plain run and the guarded one (whose promise is its execution's).
+  assert.equal(await stopping.stop(), 2);
+  assert.equal((await plain).diagnostics?.message, STOPPING_MESSAGE);
+  assert.equal((await nested).diagnostics?.message, STOPPING_MESSAGE);
+  const late = await stopping.execute({ code: "1" });
+  assert.equal(late.diagnostics?.message, STOPPING_MESSAGE, "one started after the stop");
 });

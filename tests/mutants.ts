@@ -1807,7 +1807,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "tool requests are answered before the start-up finished",
     file: "src/host/startup_gate.ts",
-    from: "const error = await failed;",
+    from: "const error = settled ? await failed : await guard(held);",
     to: "const error = null;",
     tests: ["tests/host_test.ts"],
     filter: "handshake",
@@ -2537,7 +2537,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a call the server's stop cancelled says the client cancelled it",
     file: "src/execution/stopping_executor.ts",
-    from: "stopping.aborted && !options.signal?.aborted ? stoppedResult(result) : result",
+    from: "cutByTheStop(stopping, options.signal) ? stoppedResult(result) : result",
     to: "result",
     tests: ["tests/small_promises_test.ts"],
     filter: "keep their stated shapes",
@@ -2615,6 +2615,22 @@ export const MUTATIONS: Mutation[] = [
     to: 'return "Cancelled by the client";',
     tests: ["tests/agent_test.ts"],
     filter: "waiting on its model",
+  },
+  {
+    name: "a request held for the start-up is closed unanswered when the server stops",
+    file: "src/host/server.ts",
+    from: "holdUntilStarted(server, deps.started, deps.guard);",
+    to: "holdUntilStarted(server, deps.started);",
+    tests: ["tests/startup_test.ts"],
+    filter: "held for the start-up",
+  },
+  {
+    name: "an execution inside a code-generation run the stop cancelled says the client did",
+    file: "src/execution/stopping_executor.ts",
+    from: "return stopping.aborted && (!own?.aborted || own.reason instanceof ServerStopping);",
+    to: "return stopping.aborted && !own?.aborted;",
+    tests: ["tests/execution_stages_test.ts"],
+    filter: "StoppingExecutor",
   },
   {
     name: "MYSQL_PWD is no secret name",

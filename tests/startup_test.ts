@@ -104,3 +104,20 @@ Deno.test("a server closed while it builds its first snapshot leaves no builder 
     await Deno.remove(cacheDir, { recursive: true });
   }
 });
+
+Deno.test("attack: a call held for the start-up is answered when the server stops", async () => {
+  // Tool requests wait (up to 10 s) for the upstream servers to be listed; one held when the
+  // server stopped was closed unanswered, and its client waited out its timeout (attacker 58).
+  const dir = await Deno.makeTempDir();
+  const config = await writeConfig(dir, {
+    servers: {
+      mute: { command: "deno", args: ["eval", "setInterval(() => {}, 1000)"] },
+    },
+  });
+  await using server = await startServer({ args: ["--config", config] });
+  const held = server.client.listTools().then(() => "listed", (error: Error) => error.message);
+  await delay(1000);
+  Deno.kill(server.pid, "SIGTERM");
+  assert.match(await held, /the server is shutting down/);
+  await Deno.remove(dir, { recursive: true });
+});

@@ -32,7 +32,7 @@ export class StoppingExecutor implements Executor {
     return this.guard(
       (signal) =>
         this.#inner.execute(request, { ...options, signal }).then((result) =>
-          stopping.aborted && !options.signal?.aborted ? stoppedResult(result) : result
+          cutByTheStop(stopping, options.signal) ? stoppedResult(result) : result
         ),
       options.signal,
     );
@@ -60,6 +60,14 @@ export class StoppingExecutor implements Executor {
     await Promise.allSettled(running);
     return running.length;
   }
+}
+
+/**
+ * Whether the stop cancelled a run, not its caller: its own signal (a code-generation run's is
+ * guarded too) was not aborted, or was aborted by the stop.
+ */
+function cutByTheStop(stopping: AbortSignal, own: AbortSignal | undefined): boolean {
+  return stopping.aborted && (!own?.aborted || own.reason instanceof ServerStopping);
 }
 
 /** A run the server's stop cut short says so, not that the client cancelled it. */

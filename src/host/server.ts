@@ -21,7 +21,7 @@ import { registerSessionTools } from "./tools/sessions.ts";
 import type { SessionManager } from "../sandbox/sessions.ts";
 import type { ParkedRuns } from "./approvals.ts";
 import { serveLongCallsAsTasks, type TaskStore } from "./tasks.ts";
-import { holdUntilStarted } from "./startup_gate.ts";
+import { holdUntilStarted, type StopGuard } from "./startup_gate.ts";
 import { explainUnknownTools } from "./unknown_tools.ts";
 import { skillSearchEntries } from "../skills/skill_search.ts";
 import { registerGenerateAndExecuteTool } from "./tools/generate_and_execute.ts";
@@ -38,6 +38,8 @@ export interface HostDeps {
    * failed); tool and resource requests wait for it, the handshake does not.
    */
   started: Promise<void>;
+  /** Holds requests so that the server's stop answers them (see holdUntilStarted). */
+  guard?: StopGuard;
   executor: Executor;
   describeExecuteCode: () => string;
   catalog: () => Catalog;
@@ -107,7 +109,7 @@ export function createHost(deps: HostDeps, context: HostContext): Host {
   const { owner } = context;
   // Before any tool, these: they wrap the handlers the first registration installs.
   answerWellFormed(server);
-  holdUntilStarted(server, deps.started);
+  holdUntilStarted(server, deps.started, deps.guard);
   explainUnknownTools(server, deps.catalog);
   if (context.era === "modern") {
     serveLongCallsAsTasks(server, {

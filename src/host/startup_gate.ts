@@ -9,22 +9,43 @@ import { wrapRequestHandlers } from "./request_handlers.ts";
 
 const HELD = /^(tools|resources)\//;
 
+/** Runs work the server's stop waits for, with a signal the stop aborts (StoppingExecutor). */
+export type StopGuard = <T>(work: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+
 /**
  * Makes `server` answer its `tools/*` and `resources/*` requests only after `started` resolves
- * (an error naming why, if it rejects). Call it before registering anything: it wraps the
- * handlers as they are installed.
+ * (an error naming why, if it rejects). A request held when the server stops is answered with
+ * an error saying so (`guard`: the stop waits for that answer; it closed them unanswered). Call
+ * it before registering anything: it wraps the handlers as they are installed.
  */
-export function holdUntilStarted(server: McpServer, started: Promise<void>): void {
+export function holdUntilStarted(
+  server: McpServer,
+  started: Promise<void>,
+  guard: StopGuard = (work) => work(new AbortController().signal),
+): void {
   const failed = started.then(
     () => null,
     (error) => new Error(`Cannot serve: the server failed to start (${(error as Error).message})`),
   );
+  let settled = false;
+  void failed.then(() => settled = true);
+  const held = (signal: AbortSignal): Promise<Error | null> => {
+    if (signal.aborted) return Promise.resolve(STOPPING);
+    const stopped = Promise.withResolvers<Error>();
+    const onAbort = () => stopped.resolve(STOPPING);
+    signal.addEventListener("abort", onAbort, { once: true });
+    return Promise.race([failed, stopped.promise])
+      .finally(() => signal.removeEventListener("abort", onAbort));
+  };
   wrapRequestHandlers(server, (method, handler) =>
     HELD.test(method)
       ? async (...args) => {
-        const error = await failed;
+        // Once started, nothing is held (and nothing is left listening for the stop).
+        const error = settled ? await failed : await guard(held);
         if (error) throw error;
         return handler(...args);
       }
       : handler);
 }
+
+const STOPPING = new Error("Cannot serve: the server is shutting down");
