@@ -149,11 +149,11 @@ Deno.test("the revisions initialize accepts are the SDK's", () => {
 });
 
 /**
- * Kills `child` if it still runs after 30 s: a server that hangs fails its test, not the run.
- * Its descendants first (the server the launcher started holds the test's pipes), so none is
- * left running and no pipe stays open.
+ * Kills `child` if it still runs after `ms` (30 s): a server that hangs fails its test, not the
+ * run. Its descendants first (the server the launcher started holds the test's pipes), so none
+ * is left running and no pipe stays open.
  */
-function killAfter(child: Deno.ChildProcess, signal: Deno.Signal) {
+function killAfter(child: Deno.ChildProcess, signal: Deno.Signal, ms = 30_000) {
   let fired = false;
   const timer = setTimeout(() => {
     fired = true;
@@ -166,7 +166,7 @@ function killAfter(child: Deno.ChildProcess, signal: Deno.Signal) {
       }
     }
     child.kill(signal);
-  }, 30_000);
+  }, ms);
   return { clear: () => clearTimeout(timer), fired: () => fired };
 }
 
@@ -369,20 +369,22 @@ Deno.test("a client that waits before its initialize is answered by the SDK, onc
 
 Deno.test("a line that is not JSON is warned of; a client that stops reading ends the server cleanly", async () => {
   const child = spawnServe({ stderr: "piped" });
+  // Armed first: a server that loses the opening answers nothing, and the read would wait.
+  const deadline = killAfter(child, "SIGKILL");
   const stderr = new Response(child.stderr).text();
   const writer = child.stdin.getWriter();
   const send = (text: string) => writer.write(new TextEncoder().encode(text));
   await send(`hello\n${JSON.stringify(initialize({}, 1))}\n`);
   const reader = child.stdout.getReader();
-  await reader.read(); // the answer to initialize
+  const answer = await reader.read(); // the answer to initialize
+  assert.ok(!answer.done, "stdout closed before initialize was answered");
   await reader.cancel(); // the client stops reading: the next write fails
   await send(`${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" })}\n`);
-  const deadline = killAfter(child, "SIGKILL");
   const status = await child.status;
   deadline.clear();
   await writer.close().catch(() => {});
   const log = await stderr;
-  assert.equal(deadline.fired(), false, "still running 30 s after its stdout closed");
+  assert.equal(deadline.fired(), false, "still running 30 s after it started");
   assert.equal(status.code, 0, log);
   assert.match(log, /a line that is not JSON was ignored .*"line":"hello"/);
   assert.match(log, /shutting down \(stdout closed/);
@@ -463,7 +465,10 @@ class PausableStdio {
       let buffered = "";
       while (this.reading) {
         const { value, done } = await reader.read();
-        if (done) break;
+        if (done) {
+          this.onclose?.(); // a connect that waits gives up
+          break;
+        }
         buffered += value;
         const lines = buffered.split("\n");
         buffered = lines.pop()!;
@@ -486,6 +491,8 @@ class PausableStdio {
  */
 async function listenThenStopReading(calls: number) {
   const transport = new PausableStdio();
+  // Armed first: a server that loses the opening never answers the client's connect.
+  const deadline = killAfter(transport.child, "SIGKILL", 60_000);
   const stderr = new Response(transport.child.stderr).text();
   const client = new ClientV2({ name: "stalled", version: "1" }, {
     versionNegotiation: { mode: { pin: "2026-07-28" } },
@@ -497,34 +504,32 @@ async function listenThenStopReading(calls: number) {
     void client.callTool({ name: "get_tool_docs", arguments: { names: ["filesystem", "memory"] } })
       .catch(() => {});
   }
-  return { transport, stderr };
+  return { transport, stderr, deadline };
 }
 
 Deno.test("attack: a 2026-07-28 client that listens, then stops reading, does not keep the server", async () => {
   // Answers past the 64 MiB the server keeps for a client (whole modules' stubs, many times).
-  const { transport, stderr } = await listenThenStopReading(5000);
-  const deadline = killAfter(transport.child, "SIGKILL");
+  const { transport, stderr, deadline } = await listenThenStopReading(5000);
   const status = await transport.child.status;
   deadline.clear();
   await transport.close();
   const log = await stderr;
-  assert.equal(deadline.fired(), false, "still running 30 s after its client stopped reading");
+  assert.equal(deadline.fired(), false, "still running 60 s after it started");
   assert.equal(status.code, 0, log.slice(-2000));
   assert.match(log, /shutting down \(stdout: the client left \d+ MiB unread\)/);
 });
 
 Deno.test("attack: a server whose listening client stops reading, is stopped by a signal all the same", async () => {
   // Enough to fill the pipe, far below what makes the server give the client up.
-  const { transport, stderr } = await listenThenStopReading(100);
+  const { transport, stderr, deadline } = await listenThenStopReading(100);
   await delay(2000);
   // SIGTERM reaches the launcher, which passes it on to the server it started.
   transport.child.kill("SIGTERM");
-  const deadline = killAfter(transport.child, "SIGKILL");
   const status = await transport.child.status;
   deadline.clear();
   await transport.close();
   const log = await stderr;
-  assert.equal(deadline.fired(), false, "still running 30 s after SIGTERM");
+  assert.equal(deadline.fired(), false, "still running 60 s after it started");
   assert.match(log, /shutting down \(SIGTERM\)/);
   assert.ok(status.code === 0 || status.signal === "SIGTERM", JSON.stringify(status));
 });
