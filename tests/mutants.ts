@@ -1815,8 +1815,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a script runs before the server has started",
     file: "src/execution/starting_executor.ts",
-    from: "executor = await Promise.race([this.#ready, cancelled.promise]);",
-    to: "executor = await Promise.race([this.#ready, cancelled.promise, Promise.resolve(null)]);",
+    from: "executor = await raceAbort(this.#ready, options.signal, () => null);",
+    to: "executor = await Promise.race([this.#ready, Promise.resolve(null)]);",
     tests: ["tests/startup_test.ts"],
     filter: "StartingExecutor",
   },
@@ -2561,7 +2561,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a resolution waits out the mirror's lock after its caller gave up",
     file: "src/packages/package_sources.ts",
-    from: "lock ??= untilAborted(this.#distribution!.lock(allowedHosts), deadline)",
+    from:
+      "lock ??= raceAbort(this.#distribution!.lock(allowedHosts), deadline, () => {\n        throw deadline.reason;\n      })",
     to: "lock ??= this.#distribution!.lock(allowedHosts)",
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "stops waiting for a mirror's lock",
@@ -2631,6 +2632,20 @@ export const MUTATIONS: Mutation[] = [
     to: "return stopping.aborted && !own?.aborted;",
     tests: ["tests/execution_stages_test.ts"],
     filter: "StoppingExecutor",
+  },
+  {
+    name: "a race with an abort leaves its listener on the signal",
+    file: "src/_util/race_abort.ts",
+    from: "signal.removeEventListener(\"abort\", onAbort)",
+    to: "void 0",
+    tests: ["tests/race_abort_test.ts"],
+  },
+  {
+    name: "a race with a signal aborted already waits for it to fire again",
+    file: "src/_util/race_abort.ts",
+    from: "if (signal.aborted) return Promise.resolve().then(aborted);",
+    to: "",
+    tests: ["tests/race_abort_test.ts"],
   },
   {
     name: "MYSQL_PWD is no secret name",

@@ -8,6 +8,7 @@
 import type { ExecuteOptions, ExecuteRequest, Executor } from "./executor.ts";
 import type { ExecutionResult } from "./execution_result.ts";
 import { refusedResult } from "./result_mapping.ts";
+import { raceAbort } from "../_util/race_abort.ts";
 
 export class StartingExecutor implements Executor {
   readonly #ready: Promise<Executor>;
@@ -23,13 +24,9 @@ export class StartingExecutor implements Executor {
   async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
     const started = performance.now();
     const profile = request.profile ?? this.#defaultProfile;
-    const cancelled = Promise.withResolvers<null>();
-    const onAbort = () => cancelled.resolve(null);
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    if (options.signal?.aborted) onAbort();
     let executor: Executor | null;
     try {
-      executor = await Promise.race([this.#ready, cancelled.promise]);
+      executor = await raceAbort(this.#ready, options.signal, () => null);
     } catch (error) {
       return refusedResult({
         profile,
@@ -38,8 +35,6 @@ export class StartingExecutor implements Executor {
           error instanceof Error ? error.message : String(error)
         })`,
       }, performance.now() - started);
-    } finally {
-      options.signal?.removeEventListener("abort", onAbort);
     }
     if (executor === null) {
       return refusedResult({

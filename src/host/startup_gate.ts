@@ -6,6 +6,7 @@
  */
 import type { McpServer } from "@modelcontextprotocol/server";
 import { wrapRequestHandlers } from "./request_handlers.ts";
+import { raceAbort } from "../_util/race_abort.ts";
 
 const HELD = /^(tools|resources)\//;
 
@@ -29,14 +30,7 @@ export function holdUntilStarted(
   );
   let settled = false;
   void failed.then(() => settled = true);
-  const held = (signal: AbortSignal): Promise<Error | null> => {
-    if (signal.aborted) return Promise.resolve(STOPPING);
-    const stopped = Promise.withResolvers<Error>();
-    const onAbort = () => stopped.resolve(STOPPING);
-    signal.addEventListener("abort", onAbort, { once: true });
-    return Promise.race([failed, stopped.promise])
-      .finally(() => signal.removeEventListener("abort", onAbort));
-  };
+  const held = (signal: AbortSignal) => raceAbort(failed, signal, () => STOPPING);
   wrapRequestHandlers(server, (method, handler) =>
     HELD.test(method)
       ? async (...args) => {

@@ -7,6 +7,7 @@
  * cannot be had why not.
  */
 import { mib } from "../_util/bytes.ts";
+import { raceAbort } from "../_util/race_abort.ts";
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
 import { writeFileAtomically } from "../_util/atomic_write.ts";
@@ -124,8 +125,9 @@ export class PackageSources {
     // The mirror's lock is one download for every caller, on its own timeout: this resolution
     // stops waiting for it when its deadline passes or its caller gives up.
     const distributionLock = () =>
-      lock ??= untilAborted(this.#distribution!.lock(allowedHosts), deadline)
-        .catch((e) => (e as Error).message);
+      lock ??= raceAbort(this.#distribution!.lock(allowedHosts), deadline, () => {
+        throw deadline.reason;
+      }).catch((e) => (e as Error).message);
 
     const bytes = () => packages.reduce((n, p) => n + p.data.length, 0);
     const tooMuch = () =>
@@ -311,15 +313,4 @@ export class PackageSources {
 /** The file beside a cached index wheel that says where it was downloaded from. */
 function originFile(cacheDir: string, wheel: string): string {
   return join(cacheDir, `${wheel}.origin`);
-}
-
-/** `promise`, or a rejection with the signal's reason once `signal` is aborted. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  const { promise: aborted, reject } = Promise.withResolvers<never>();
-  const onAbort = () => reject(signal.reason);
-  signal.addEventListener("abort", onAbort, { once: true });
-  return Promise.race([promise, aborted]).finally(() =>
-    signal.removeEventListener("abort", onAbort)
-  );
 }
