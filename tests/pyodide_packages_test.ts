@@ -22,6 +22,10 @@ import { sha256Hex } from "../src/_util/digest.ts";
 
 const PLATFORM = pinnedLockInfo() as unknown as PyodidePlatform;
 
+/** Sources with only a folder of wheels: no mirror, no index. */
+const folderSources = (wheelsDir: string) =>
+  new PackageSources({ wheelsDir, distribution: null, index: null, platform: PLATFORM });
+
 Deno.test("wheel tags: pure Python and this Pyodide's builds run, others are refused by tag", () => {
   const check = (file: string) => wheelIncompatibility(parseWheelName(file)!, PLATFORM);
   const [major, minor] = PLATFORM.python.split(".");
@@ -85,12 +89,7 @@ Deno.test("attack: a wheel whose dist-info names another package is refused on t
   // Through a wheel folder, as an execution asks for it.
   const dir = await Deno.makeTempDir();
   await Deno.writeFile(join(dir, "liar-1.0.0-py3-none-any.whl"), liar.bytes);
-  const sources = new PackageSources({
-    wheelsDir: dir,
-    distribution: null,
-    index: null,
-    platform: PLATFORM,
-  });
+  const sources = folderSources(dir);
   const found = await sources.resolve(["liar"], []);
   assert.match(
     found.problems.join(),
@@ -598,12 +597,7 @@ Deno.test("attack: one package cannot pull in more than an execution may install
   ) {
     await Deno.writeFile(join(dir, wheel.file), wheel.bytes);
   }
-  const sources = new PackageSources({
-    wheelsDir: dir,
-    distribution: null,
-    index: null,
-    platform: PLATFORM,
-  });
+  const sources = folderSources(dir);
   await t.step("past 100 packages with dependencies, resolution stops and says why", async () => {
     const found = await sources.resolve(["wide"], []);
     assert.match(
@@ -717,12 +711,7 @@ Deno.test("attack: a METADATA bomb is refused, not inflated", async () => {
     requires: Array.from({ length: 40_000 }, (_, i) => `x${i % 10}-padding-padding-padding`),
   });
   await Deno.writeFile(join(dir, bomb.file), bomb.bytes);
-  const sources = new PackageSources({
-    wheelsDir: dir,
-    distribution: null,
-    index: null,
-    platform: PLATFORM,
-  });
+  const sources = folderSources(dir);
   const result = await sources.resolve(["bomb"], []);
   assert.match(
     result.problems.join(),
