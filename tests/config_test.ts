@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { loadConfig, parseConfigFile, SECRET_NAME } from "../src/config/config.ts";
 import { replacedParts } from "../src/config/literal_secrets.ts";
 import { expandPlaceholders, placeholderNames } from "../src/config/placeholders.ts";
+import { hostGrants } from "../src/relaunch/server_permissions.ts";
 import { ROOT } from "./_helpers.ts";
 
 const ctx = {
@@ -876,4 +877,50 @@ Deno.test("replacedParts() finds what a substitution hid, or takes the whole tex
   assert.deepEqual(replacedParts("nothing here", hide(["one"])), []);
   // Side by side, the two cannot be told apart: the whole text is scrubbed instead.
   assert.deepEqual(replacedParts("onetwo!", hide(["one", "two"])), ["onetwo!"]);
+});
+
+Deno.test("attack: a profile left out of allowed_profiles gets the host nothing, and builds nothing", async () => {
+  // An operator allows "default" only; the folder also holds a read-write profile and one
+  // whose preload cannot be had. Neither may reach the host's grants, its start or a listing.
+  const dir = await Deno.makeTempDir();
+  const permissions = `${dir}/permissions`;
+  await Deno.mkdir(permissions);
+  await Deno.mkdir(`${dir}/shared`);
+  await Deno.writeTextFile(`${permissions}/default.json`, "{}");
+  await Deno.writeTextFile(
+    `${permissions}/team.json`,
+    JSON.stringify({ folders: [{ host: `${dir}/shared`, mount: "/shared", mode: "rw" }] }),
+  );
+  await Deno.writeTextFile(`${permissions}/data.json`, JSON.stringify({ preload: ["missing"] }));
+  const file = `${dir}/mcp_servers.json`;
+  const write = (allowed?: string[]) =>
+    Deno.writeTextFile(
+      file,
+      JSON.stringify({ settings: { permissions_dir: permissions, allowed_profiles: allowed } }),
+    );
+  await write(["default"]);
+  const config = await loadConfig({ path: file });
+  assert.deepEqual([...config.profiles.keys()], ["default"]);
+  assert.deepEqual([...config.unavailableProfiles.keys()], []);
+  const grants = hostGrants({
+    config,
+    configText: await Deno.readTextFile(file),
+    denoPath: Deno.execPath(),
+    pyodideDir: "/pyodide",
+    cacheDir: "/cache",
+    serverCommands: [],
+    auditFolderExists: true,
+    model: null,
+    http: null,
+    extraRead: [],
+  });
+  const shared = await Deno.realPath(`${dir}/shared`);
+  for (const list of [grants.read, grants.write]) {
+    assert.ok(!list.some((path) => path.includes("shared")), `${list} reaches ${shared}`);
+  }
+  // Left out, every profile of the folder may be used.
+  await write(undefined);
+  const all = await loadConfig({ path: file });
+  assert.deepEqual([...all.profiles.keys()].sort(), ["data", "default", "team"]);
+  await Deno.remove(dir, { recursive: true });
 });

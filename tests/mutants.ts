@@ -2636,7 +2636,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a race with an abort leaves its listener on the signal",
     file: "src/_util/race_abort.ts",
-    from: "signal.removeEventListener(\"abort\", onAbort)",
+    from: 'signal.removeEventListener("abort", onAbort)',
     to: "void 0",
     tests: ["tests/race_abort_test.ts"],
   },
@@ -2646,6 +2646,14 @@ export const MUTATIONS: Mutation[] = [
     from: "if (signal.aborted) return Promise.resolve().then(aborted);",
     to: "",
     tests: ["tests/race_abort_test.ts"],
+  },
+  {
+    name:
+      "a profile left out of allowed_profiles is still loaded (its folders granted, its preload built)",
+    file: "src/config/config.ts",
+    from: "for (const name of [...profiles.keys()]) if (!allowed.has(name)) profiles.delete(name);",
+    to: "",
+    tests: ["tests/config_test.ts"],
   },
   {
     name: "MYSQL_PWD is no secret name",

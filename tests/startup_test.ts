@@ -59,6 +59,31 @@ Deno.test("a server whose start-up failed still answers, and every call says why
   }
 });
 
+Deno.test("attack: a profile callers may not use cannot stop the start with its preload", async () => {
+  // Its packages cannot be had (no folder, mirror or index holds them): loaded, it stopped the
+  // start, and every call failed for a profile no caller could pick.
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(join(dir, "permissions"));
+  await Deno.writeTextFile(join(dir, "permissions", "default.json"), "{}");
+  await Deno.writeTextFile(
+    join(dir, "permissions", "data.json"),
+    JSON.stringify({ preload: ["not-anywhere"] }),
+  );
+  const config = await writeConfig(dir, {
+    settings: { permissions_dir: "permissions", allowed_profiles: ["default"] },
+  });
+  try {
+    await using server = await startServer({ args: ["--config", config] });
+    const result = await server.execute({ code: "print(1)" });
+    assert.equal(result.success, true, result.text);
+    const refused = await server.execute({ code: "print(1)", profile: "data" });
+    assert.equal(refused.isError, true);
+    assert.match(refused.text, /profile: expected one of "default"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("StartingExecutor: a call waits for the start-up, and one cancelled meanwhile is CANCELLED", async () => {
   const ready = Promise.withResolvers<Executor>();
   const ran: string[] = [];

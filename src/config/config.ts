@@ -123,6 +123,7 @@ export interface Config {
   servers: ServerConfig[];
   unavailable: UnavailableServer[];
   settings: Settings;
+  /** The profiles callers may use (settings.allowed_profiles), by name: no other is loaded. */
   profiles: Map<string, Profile>;
   /** Profiles refused for what a folder of theirs holds now, with the reason (see loadProfiles). */
   unavailableProfiles: Map<string, string>;
@@ -208,9 +209,6 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
       `Cannot load config ${path}: settings.default_profile is unavailable: ${cannotUseDefault}`,
     );
   }
-  for (const [name, reason] of unavailableProfiles) {
-    parsed.notes.push({ level: "warn", message: `profile "${name}" is unavailable: ${reason}` });
-  }
   if (!profiles.has(settings.default_profile)) {
     throw new TypeError(
       `Cannot load config ${path}: settings.default_profile "${settings.default_profile}" is not in ${settings.permissions_dir}`,
@@ -233,6 +231,17 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
         "not in settings.allowed_profiles, so every call that names no profile would be " +
         "refused: add it there, or make default_profile one of them",
     );
+  }
+  // A profile callers may not use goes no further: the host is granted none of its folders,
+  // nothing is built for it (a preload of it that cannot be had stopped the start), and no
+  // listing names it.
+  const allowed = new Set(settings.allowed_profiles);
+  for (const name of [...profiles.keys()]) if (!allowed.has(name)) profiles.delete(name);
+  for (const name of [...unavailableProfiles.keys()]) {
+    if (!allowed.has(name)) unavailableProfiles.delete(name);
+  }
+  for (const [name, reason] of unavailableProfiles) {
+    parsed.notes.push({ level: "warn", message: `profile "${name}" is unavailable: ${reason}` });
   }
   // The credentials in the proxy variables, and in a private package index's or Pyodide
   // mirror's URL (settings take no ${NAME}, so they are written in the file), are secrets; a
