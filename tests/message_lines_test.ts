@@ -120,6 +120,9 @@ Deno.test("unreadReplyAnswer() answers the request a message too large to read a
   );
   assert.equal(answer('event: message\ndata: {"method":"x","params":{"a":"', '"},"id":9}'), null);
   assert.equal(answer('{"result":"', "no id"), null);
+  // Neither an answer nor a request at its start: it answers nothing, whatever id it ends with.
+  assert.equal(answer('{"params":{"a":"', '"},"id":1}'), null);
+  assert.equal(answer('{"jsonrpc":"2.0","id":2,"data":"', '"}'), null);
   assert.equal(answer('{"result":{"x":"', '"},"id":"b-2","jsonrpc":"2.0"}'), "b-2");
   // On a request's own stream, that request, whatever the message is but a request or a
   // notification of the server's own (which come before the answer there).
