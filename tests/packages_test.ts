@@ -7,7 +7,10 @@ import { normalizeName, parseWheelName, scriptDependencies } from "../src/packag
 import { delay, ROOT, startServer, writeConfig } from "./_helpers.ts";
 import { defaultCacheDir } from "../src/sandbox/runtime.ts";
 import { download } from "../src/packages/capped_download.ts";
-import { PyodideDistribution } from "../src/packages/pyodide_distribution.ts";
+import {
+  OFFICIAL_DISTRIBUTION,
+  PyodideDistribution,
+} from "../src/packages/pyodide_distribution.ts";
 
 Deno.test("wheel names and PEP 723 blocks are read correctly", () => {
   assert.equal(normalizeName("Tiny_Math.Utils"), "tiny-math-utils");
@@ -88,6 +91,13 @@ Deno.test("attack: a download error names no token written in the index URL's us
     cacheDir: "/nonexistent",
   });
   assert.equal(mirror.where, "Pyodide's packages at https://mirror.example/pyodide/");
+  // Pyodide's own list is the lock it ships: a message does not read as if looked up online.
+  const official = new PyodideDistribution({
+    source: OFFICIAL_DISTRIBUTION,
+    pinnedLock: { info: {}, packages: {} } as never,
+    cacheDir: "/nonexistent",
+  });
+  assert.match(official.where, /^Pyodide [\d.]+'s own package set \(files from https:/);
 });
 
 Deno.test("scripts install pure-Python wheels from the local folder", async (t) => {

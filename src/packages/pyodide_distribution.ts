@@ -49,6 +49,10 @@ export class PyodideDistribution {
 
   /** How messages name this source. */
   get where(): string {
+    // Its list is the lock shipped with Pyodide: a package not in it was not looked up online.
+    if (this.#options.source === OFFICIAL_DISTRIBUTION) {
+      return `Pyodide ${PYODIDE_VERSION}'s own package set (files from ${OFFICIAL_DISTRIBUTION})`;
+    }
     return this.#isUrl
       ? `Pyodide's packages at ${shownUrl(new URL(this.#options.source))}`
       : `the Pyodide package folder ${this.#options.source}`;
