@@ -2656,6 +2656,22 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/config_test.ts"],
   },
   {
+    name: "a tool result of any size is given to the script",
+    file: "src/execution/tool_gate.ts",
+    from: "const max = this.#deps.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;",
+    to: "const max = Infinity;",
+    tests: ["tests/upstream_reply_cap_test.ts"],
+    filter: "a stdio upstream's reply past 10 MiB",
+  },
+  {
+    name: "a pyodide lock's file of any kind is handed to the sandbox to unpack",
+    file: "src/packages/package_sources.ts",
+    from: "if (entry && !INSTALLABLE_ARCHIVE.test(entry.file_name)) {",
+    to: "if (false) {",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "no wheel nor zip archive",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

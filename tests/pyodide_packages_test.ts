@@ -787,3 +787,29 @@ Deno.test("attack: a resolution whose caller gave up stops waiting for a mirror'
   assert.match(found.problems.join(), /the caller gave up/, "not the lock's own timeout");
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("attack: a mirror's package that is no wheel nor zip archive is refused on the host", async () => {
+  // Pyodide's lock holds .whl and .zip files; one named .tar (or anything else) reached the
+  // sandbox's unpacking, and the execution ended as SANDBOX_CRASHED.
+  const dir = await Deno.makeTempDir();
+  const wheel = await buildWheel({ name: "tarred", value: 1 });
+  const tarred = { ...wheel, file: "tarred-1.0.0.tar" };
+  await writeDistribution(join(dir, "mirror"), await lockText([{ wheel: tarred }]), [tarred]);
+  const sources = new PackageSources({
+    wheelsDir: "",
+    distribution: new PyodideDistribution({
+      source: join(dir, "mirror"),
+      pinnedLock: parseLock(JSON.stringify({ info: PLATFORM, packages: {} })),
+      cacheDir: join(dir, "cache"),
+    }),
+    index: null,
+    platform: PLATFORM,
+  });
+  const found = await sources.resolve(["tarred"], []);
+  assert.deepEqual(found.packages, []);
+  assert.match(
+    found.problems.join(),
+    /tarred: .*tarred-1\.0\.0\.tar is not a wheel or a zip archive/,
+  );
+  await Deno.remove(dir, { recursive: true });
+});

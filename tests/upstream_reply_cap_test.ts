@@ -147,6 +147,20 @@ for (const mode of ["http", "sse", "stdio"] as const) {
     });
     assert.equal(r.success, true, r.text);
     assert.match(String(r.result), /^ToolError: .*larger than 10 MiB/);
+    if (mode === "stdio") {
+      // Read, but more than a script is given of one result (attacker 59: not in the Limits).
+      const read = await server.execute({
+        code: "from mcp_tools import remote\ntry:\n" +
+          `    remote.big_text(bytes=${9 * MIB})\n    said = 'no error'\n` +
+          "except Exception as e:\n    said = f'{type(e).__name__}: {e}'\nsaid",
+        timeout_s: 120,
+      });
+      assert.match(
+        String(read.result),
+        /^ToolError: .*the tool's result is 9\.0 MiB as JSON, and a script is given at most 8\.0 MiB of one result/,
+        read.text,
+      );
+    }
     const after = await server.execute({
       code: `from mcp_tools import remote\nlen(remote.big_text(bytes=${MIB}))`,
       timeout_s: 120,

@@ -5,6 +5,7 @@
  * and record it (for the result and the audit log). The reply goes back to the sandbox scrubbed
  * of secrets. Nothing here trusts the sandbox's request.
  */
+import { mib } from "../_util/bytes.ts";
 import { type CallToolResult, type Client, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { Catalog } from "../catalog/catalog.ts";
 import { toIdentifier } from "../catalog/identifiers.ts";
@@ -369,7 +370,8 @@ export class ToolGate {
       return {
         error: {
           kind: "tool_error",
-          message: `result of ${size} characters exceeds the ${max} limit`,
+          message: `the tool's result is ${mib(size)} as JSON, and a script is given at most ` +
+            `${mib(max)} of one result`,
         },
       };
     }

@@ -182,6 +182,14 @@ export class PackageSources {
         const entry = typeof found === "string" ? undefined : found.packages.get(key);
         if (typeof found === "string") reasons.push(`${this.#distribution.where}: ${found}`);
         else if (!entry) reasons.push(`not in ${this.#distribution.where}`);
+        if (entry && !INSTALLABLE_ARCHIVE.test(entry.file_name)) {
+          // Pyodide's own lock holds wheels and zip archives only; the sandbox unpacks no other.
+          fail(
+            label,
+            `${this.#distribution.where}: ${entry.file_name} is not a wheel or a zip archive`,
+          );
+          return;
+        }
         if (entry) {
           for (const dependency of entry.depends) await need(dependency, key);
           try {
@@ -311,6 +319,9 @@ export class PackageSources {
 }
 
 /** The file beside a cached index wheel that says where it was downloaded from. */
+/** What a Pyodide lock's file may be: a wheel, or a zip archive (its shared libraries). */
+const INSTALLABLE_ARCHIVE = /\.(?:whl|zip)$/;
+
 function originFile(cacheDir: string, wheel: string): string {
   return join(cacheDir, `${wheel}.origin`);
 }
