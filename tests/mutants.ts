@@ -2672,6 +2672,13 @@ export const MUTATIONS: Mutation[] = [
     filter: "no wheel nor zip archive",
   },
   {
+    name: "a log record's text is written raw, newlines and escapes included",
+    file: "src/_util/log.ts",
+    from: "${escapeUnsafe(message + extra)}",
+    to: "${message + extra}",
+    tests: ["tests/log_test.ts"],
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -2,6 +2,7 @@
  * Logging to stderr only: in stdio mode stdout belongs to the MCP protocol.
  */
 import { queuedLines } from "./queued_lines.ts";
+import { escapeUnsafe } from "./safe_text.ts";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
@@ -17,7 +18,8 @@ export type LogFormat = "text" | "json";
 
 /**
  * A logger that writes one line per record to stderr, at or above `level`: readable text with
- * the fields as JSON, or (format "json") one JSON object per line for log collectors.
+ * the fields as JSON (controls and invisible characters shown escaped, see safe_text.ts), or
+ * (format "json") one JSON object per line for log collectors.
  */
 export function createLogger(
   level: LogLevel = "info",
@@ -34,7 +36,9 @@ export function createLogger(
       return;
     }
     const extra = fields && Object.keys(fields).length > 0 ? " " + JSON.stringify(fields) : "";
-    write(`[code-mode] ${at}: ${message}${extra}\n`);
+    // One record, one line, as written: text from elsewhere in a message (a name an upstream
+    // gave, an error a model API sent) can neither start a forged line nor drive the terminal.
+    write(`[code-mode] ${at}: ${escapeUnsafe(message + extra)}\n`);
   };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
 }
