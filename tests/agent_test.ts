@@ -148,6 +148,17 @@ Deno.test("attack: a model API's reply is read only up to its limit", async () =
   assert.match(result.message, /^Cannot get code from openai:scripted-model/, result.message);
 });
 
+Deno.test("attack: a model API's error cannot drive the terminal of the person who reads it", async () => {
+  await using api = startFakeChatApi([
+    { status: 400, body: { error: { message: "bad\x1b[2J\x1b[31mrequest\rall fine", type: "x" } } },
+  ]);
+  await using server = await startServer({ env: modelEnv(api.baseURL) });
+  const { reply, result } = await generate(server, "Anything", 1);
+  assert.equal(reply.isError, true);
+  assert.doesNotMatch(JSON.stringify(reply), /\\u001b|\\r/, "a control reached the client");
+  assert.match(result.message, /bad\\u\{1b\}\[2J\\u\{1b\}\[31mrequest\\u\{d\}all fine/);
+});
+
 Deno.test("attack: a model API's token counts that are no counts reach the client as 0", async () => {
   const completion = (code: string, usage: Record<string, unknown>) => ({
     status: 200,

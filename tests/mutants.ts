@@ -2679,6 +2679,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/log_test.ts"],
   },
   {
+    name: "a model API's error reaches the client with its terminal controls",
+    file: "src/agent/agent.ts",
+    from: "const message = escapeUnsafe(deps.redact.text(",
+    to: "const message = ((t: string) => t)(deps.redact.text(",
+    tests: ["tests/agent_test.ts"],
+    filter: "drive the terminal",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -2,6 +2,7 @@
  * The code-generation agent: task -> code (model) -> checked (validation) -> run (sandbox),
  * repeated with the error fed back until the code works or the attempts run out.
  */
+import { escapeUnsafe } from "../_util/safe_text.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { ExecutionResult } from "../execution/execution_result.ts";
 import type { Executor } from "../execution/executor.ts";
@@ -111,9 +112,10 @@ async function attemptUntilItWorks(
       reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096, signal });
     } catch (error) {
       if (signal?.aborted) return finish(false, cancelled(signal));
-      const message = deps.redact.text(
+      // The API's own words, shown to a person: no controls that would act on their terminal.
+      const message = escapeUnsafe(deps.redact.text(
         `Cannot get code from ${deps.model.name}: ${(error as Error).message}`,
-      );
+      ));
       const failed: AgentAttempt = {
         attempt: n,
         phase: "model",
