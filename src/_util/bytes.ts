@@ -42,12 +42,18 @@ export function bytesToBinary(bytes: Uint8Array): string {
   return binary;
 }
 
+/**
+ * Base64 by V8's own codec (`Uint8Array.prototype.toBase64`): 50 to 100 ms for 47 MiB, where
+ * `btoa` over a binary string took 3.5 s, the host's thread held all the while (measured on 2
+ * cores, 2026-12).
+ */
 export function encodeBase64(bytes: Uint8Array): string {
-  return btoa(bytesToBinary(bytes));
+  return bytes.toBase64();
 }
 
+/** Bytes from base64, by V8's own codec; throws on text that is not base64. */
 export function decodeBase64(data: string): Uint8Array {
-  return Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+  return Uint8Array.fromBase64(data);
 }
 
 /** A size in MiB, one decimal (`4.0 MiB`). */

@@ -269,7 +269,7 @@ async function installPackages(
     pyodide.runPython("import pyodide._package_loader as l\nl.install_datafiles = lambda *_: None");
   }
   for (const file of files) {
-    const bytes = Uint8Array.from(atob(file.data), (c) => c.charCodeAt(0));
+    const bytes = Uint8Array.fromBase64(file.data);
     const target = into ?? pyodide._api.package_loader.get_install_dir(file.install_dir);
     await pyodide._api.install(bytes, file.file, target, new Map([["INSTALLER", "mcp-code-mode"]]));
   }
