@@ -2687,6 +2687,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "drive the terminal",
   },
   {
+    name: "a wheel in a folder is read whole whatever its size",
+    file: "src/packages/wheel_folder.ts",
+    from: "if (oversized) throw new Error(oversized);",
+    to: "",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "past 48 MiB in a folder",
+  },
+  {
+    name: "a mirror folder's package file is read whole whatever its size",
+    file: "src/packages/pyodide_distribution.ts",
+    from: "if (oversized) throw new Error(oversized);",
+    to: "",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "past 48 MiB in a folder",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

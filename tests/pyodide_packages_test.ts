@@ -813,3 +813,41 @@ Deno.test("attack: a mirror's package that is no wheel nor zip archive is refuse
   );
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("attack: a package file past 48 MiB in a folder is refused before it is read", async () => {
+  // A 400 MiB wheel held the host's thread for 24 s, every client waiting, and took it past 1 GB
+  // (attacker 60). Sparse files: their size is what counts, nothing is written.
+  const dir = await Deno.makeTempDir();
+  const sparse = async (path: string, size: number) => {
+    using file = await Deno.open(path, { create: true, write: true });
+    await file.truncate(size);
+  };
+  await Deno.mkdir(join(dir, "wheels"));
+  await sparse(join(dir, "wheels", "big-1.0.0-py3-none-any.whl"), 400 * 1024 * 1024);
+  const fromFolder = await folderSources(join(dir, "wheels")).resolve(["big"], []);
+  assert.match(
+    fromFolder.problems.join(),
+    /big: big-1\.0\.0-py3-none-any\.whl is 400\.0 MiB, larger than the 48\.0 MiB a package file may be/,
+  );
+  // The same from a mirror folder, whose lock names it.
+  const mirror = join(dir, "mirror");
+  const honest = await buildWheel({ name: "huge", value: 1 });
+  await writeDistribution(mirror, await lockText([{ wheel: honest }]), []);
+  await sparse(join(mirror, honest.file), 49 * 1024 * 1024);
+  const sources = new PackageSources({
+    wheelsDir: "",
+    distribution: new PyodideDistribution({
+      source: mirror,
+      pinnedLock: parseLock(JSON.stringify({ info: PLATFORM, packages: {} })),
+      cacheDir: join(dir, "cache"),
+    }),
+    index: null,
+    platform: PLATFORM,
+  });
+  const fromMirror = await sources.resolve(["huge"], []);
+  assert.match(
+    fromMirror.problems.join(),
+    /huge: .*huge-1\.0\.0-py3-none-any\.whl is 49\.0 MiB, larger than/,
+  );
+  await Deno.remove(dir, { recursive: true });
+});

@@ -3,12 +3,24 @@
  * broken source cannot fill the host's memory), and every download of one resolution shares a
  * deadline besides its own timeout (a slow source cannot hold a request for hours).
  */
+import { mib } from "../_util/bytes.ts";
 import { readAtMost } from "../_util/bytes.ts";
 import { shownUrl } from "../_util/url_secrets.ts";
 
 /** Largest files: a lock or index page, and a package file (the sandbox gets it in one line). */
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 export const MAX_PACKAGE_BYTES = 48 * 1024 * 1024;
+
+/**
+ * Why a package file of `size` bytes is not read (one from a folder or the cache is held to the
+ * bound of a download), or null when it may be. Asked before reading: a file of hundreds of MiB
+ * held the host's thread for seconds while it was read and encoded, for every client.
+ */
+export function oversizedPackageFile(file: string, size: number): string | null {
+  return size > MAX_PACKAGE_BYTES
+    ? `${file} is ${mib(size)}, larger than the ${mib(MAX_PACKAGE_BYTES)} a package file may be`
+    : null;
+}
 /**
  * How much of the packages' files (as base64) the host keeps in memory between executions, for
  * all callers together: past it, the least recently used are read from disk again.

@@ -16,6 +16,7 @@ import {
   download,
   MAX_PACKAGE_BYTES,
   MAX_PAGE_BYTES,
+  oversizedPackageFile,
   PACKAGE_CACHE_BYTES,
 } from "./capped_download.ts";
 import { BoundedCache } from "../_util/bounded_cache.ts";
@@ -118,14 +119,17 @@ export class PyodideDistribution {
 
   /** The file's base64 when it exists and matches the lock; null when it does not exist. */
   async #readVerified(path: string, entry: LockPackage): Promise<string | null> {
-    let mtime: number;
+    let info: Deno.FileInfo;
     try {
-      mtime = (await Deno.stat(path)).mtime?.getTime() ?? 0;
+      info = await Deno.stat(path);
     } catch {
       return null;
     }
+    const mtime = info.mtime?.getTime() ?? 0;
     const known = this.#verified.get(`${path}\0${entry.sha256}`);
     if (known && known.mtime === mtime) return known.data;
+    const oversized = oversizedPackageFile(entry.file_name, info.size);
+    if (oversized) throw new Error(oversized);
     const bytes = await Deno.readFile(path);
     await requireLockChecksum(bytes, entry);
     return this.#remember(path, entry, bytes, mtime);
