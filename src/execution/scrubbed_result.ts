@@ -5,7 +5,7 @@
  * client rejected the whole answer. A file that held a secret comes back with it replaced.
  */
 import type { Redactor } from "../policy/redaction.ts";
-import { bytesToBinary, decodeBase64, encodeBase64 } from "../_util/bytes.ts";
+import { binaryToBytes, bytesToBinary, decodeBase64, encodeBase64 } from "../_util/bytes.ts";
 import type { ExecutionResult, ResultFile } from "./execution_result.ts";
 
 export function scrubbedResult(result: ExecutionResult, redact: Redactor): ExecutionResult {
@@ -43,6 +43,6 @@ function scrubbedContent(base64: string, redact: Redactor): { data: string; size
   const binary = bytesToBinary(bytes);
   const clean = redact.text(binary);
   if (clean === binary) return { data: base64 };
-  const out = Uint8Array.from(clean, (c) => c.charCodeAt(0) & 0xff);
+  const out = binaryToBytes(clean);
   return { data: encodeBase64(out), size: out.length };
 }

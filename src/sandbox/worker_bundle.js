@@ -6,6 +6,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath as fromFileUrl } from "node:url";
 
 // src/_util/bytes.ts
+import { Buffer } from "node:buffer";
 function concatBytes(parts, size = parts.reduce((n, p) => n + p.length, 0)) {
   if (parts.length === 1) return parts[0];
   const out = new Uint8Array(size);
