@@ -2643,7 +2643,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a race with a signal aborted already waits for it to fire again",
     file: "src/_util/race_abort.ts",
-    from: "if (signal.aborted) return Promise.resolve().then(aborted);",
+    from: "if (signal.aborted) return Promise.race([promise, Promise.resolve().then(aborted)]);",
     to: "",
     tests: ["tests/race_abort_test.ts"],
   },

@@ -41,6 +41,8 @@ Deno.test("raceAbort gives what the abort gives, when it comes first or came bef
   assert.equal(listening(), 0);
   // Already aborted: at once, not when the signal fires again (it never does).
   assert.equal(await within(raceAbort(never, signal, () => "aborted")), "aborted");
+  // A promise settled already is no less settled for it (a server started before the cancel).
+  assert.equal(await raceAbort(Promise.resolve("value"), signal, () => "aborted"), "value");
   await assert.rejects(
     raceAbort(never, signal, () => {
       throw signal.reason;
