@@ -25,7 +25,7 @@ Deno.test("launcherScript() runs main.ts as deno task serve does, quoted, never 
     assert.ok(text.includes(`'--config=/src/it'"'"'s/deno.json'`), text);
     assert.ok(!/-A\b|--allow-all|--allow-net/.test(text), text);
     const [writing, other] = text.split("\n").filter((l) => l.includes("exec "));
-    assert.match(writing!, /^case "\$1" in import\|install\) exec .*'--allow-write'/);
+    assert.match(writing!, /^case "\$1" in import\|install\|doctor\) exec .*'--allow-write'/);
     assert.ok(!other!.includes("--allow-write"), other);
   });
   await t.step(
@@ -50,13 +50,14 @@ Deno.test("launcherScript() runs main.ts as deno task serve does, quoted, never 
     const { file, text } = launcherScript({ deno: "C:/deno.exe", root: "C:/cm", os: "windows" });
     assert.equal(file, "mcp-code-mode.cmd");
     const lines = text.split("\r\n");
-    assert.match(lines[4]!, /^"C:\/deno.exe" "run" "--no-prompt" .* "C:\/cm\/main.ts" %\*$/);
-    assert.ok(!lines[4]!.includes("--allow-write"), text);
-    assert.deepEqual(lines.slice(2, 4), [
+    assert.match(lines[5]!, /^"C:\/deno.exe" "run" "--no-prompt" .* "C:\/cm\/main.ts" %\*$/);
+    assert.ok(!lines[5]!.includes("--allow-write"), text);
+    assert.deepEqual(lines.slice(2, 5), [
       'if /i "%~1"=="import" goto write',
       'if /i "%~1"=="install" goto write',
+      'if /i "%~1"=="doctor" goto write',
     ]);
-    assert.match(lines[7]!, /^"C:\/deno.exe" "run" "--allow-write" "--no-prompt" .* %\*$/);
+    assert.match(lines[8]!, /^"C:\/deno.exe" "run" "--allow-write" "--no-prompt" .* %\*$/);
   });
   await t.step("where it goes", () => {
     const env = (vars: Record<string, string>) => (name: string) => vars[name];
@@ -115,6 +116,17 @@ Deno.test("after deno task install, mcp-code-mode serve works from any folder", 
   } finally {
     await client.close();
   }
+  // doctor checks the snapshot in the cache, which it writes (newcomer 61: it failed so).
+  const doctor = await new Deno.Command("mcp-code-mode", {
+    args: ["doctor"],
+    cwd: elsewhere,
+    env,
+    clearEnv: true,
+  }).output();
+  const checks = new TextDecoder().decode(doctor.stdout) +
+    new TextDecoder().decode(doctor.stderr);
+  assert.equal(doctor.code, 0, checks);
+  assert.match(checks, /^ok {4}sandbox /m);
   // import and install write config files: the installed command can, from any folder too.
   const cursorFile = `${elsewhere}/.cursor/mcp.json`;
   await Deno.mkdir(`${elsewhere}/.cursor`);

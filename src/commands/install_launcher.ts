@@ -5,7 +5,7 @@
  * The command is a small script that runs exactly what `deno task serve` runs: this Deno (by its
  * absolute path: MCP clients often start servers without the user's PATH), this checkout's
  * deno.json and lock file, and the launcher's three permissions (read, env, run; never `-A`);
- * `import` and `install`, which write config files, add write access.
+ * `import`, `install` and `doctor`, which write config files or the cache, add write access.
  * `deno install --global` is not used: it copies the config and a 100 MB node_modules next to
  * the command, so the launcher and the server it re-starts would resolve Pyodide from two places.
  *
@@ -22,11 +22,12 @@ import { writeAllSync } from "../_util/write_all.ts";
 export const LAUNCHER_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-run"];
 
 /**
- * The subcommands that write client configs and `mcp_servers.json` in the launcher process
- * itself: only these get `--allow-write`, so `serve`, `run` and the rest start as `deno task
- * serve` does.
+ * The subcommands that write in the launcher process itself (client configs and
+ * `mcp_servers.json`; doctor, the snapshot and its marks in the cache, as `deno run -A main.ts
+ * doctor` does): only these get `--allow-write`, so `serve`, `run` and the rest start as `deno
+ * task serve` does.
  */
-export const WRITING_COMMANDS = ["import", "install"];
+export const WRITING_COMMANDS = ["import", "install", "doctor"];
 
 export const COMMAND_NAME = "mcp-code-mode";
 
