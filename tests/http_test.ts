@@ -200,6 +200,8 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
 
   await t.step("two sessions run in parallel without seeing each other", async () => {
     const [a, b] = [await connect(server.url), await connect(server.url)];
+    // Served on loopback without a token: the log says who can connect (newcomer 61).
+    assert.match(server.stderr(), /warn: no token \(CODEMODE_HTTP_TOKEN\): every local user/);
     const [ra, rb] = await Promise.all([
       execute(a, "import asyncio\nawait asyncio.sleep(0.2)\nprint('from a')\n'a'"),
       execute(b, "import asyncio\nawait asyncio.sleep(0.2)\nprint('from b')\n'b'"),
@@ -666,6 +668,7 @@ Deno.test("HTTP beyond loopback needs a token; stateless mode works", async (t) 
     await refused.body?.cancel();
     const client = await connect(server.url, { authorization: `Bearer ${token}` });
     const r = await execute(client, "print('stateless ok')\n'\\ud800x'");
+    assert.doesNotMatch(server.stderr(), /no token/);
     assert.equal(r.stdout, "stateless ok\n");
     assert.equal(r.result, "\uFFFDx", "well-formed, stateless too");
     await client.close();

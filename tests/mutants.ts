@@ -2711,6 +2711,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "after deno task install",
   },
   {
+    name: "HTTP on loopback without a token says nothing of who can connect",
+    file: "src/host/http_server.ts",
+    from: "  if (!options.token) {\n    // Loopback only",
+    to: "  if (false) {\n    // Loopback only",
+    tests: ["tests/http_test.ts"],
+    filter: "execute_code over Streamable HTTP",
+  },
+  {
+    name: "HTTP with a token still warns that there is none",
+    file: "src/host/http_server.ts",
+    from: "  if (!options.token) {\n    // Loopback only",
+    to: "  if (true) {\n    // Loopback only",
+    tests: ["tests/http_test.ts"],
+    filter: "HTTP beyond loopback needs a token",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -447,6 +447,13 @@ export function serveHttp(app: App, options: HttpOptions): Promise<HttpServer> {
     max_sessions: options.maxSessions,
     session_idle_s: options.sessionIdleMs / 1000,
   });
+  if (!options.token) {
+    // Loopback only (a wider bind needs a token), but every user of this machine is on it.
+    log.warn(
+      "no token (CODEMODE_HTTP_TOKEN): every local user and process can connect and run " +
+        "scripts; set one on a machine shared with others",
+    );
+  }
 
   const finished = Promise.withResolvers<void>();
   async function shutdown(): Promise<void> {
