@@ -2727,6 +2727,22 @@ export const MUTATIONS: Mutation[] = [
     filter: "HTTP beyond loopback needs a token",
   },
   {
+    name: "a package file is read through a symlink",
+    file: "src/_util/plain_file.ts",
+    from: "fd = fs.openSync(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);",
+    to: "fd = fs.openSync(path, O_RDONLY | O_NONBLOCK);",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "past 48 MiB in a folder",
+  },
+  {
+    name: "a FIFO or device is read as a package file",
+    file: "src/_util/plain_file.ts",
+    from: "if (!info.isFile()) throw new NotPlainFileError(`${path} is not a regular file`);",
+    to: "",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "past 48 MiB in a folder",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

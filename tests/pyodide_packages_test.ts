@@ -832,8 +832,6 @@ Deno.test("attack: a package file past 48 MiB in a folder is refused before it i
   // The same from a mirror folder, whose lock names it.
   const mirror = join(dir, "mirror");
   const honest = await buildWheel({ name: "huge", value: 1 });
-  await writeDistribution(mirror, await lockText([{ wheel: honest }]), []);
-  await sparse(join(mirror, honest.file), 49 * 1024 * 1024);
   const sources = new PackageSources({
     wheelsDir: "",
     distribution: new PyodideDistribution({
@@ -844,6 +842,28 @@ Deno.test("attack: a package file past 48 MiB in a folder is refused before it i
     index: null,
     platform: PLATFORM,
   });
+  // Nor what is no regular file: a link to /dev/zero filled the host's memory (6 GB in 20 s),
+  // a FIFO held the call past every deadline (attacker 62).
+  const zero = await buildWheel({ name: "zero", value: 1 });
+  const fifo = await buildWheel({ name: "fifo", value: 1 });
+  await writeDistribution(
+    mirror,
+    await lockText([{ wheel: honest }, { wheel: zero }, { wheel: fifo }]),
+    [],
+  );
+  await sparse(join(mirror, honest.file), 49 * 1024 * 1024);
+  await Deno.symlink("/dev/zero", join(mirror, zero.file));
+  const made = await new Deno.Command("mkfifo", { args: [join(mirror, fifo.file)] }).output();
+  assert.equal(made.code, 0);
+  const special = await sources.resolve(["zero", "fifo"], []);
+  assert.match(
+    special.problems.join("\n"),
+    /zero: .*zero-1\.0\.0-py3-none-any\.whl is not read: it is a symlink/,
+  );
+  assert.match(
+    special.problems.join("\n"),
+    /fifo: .*fifo-1\.0\.0-py3-none-any\.whl is not read: it is not a regular file/,
+  );
   const fromMirror = await sources.resolve(["huge"], []);
   assert.match(
     fromMirror.problems.join(),

@@ -12,8 +12,17 @@ const { O_RDONLY, O_NONBLOCK, O_NOFOLLOW } = fs.constants;
 /** What was at the path is no regular file, or is larger than the reader takes. */
 export class NotPlainFileError extends Error {}
 
-export function readPlainTextFileSync(path: string, maxBytes: number): string {
-  const fd = fs.openSync(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+/** The bytes of the regular file at `path`, up to `maxBytes` (else NotPlainFileError). */
+export function readPlainFileSync(path: string, maxBytes: number): Uint8Array {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ELOOP") {
+      throw new NotPlainFileError(`${path} is a symlink`);
+    }
+    throw error;
+  }
   try {
     const info = fs.fstatSync(fd);
     if (!info.isFile()) throw new NotPlainFileError(`${path} is not a regular file`);
@@ -27,8 +36,12 @@ export function readPlainTextFileSync(path: string, maxBytes: number): string {
       if (n === 0) break;
       done += n;
     }
-    return new TextDecoder().decode(bytes.subarray(0, done));
+    return bytes.subarray(0, done);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+export function readPlainTextFileSync(path: string, maxBytes: number): string {
+  return new TextDecoder().decode(readPlainFileSync(path, maxBytes));
 }

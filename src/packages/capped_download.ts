@@ -3,6 +3,7 @@
  * broken source cannot fill the host's memory), and every download of one resolution shares a
  * deadline besides its own timeout (a slow source cannot hold a request for hours).
  */
+import { NotPlainFileError, readPlainFileSync } from "../_util/plain_file.ts";
 import { mib } from "../_util/bytes.ts";
 import { readAtMost } from "../_util/bytes.ts";
 import { shownUrl } from "../_util/url_secrets.ts";
@@ -20,6 +21,20 @@ export function oversizedPackageFile(file: string, size: number): string | null 
   return size > MAX_PACKAGE_BYTES
     ? `${file} is ${mib(size)}, larger than the ${mib(MAX_PACKAGE_BYTES)} a package file may be`
     : null;
+}
+
+/**
+ * A package file from a folder or the cache, read only if it is a regular file (no symlink,
+ * device or FIFO: a link to /dev/zero filled the host's memory, a FIFO held the call for ever)
+ * and within MAX_PACKAGE_BYTES, whatever it became after a check.
+ */
+export function readPackageFile(path: string, file: string): Uint8Array {
+  try {
+    return readPlainFileSync(path, MAX_PACKAGE_BYTES);
+  } catch (error) {
+    if (!(error instanceof NotPlainFileError)) throw error;
+    throw new Error(`${file} is not read: ${error.message.replace(path, "it")}`);
+  }
 }
 /**
  * How much of the packages' files (as base64) the host keeps in memory between executions, for

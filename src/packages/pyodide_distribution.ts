@@ -18,6 +18,7 @@ import {
   MAX_PAGE_BYTES,
   oversizedPackageFile,
   PACKAGE_CACHE_BYTES,
+  readPackageFile,
 } from "./capped_download.ts";
 import { BoundedCache } from "../_util/bounded_cache.ts";
 
@@ -130,7 +131,7 @@ export class PyodideDistribution {
     if (known && known.mtime === mtime) return known.data;
     const oversized = oversizedPackageFile(entry.file_name, info.size);
     if (oversized) throw new Error(oversized);
-    const bytes = await Deno.readFile(path);
+    const bytes = readPackageFile(path, entry.file_name);
     await requireLockChecksum(bytes, entry);
     return this.#remember(path, entry, bytes, mtime);
   }

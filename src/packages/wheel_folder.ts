@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { encodeBase64 } from "../_util/bytes.ts";
 import { BoundedCache } from "../_util/bounded_cache.ts";
-import { oversizedPackageFile, PACKAGE_CACHE_BYTES } from "./capped_download.ts";
+import { oversizedPackageFile, PACKAGE_CACHE_BYTES, readPackageFile } from "./capped_download.ts";
 import { readWheelMetadata, requiredNames } from "./wheel_metadata.ts";
 import {
   compareVersions,
@@ -69,7 +69,7 @@ export class WheelFolder {
     if (cached && cached.mtime === stamp) return cached.wheel;
     const oversized = oversizedPackageFile(file, size);
     if (oversized) throw new Error(oversized);
-    const bytes = await Deno.readFile(path);
+    const bytes = readPackageFile(path, file);
     const distribution = parseWheelName(file)?.distribution;
     const metadata = await readWheelMetadata(bytes, distribution).catch((error) => {
       throw new Error(`${file}: ${(error as Error).message}`);
