@@ -2742,6 +2742,7 @@ export const MUTATIONS: Mutation[] = [
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "past 48 MiB in a folder",
   },
+
   {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",

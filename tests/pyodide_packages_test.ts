@@ -865,6 +865,24 @@ Deno.test("attack: a package file past 48 MiB in a folder is refused before it i
     /fifo: .*fifo-1\.0\.0-py3-none-any\.whl is not read: it is not a regular file/,
   );
   const fromMirror = await sources.resolve(["huge"], []);
+  // The mirror's lock too: a link to /dev/zero in its place is not read.
+  const linked = join(dir, "linked");
+  await Deno.mkdir(linked);
+  await Deno.symlink("/dev/zero", join(linked, "pyodide-lock.json"));
+  const linkedLock = await new PackageSources({
+    wheelsDir: "",
+    distribution: new PyodideDistribution({
+      source: linked,
+      pinnedLock: parseLock(JSON.stringify({ info: PLATFORM, packages: {} })),
+      cacheDir: join(dir, "cache"),
+    }),
+    index: null,
+    platform: PLATFORM,
+  }).resolve(["anything"], []);
+  assert.match(
+    linkedLock.problems.join(),
+    /its pyodide-lock\.json cannot be read \(.* is a symlink\)/,
+  );
   assert.match(
     fromMirror.problems.join(),
     /huge: .*huge-1\.0\.0-py3-none-any\.whl is 49\.0 MiB, larger than/,

@@ -4,6 +4,7 @@
  * local folder. Every file is checked against the lock's sha256 before a sandbox gets it;
  * downloads are kept in a cache folder, so the next run does not download again.
  */
+import { readPlainTextFileSync } from "../_util/plain_file.ts";
 import { shownUrl } from "../_util/url_secrets.ts";
 import { join } from "node:path";
 import { sha256Hex } from "../_util/digest.ts";
@@ -78,7 +79,8 @@ export class PyodideDistribution {
     } else {
       let text: string;
       try {
-        text = await Deno.readTextFile(join(source, "pyodide-lock.json"));
+        // As a package file is: a regular file, within a lock page's bound.
+        text = readPlainTextFileSync(join(source, "pyodide-lock.json"), MAX_PAGE_BYTES);
       } catch (error) {
         throw new Error(`its pyodide-lock.json cannot be read (${(error as Error).message})`);
       }
