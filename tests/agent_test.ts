@@ -151,12 +151,18 @@ Deno.test("attack: a model API's reply is read only up to its limit", async () =
 Deno.test("attack: a model API's error cannot drive the terminal of the person who reads it", async () => {
   await using api = startFakeChatApi([
     { status: 400, body: { error: { message: "bad\x1b[2J\x1b[31mrequest\rall fine", type: "x" } } },
+    // Megabytes of marks: escaped, they overflowed V8's stack and the run ended with no result.
+    { status: 400, body: { error: { message: "long" + "\u0301".repeat(3_600_000), type: "x" } } },
   ]);
   await using server = await startServer({ env: modelEnv(api.baseURL) });
   const { reply, result } = await generate(server, "Anything", 1);
   assert.equal(reply.isError, true);
   assert.doesNotMatch(JSON.stringify(reply), /\\u001b|\\r/, "a control reached the client");
   assert.match(result.message, /bad\\u\{1b\}\[2J\\u\{1b\}\[31mrequest\\u\{d\}all fine/);
+  const long = await generate(server, "Anything", 1);
+  assert.equal(long.reply.isError, true);
+  assert.match(long.result.message, /long\\u\{301\}×\d+.*… \(\d+ characters more\)$/);
+  assert.ok(long.result.message.length < 3000, `${long.result.message.length} characters`);
 });
 
 Deno.test("attack: a model API's token counts that are no counts reach the client as 0", async () => {

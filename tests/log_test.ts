@@ -1,6 +1,7 @@
 /** The host's log (src/_util/log.ts): one record is one line, whatever text it carries. */
 import assert from "node:assert/strict";
 import { createLogger } from "../src/_util/log.ts";
+import { escapeUnsafe } from "../src/_util/safe_text.ts";
 
 Deno.test("attack: text in a log record can neither forge a line nor drive the terminal", () => {
   const lines: string[] = [];
@@ -19,4 +20,15 @@ Deno.test("attack: text in a log record can neither forge a line nor drive the t
   const json: string[] = [];
   createLogger("info", (l) => json.push(l), "json").warn("a\nb", { c: "\x1b" });
   assert.deepEqual(JSON.parse(json[0]!).msg, "a\nb");
+});
+
+Deno.test("attack: millions of marks or controls in a row are escaped, not a stack overflow", () => {
+  // 3.4 million of one overflowed V8's backtracking stack (attacker 62): the log record was lost
+  // and a model API's error ended its run with no result.
+  const marks = escapeUnsafe("a" + "\u0301".repeat(3_600_000));
+  assert.match(marks, /^a\\u\{301\}×1000\\u\{301\}×1000/);
+  assert.ok(!/\p{M}{5}/u.test(marks), "marks left stacked");
+  const controls = escapeUnsafe("\u0000".repeat(3_600_000));
+  assert.match(controls, /^\\u\{0\}×1000\\u\{0\}×1000/);
+  assert.ok(controls.length < 100_000, `${controls.length} characters`);
 });

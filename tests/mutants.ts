@@ -2681,8 +2681,8 @@ export const MUTATIONS: Mutation[] = [
   {
     name: "a model API's error reaches the client with its terminal controls",
     file: "src/agent/agent.ts",
-    from: "const message = escapeUnsafe(deps.redact.text(",
-    to: "const message = ((t: string) => t)(deps.redact.text(",
+    from: "const message = escapeUnsafe(\n",
+    to: "const message = ((t: string) => t)(\n",
     tests: ["tests/agent_test.ts"],
     filter: "drive the terminal",
   },
@@ -2743,6 +2743,28 @@ export const MUTATIONS: Mutation[] = [
     filter: "past 48 MiB in a folder",
   },
 
+  {
+    name: "a run of combining marks of any length is matched at once",
+    file: "src/_util/safe_text.ts",
+    from: "const STACKED_MARKS = /\\p{M}{5,1000}/gu;",
+    to: "const STACKED_MARKS = /\\p{M}{5,}/gu;",
+    tests: ["tests/log_test.ts"],
+  },
+  {
+    name: "a run of one escape of any length is counted at once",
+    file: "src/_util/safe_text.ts",
+    from: "\\1{2,999}/g;",
+    to: "\\1{2,}/g;",
+    tests: ["tests/log_test.ts"],
+  },
+  {
+    name: "a model API's error is shown whole, megabytes and all",
+    file: "src/agent/agent.ts",
+    from: "said.length > MAX_MODEL_ERROR_CHARS\n",
+    to: "false\n",
+    tests: ["tests/agent_test.ts"],
+    filter: "drive the terminal",
+  },
   {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",

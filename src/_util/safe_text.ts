@@ -27,8 +27,11 @@ export function hasUnsafeCharacters(text: string): boolean {
   return UNSAFE.test(text);
 }
 
-/** Three or more of the same escape in a row, shown once with a count (`\u{2028}×200`). */
-const REPEATED_ESCAPE = /(\\u\{[0-9a-f]+\})\1{2,}/g;
+/**
+ * Three or more of the same escape in a row, shown once with a count (`\u{2028}×200`); up to
+ * 1,000 at a time, for the same stack as STACKED_MARKS.
+ */
+const REPEATED_ESCAPE = /(\\u\{[0-9a-f]+\})\1{2,999}/g;
 
 /**
  * `text` with every unsafe character written as `\u{hex}` (a backslash stays as it is: the
@@ -46,9 +49,11 @@ export function escapeUnsafe(text: string, options: { keepNewlines?: boolean } =
 
 /**
  * Combining marks stacked on one character beyond what any script writes: drawn over the lines
- * around them, they can cover text.
+ * around them, they can cover text. Matched 1,000 at a time (a longer run in consecutive
+ * matches, fewer than 5 left on an escape's brace): V8's backtracking stack overflowed on an
+ * unbounded run of 3.4 million (attacker 62).
  */
-const STACKED_MARKS = /\p{M}{5,}/gu;
+const STACKED_MARKS = /\p{M}{5,1000}/gu;
 
 /** Runs of whitespace longer than this are shortened in printed text. */
 const LONG_SPACE = /(?<=\S)[^\S\n]{9,}/gu;

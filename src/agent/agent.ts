@@ -14,6 +14,9 @@ import { extractCode } from "./code_extraction.ts";
 import { buildMessages } from "./prompt.ts";
 import { type Analysis, checkAnalysis } from "./validation.ts";
 
+/** How much of a model API's error a result shows (its replies are read up to 8 MiB). */
+const MAX_MODEL_ERROR_CHARS = 2000;
+
 export const DEFAULT_MAX_ATTEMPTS = 3;
 
 export interface AgentAttempt {
@@ -112,10 +115,18 @@ async function attemptUntilItWorks(
       reply = await deps.model.complete(messages, { maxTokens: deps.maxTokens ?? 4096, signal });
     } catch (error) {
       if (signal?.aborted) return finish(false, cancelled(signal));
-      // The API's own words, shown to a person: no controls that would act on their terminal.
-      const message = escapeUnsafe(deps.redact.text(
+      // The API's own words, shown to a person: no controls that would act on their terminal,
+      // and not megabytes of them (scrubbed before the cut, which could split a secret).
+      const said = deps.redact.text(
         `Cannot get code from ${deps.model.name}: ${(error as Error).message}`,
-      ));
+      );
+      const message = escapeUnsafe(
+        said.length > MAX_MODEL_ERROR_CHARS
+          ? `${said.slice(0, MAX_MODEL_ERROR_CHARS)}… (${
+            said.length - MAX_MODEL_ERROR_CHARS
+          } characters more)`
+          : said,
+      );
       const failed: AgentAttempt = {
         attempt: n,
         phase: "model",
