@@ -2766,6 +2766,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "drive the terminal",
   },
   {
+    name: "a mirror's file named as a wheel is handed on whatever it holds",
+    file: "src/packages/pyodide_distribution.ts",
+    from: "if (!isZipArchive(bytes)) throw new Error(`${entry.file_name} is not a zip archive`);",
+    to: "",
+    tests: ["tests/pyodide_packages_test.ts"],
+    filter: "no wheel nor zip archive",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -811,6 +811,22 @@ Deno.test("attack: a mirror's package that is no wheel nor zip archive is refuse
     found.problems.join(),
     /tarred: .*tarred-1\.0\.0\.tar is not a wheel or a zip archive/,
   );
+  // Nor one named as a wheel that is no zip (attacker 62: a tar named .whl still crashed).
+  const disguised = { ...wheel, name: "disguised", file: "disguised-1.0.0-py3-none-any.whl" };
+  disguised.bytes = new Uint8Array([0x1f, 0x8b, ...wheel.bytes.subarray(2)]);
+  await writeDistribution(
+    join(dir, "mirror"),
+    await lockText([{ wheel: tarred }, { wheel: disguised }]),
+    [
+      disguised,
+    ],
+  );
+  const named = await sources.resolve(["disguised"], []);
+  assert.deepEqual(named.packages, []);
+  assert.match(
+    named.problems.join(),
+    /disguised: .*disguised-1\.0\.0-py3-none-any\.whl is not a zip archive/,
+  );
   await Deno.remove(dir, { recursive: true });
 });
 

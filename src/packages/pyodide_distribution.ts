@@ -164,12 +164,21 @@ export class PyodideDistribution {
 
 /** Throws unless `bytes` have the sha256 the lock gives for `entry`. */
 async function requireLockChecksum(bytes: Uint8Array, entry: LockPackage): Promise<void> {
+  // Wheels and Pyodide's shared-library archives are zip files: anything else (a tar under a
+  // .whl name) failed in the sandbox's unpacking, and the run ended as SANDBOX_CRASHED.
+  if (!isZipArchive(bytes)) throw new Error(`${entry.file_name} is not a zip archive`);
   const actual = await sha256Hex(bytes);
   if (actual !== entry.sha256) {
     throw new Error(
       `checksum mismatch: ${entry.file_name} has sha256 ${actual}, the lock says ${entry.sha256}`,
     );
   }
+}
+
+/** Whether `bytes` start as a zip archive does (a local file header, or an empty archive's end). */
+function isZipArchive(bytes: Uint8Array): boolean {
+  const [p, k, a, b] = bytes;
+  return p === 0x50 && k === 0x4b && ((a === 3 && b === 4) || (a === 5 && b === 6));
 }
 
 function readLock(text: string): PyodideLock {
