@@ -64,7 +64,8 @@ Usage:
                                                     copy the MCP servers listed in your
                                                     clients' configs into mcp_servers.json
                                                     (all clients unless --from names some;
-                                                    the current folder's only with --project)
+                                                    the current folder's files are listed,
+                                                    and imported only with --project)
   mcp-code-mode install --client CLIENT [--scope user|project] [--dry-run] [--config PATH]
                                                     add this server to a client's config
                                                     (a backup of the file is kept); with
