@@ -131,3 +131,20 @@ Deno.test("Catalog withholds the tools of a server whose module is too large for
   assert.ok(sent <= 8 * MIB, `${sent} characters sent`);
   assert.match(catalog.index().text, /huge: unavailable: its tools are withheld/);
 });
+
+Deno.test("get_tool_docs names the one function a bare name is, whatever search would find", () => {
+  const tool = (server: string, name: string, description: string) => ({
+    server,
+    name,
+    description,
+    inputSchema: { type: "object", properties: {} },
+  });
+  // Words search drops (stop words): only the name itself can lead to the function.
+  const catalog = new Catalog([
+    { server: "tasks", description: "", tools: [tool("tasks", "do_it", "Runs.")] },
+    { server: "other", description: "", tools: [tool("other", "it_does", "Do it, do it again.")] },
+  ]);
+  const [doc] = catalog.docs(["do_it"]);
+  assert.equal(doc!.stub, null);
+  assert.equal(doc!.meant, "tasks.do_it");
+});

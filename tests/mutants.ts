@@ -2173,8 +2173,8 @@ export const MUTATIONS: Mutation[] = [
     file: "src/catalog/catalog.ts",
     from: "if (bare.length === 1) return bare[0];",
     to: "",
-    tests: ["tests/upstream_test.ts"],
-    filter: "agents discover",
+    tests: ["tests/catalog_test.ts"],
+    filter: "names the one function a bare name is",
   },
   // Client configs, proxies, the launcher on PATH
   {
