@@ -13,7 +13,7 @@ Deno.test("attack: text in a log record can neither forge a line nor drive the t
   assert.equal(lines.length, 1);
   const [line] = lines as [string];
   assert.equal(line.indexOf("\n"), line.length - 1, "one line");
-  assert.doesNotMatch(line, /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/);
+  assert.doesNotMatch(line.slice(0, -1), /[\p{Cc}\u202e]/u);
   assert.match(line, /^\[code-mode\] warn: model API said: bad\\u\{a\}\[code-mode\] info: /);
   assert.match(line, /\\u\{9b\}31m red \\u\{202e\} reversed/);
   // The JSON format is a collector's: JSON escapes what it must, and is parsed back whole.
