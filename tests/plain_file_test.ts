@@ -17,7 +17,7 @@ Deno.test("attack: readPlainTextFileSync() reads only a regular file, never wait
   });
   await t.step("a symlink is not followed", async () => {
     await Deno.symlink(plain, join(dir, "link"));
-    assert.throws(() => readPlainTextFileSync(join(dir, "link"), 100), /ELOOP|symbolic/);
+    assert.throws(() => readPlainTextFileSync(join(dir, "link"), 100), /link is a symlink/);
   });
   await t.step("a FIFO with no writer is refused at once, not waited on", async () => {
     const fifo = join(dir, "fifo");
