@@ -4,8 +4,7 @@
  * deadline besides its own timeout (a slow source cannot hold a request for hours).
  */
 import { NotPlainFileError, readPlainFileSync } from "../_util/plain_file.ts";
-import { mib } from "../_util/bytes.ts";
-import { readAtMost } from "../_util/bytes.ts";
+import { mib, readAtMost } from "../_util/bytes.ts";
 import { shownUrl } from "../_util/url_secrets.ts";
 
 /** Largest files: a lock or index page, and a package file (the sandbox gets it in one line). */
@@ -36,6 +35,7 @@ export function readPackageFile(path: string, file: string): Uint8Array {
     throw new Error(`${file} is not read: ${error.message.replace(path, "it")}`);
   }
 }
+
 /**
  * How much of the packages' files (as base64) the host keeps in memory between executions, for
  * all callers together: past it, the least recently used are read from disk again.

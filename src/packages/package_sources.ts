@@ -318,10 +318,10 @@ export class PackageSources {
   }
 }
 
-/** The file beside a cached index wheel that says where it was downloaded from. */
 /** What a Pyodide lock's file may be: a wheel, or a zip archive (its shared libraries). */
 const INSTALLABLE_ARCHIVE = /\.(?:whl|zip)$/;
 
+/** The file beside a cached index wheel that says where it was downloaded from. */
 function originFile(cacheDir: string, wheel: string): string {
   return join(cacheDir, `${wheel}.origin`);
 }
