@@ -2687,21 +2687,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "drive the terminal",
   },
   {
-    name: "a wheel in a folder is read whole whatever its size",
-    file: "src/packages/wheel_folder.ts",
-    from: "if (oversized) throw new Error(oversized);",
-    to: "",
+    name: "a package file in a folder or the cache is read whole whatever its size",
+    file: "src/packages/capped_download.ts",
+    from: "return readPlainFileSync(path, MAX_PACKAGE_BYTES);",
+    to: "return readPlainFileSync(path, Infinity);",
     tests: ["tests/pyodide_packages_test.ts"],
     filter: "past 48 MiB in a folder",
   },
-  {
-    name: "a mirror folder's package file is read whole whatever its size",
-    file: "src/packages/pyodide_distribution.ts",
-    from: "if (oversized) throw new Error(oversized);",
-    to: "",
-    tests: ["tests/pyodide_packages_test.ts"],
-    filter: "past 48 MiB in a folder",
-  },
+
   {
     name: "the installed command runs doctor without write access, so its snapshot check fails",
     file: "src/commands/install_launcher.ts",

@@ -9,8 +9,12 @@ import fs from "node:fs";
 
 const { O_RDONLY, O_NONBLOCK, O_NOFOLLOW } = fs.constants;
 
-/** What was at the path is no regular file, or is larger than the reader takes. */
-export class NotPlainFileError extends Error {}
+/** What was at the path is no regular file, or is larger than the reader takes (its `size`). */
+export class NotPlainFileError extends Error {
+  constructor(message: string, readonly size?: number) {
+    super(message);
+  }
+}
 
 /** The bytes of the regular file at `path`, up to `maxBytes` (else NotPlainFileError). */
 export function readPlainFileSync(path: string, maxBytes: number): Uint8Array {
@@ -27,7 +31,7 @@ export function readPlainFileSync(path: string, maxBytes: number): Uint8Array {
     const info = fs.fstatSync(fd);
     if (!info.isFile()) throw new NotPlainFileError(`${path} is not a regular file`);
     if (info.size > maxBytes) {
-      throw new NotPlainFileError(`${path} has ${info.size} bytes, over ${maxBytes}`);
+      throw new NotPlainFileError(`${path} has ${info.size} bytes, over ${maxBytes}`, info.size);
     }
     const bytes = new Uint8Array(info.size);
     let done = 0;

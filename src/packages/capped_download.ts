@@ -12,26 +12,24 @@ export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 export const MAX_PACKAGE_BYTES = 48 * 1024 * 1024;
 
 /**
- * Why a package file of `size` bytes is not read (one from a folder or the cache is held to the
- * bound of a download), or null when it may be. Asked before reading: a file of hundreds of MiB
- * held the host's thread for seconds while it was read and encoded, for every client.
- */
-export function oversizedPackageFile(file: string, size: number): string | null {
-  return size > MAX_PACKAGE_BYTES
-    ? `${file} is ${mib(size)}, larger than the ${mib(MAX_PACKAGE_BYTES)} a package file may be`
-    : null;
-}
-
-/**
  * A package file from a folder or the cache, read only if it is a regular file (no symlink,
  * device or FIFO: a link to /dev/zero filled the host's memory, a FIFO held the call for ever)
- * and within MAX_PACKAGE_BYTES, whatever it became after a check.
+ * within MAX_PACKAGE_BYTES, a download's bound (a file of hundreds of MiB held the host's thread
+ * for seconds while it was read and encoded, for every client); its size is checked before a
+ * byte is read.
  */
 export function readPackageFile(path: string, file: string): Uint8Array {
   try {
     return readPlainFileSync(path, MAX_PACKAGE_BYTES);
   } catch (error) {
     if (!(error instanceof NotPlainFileError)) throw error;
+    if (error.size !== undefined) {
+      throw new Error(
+        `${file} is ${mib(error.size)}, larger than the ${
+          mib(MAX_PACKAGE_BYTES)
+        } a package file may be`,
+      );
+    }
     throw new Error(`${file} is not read: ${error.message.replace(path, "it")}`);
   }
 }

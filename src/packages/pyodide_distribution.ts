@@ -17,7 +17,6 @@ import {
   download,
   MAX_PACKAGE_BYTES,
   MAX_PAGE_BYTES,
-  oversizedPackageFile,
   PACKAGE_CACHE_BYTES,
   readPackageFile,
 } from "./capped_download.ts";
@@ -122,17 +121,14 @@ export class PyodideDistribution {
 
   /** The file's base64 when it exists and matches the lock; null when it does not exist. */
   async #readVerified(path: string, entry: LockPackage): Promise<string | null> {
-    let info: Deno.FileInfo;
+    let mtime: number;
     try {
-      info = await Deno.stat(path);
+      mtime = (await Deno.stat(path)).mtime?.getTime() ?? 0;
     } catch {
       return null;
     }
-    const mtime = info.mtime?.getTime() ?? 0;
     const known = this.#verified.get(`${path}\0${entry.sha256}`);
     if (known && known.mtime === mtime) return known.data;
-    const oversized = oversizedPackageFile(entry.file_name, info.size);
-    if (oversized) throw new Error(oversized);
     const bytes = readPackageFile(path, entry.file_name);
     await requireLockChecksum(bytes, entry);
     return this.#remember(path, entry, bytes, mtime);

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { encodeBase64 } from "../_util/bytes.ts";
 import { BoundedCache } from "../_util/bounded_cache.ts";
-import { oversizedPackageFile, PACKAGE_CACHE_BYTES, readPackageFile } from "./capped_download.ts";
+import { PACKAGE_CACHE_BYTES, readPackageFile } from "./capped_download.ts";
 import { readWheelMetadata, requiredNames } from "./wheel_metadata.ts";
 import {
   compareVersions,
@@ -63,12 +63,10 @@ export class WheelFolder {
 
   async #read(file: string): Promise<FolderWheel> {
     const path = join(this.dir, file);
-    const { mtime, size } = await Deno.stat(path);
+    const { mtime } = await Deno.stat(path);
     const stamp = mtime?.getTime() ?? 0;
     const cached = this.#cache.get(path);
     if (cached && cached.mtime === stamp) return cached.wheel;
-    const oversized = oversizedPackageFile(file, size);
-    if (oversized) throw new Error(oversized);
     const bytes = readPackageFile(path, file);
     const distribution = parseWheelName(file)?.distribution;
     const metadata = await readWheelMetadata(bytes, distribution).catch((error) => {
