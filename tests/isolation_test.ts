@@ -89,6 +89,19 @@ Deno.test("hostile scripts are contained and the server keeps working", async (t
       },
     },
     {
+      name: "remote, npm and JSR imports are refused, whatever Deno's cache holds",
+      code: 'import js, json\njson.loads(await js.eval("Promise.allSettled(' +
+        "['https://example.com/x.js', 'npm:left-pad', 'jsr:@std/path'].map((s) => import(s)))" +
+        ".then((r) => JSON.stringify(r.map((x) => x.status + ': ' + x.reason)))\"))",
+      check: (r) => {
+        assert.equal(r.success, true, r.text);
+        const [remote, npm, jsr] = r.result as string[];
+        assert.match(remote!, /^rejected: .*--no-remote is specified/);
+        assert.match(npm!, /^rejected: .*--no-npm is specified/);
+        assert.match(jsr!, /^rejected: .*--no-remote is specified/);
+      },
+    },
+    {
       name: "js.Deno.Command cannot start a process",
       code:
         'import js\njs.Deno.Command.new(\'/bin/sh\', js.JSON.parse(\'{"args": ["-c", "id"]}\')).outputSync()',

@@ -14,6 +14,7 @@ import {
   removeStaleSnapshots,
 } from "../src/sandbox/snapshot.ts";
 import { fromSparse, readSparseTable, toSparse } from "../src/sandbox/snapshot_format.ts";
+import { snapshotBuildCommand } from "../src/sandbox/sandbox_command.ts";
 
 Deno.test("the snapshot is built on first use, and a corrupt one is detected and rebuilt", async () => {
   const cacheDir = await Deno.makeTempDir();
@@ -151,4 +152,20 @@ Deno.test("a build's scratch a killed server left goes after a day; a build in p
   const kept = [...Deno.readDirSync(cacheDir)].map((e) => e.name).sort();
   assert.deepEqual(kept, ["preload-def.4444.tmp", "snapshot-314-y.bin.5555.tmp"]);
   await Deno.remove(cacheDir, { recursive: true });
+});
+
+Deno.test("attack: the snapshot builder, where preloaded packages' code runs, imports nothing remote or from npm", () => {
+  const runtime = locateRuntime(undefined, "flags");
+  const { args } = snapshotBuildCommand(runtime, "/tmp/out.bin", {
+    specPath: "/tmp/spec.json",
+    siteDir: "/tmp/site",
+  });
+  const flags = args.slice(0, args.indexOf(runtime.workerPath));
+  for (const flag of ["--cached-only", "--no-remote", "--no-npm", "--no-prompt"]) {
+    assert.ok(flags.includes(flag), `${flag} in ${flags.join(" ")}`);
+  }
+  assert.ok(
+    !flags.some((f) => /^--allow-(net|env|run|ffi|sys|import|all)/.test(f)),
+    flags.join(" "),
+  );
 });

@@ -110,7 +110,8 @@ export function sandboxCommand(
 /**
  * The command that builds the snapshot. A profile's preloaded packages are imported in it, their
  * code run: like a sandbox, it gets no environment and a DENO_DIR that cannot exist, so that
- * code stores nothing on the host's disk (`localStorage`, the Cache API, V8's code cache).
+ * code stores nothing on the host's disk (`localStorage`, the Cache API, V8's code cache), and
+ * it may import no remote or npm module.
  */
 export function snapshotBuildCommand(
   runtime: SandboxRuntime,
@@ -132,6 +133,8 @@ export function snapshotBuildCommand(
         "--no-prompt",
         "--no-config",
         "--cached-only",
+        "--no-remote",
+        "--no-npm",
         "--no-code-cache",
         `--allow-read=${[
           runtime.pyodideDir,
