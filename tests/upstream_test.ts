@@ -2,7 +2,17 @@
  * Scripts calling real upstream MCP servers (filesystem, memory, everything) through the host.
  */
 import assert from "node:assert/strict";
-import { childPids, delay, ROOT, startServer, type TestServer } from "./_helpers.ts";
+import {
+  childPids,
+  delay,
+  dynamicServer,
+  hostPid,
+  ROOT,
+  spawnServe,
+  startServer,
+  type TestServer,
+  writeConfig,
+} from "./_helpers.ts";
 import { parseConfigFile, type ServerConfig } from "../src/config/config.ts";
 import { silentLogger } from "../src/_util/log.ts";
 import { createRedactor } from "../src/policy/redaction.ts";
@@ -442,4 +452,34 @@ Deno.test("attack: a failed server's stderr shows none of the secrets written in
   assert.match(error, /fatal: bad arguments: -e GITHUB_TOKEN=\[REDACTED\]/);
   assert.match(error, /postgres:\/\/app:\[REDACTED\]@db\.internal/);
   for (const secret of secrets) assert.ok(!error.includes(secret), `${secret} in: ${error}`);
+});
+
+Deno.test("a Ctrl-C, which stops the stdio servers with code mode, reads as no upstream fault", async () => {
+  // Newcomer 65: the terminal's SIGINT reaches the whole foreground group, and the server's end
+  // was logged "upstream server disconnected; reconnecting" just before "shutting down".
+  const dir = await Deno.makeTempDir();
+  const config = await writeConfig(dir, {
+    servers: { dynamic: dynamicServer() },
+    settings: { pool_size: 1 },
+  });
+  const child = spawnServe({ args: ["--config", config], stdout: "null", stderr: "piped" });
+  const stderr = child.stderr!.pipeThrough(new TextDecoderStream()).getReader();
+  let said = "";
+  while (!/started: 1 of 1 upstream servers connected/.test(said)) {
+    const { value, done } = await stderr.read();
+    if (done) throw new Error(`the server ended: ${said}`);
+    said += value;
+  }
+  const upstream = childPids(hostPid(child.pid)).filter((pid) =>
+    Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes("dynamic_server.ts")
+  );
+  assert.equal(upstream.length, 1);
+  Deno.kill(upstream[0]!, "SIGINT");
+  await delay(50); // the server's end is seen first, as it often is
+  child.kill("SIGINT");
+  for (let r = await stderr.read(); !r.done; r = await stderr.read()) said += r.value;
+  assert.equal((await child.status).code, 0);
+  assert.match(said, /shutting down \(SIGINT\)/);
+  assert.doesNotMatch(said, /disconnected/, said);
+  await Deno.remove(dir, { recursive: true });
 });

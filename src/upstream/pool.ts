@@ -214,20 +214,26 @@ class UpstreamConnection {
     if (performance.now() - this.#connectedAt >= STABLE_CONNECTION_MS) this.#attempt = 0;
     const stderr = this.#stderrLines(2, 300);
     this.lastError = cutReason(`${reason}${stderr ? ` (stderr: ${stderr})` : ""}`);
-    this.options.log.warn("upstream server disconnected; reconnecting", {
-      server: this.config.name,
-      reason: this.lastError,
-    });
-    this.#scheduleReconnect();
+    const said = { server: this.config.name, reason: this.lastError };
+    // Said as the reconnection starts, not at once: a Ctrl-C in a terminal stops code mode and
+    // its stdio servers together, and a server's end often came first, read as a fault just
+    // before "shutting down (SIGINT)" (newcomer 65). A stop before then says nothing of it.
+    this.#scheduleReconnect(() =>
+      this.options.log.warn("upstream server disconnected; reconnecting", said)
+    );
   }
 
-  #scheduleReconnect(): void {
+  /** Connects again after the backoff; `notice`, if given, is said just before. */
+  #scheduleReconnect(notice?: () => void): void {
     if (this.state === "closed") return;
     this.state = "reconnecting";
     this.options.onChange?.();
     const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.#attempt++);
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.connect(), delay);
+    this.#timer = setTimeout(() => {
+      notice?.();
+      void this.connect();
+    }, delay);
   }
 
   async #refreshTools(client: Client): Promise<void> {
