@@ -230,6 +230,17 @@ Deno.test("malformed bytes on the server's stdin do not bring it down", async ()
   await send("')\"}}}\n");
   const invalid = await nextMessage(2);
   assert.ok(invalid.result || invalid.error, JSON.stringify(invalid));
+  // Attacker 64: a line nested a million deep held the host's thread 1.7 s; not parsed.
+  const depth = 1_000_000;
+  await send(
+    '{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"x":' + "[".repeat(depth) +
+      "]".repeat(depth) + "}}}\n",
+  );
+  const deep = await nextMessage(4);
+  assert.equal(
+    deep.error?.message,
+    "Invalid Request: the message was not read: it is nested deeper than 1,000 levels",
+  );
   await send(
     JSON.stringify({
       jsonrpc: "2.0",

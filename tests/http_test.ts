@@ -575,6 +575,31 @@ Deno.test("execute_code over Streamable HTTP: sessions, live feedback, limits, c
     await fine.body?.cancel();
   });
 
+  await t.step("attack: a body within the size but costly to parse is refused unread", async () => {
+    // Attacker 64: eight bodies of 4 MB nested 2 million deep held every other caller 6.6 s.
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    const depth = 1_000_000;
+    const deep = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":` +
+      "[".repeat(depth) + "]".repeat(depth) + "}}}";
+    const refused = await fetch(server.url, { method: "POST", body: deep, headers });
+    assert.equal(refused.status, 400);
+    assert.match(
+      (await refused.json()).error.message,
+      /^Bad Request: the body was not read: it is nested deeper than 1,000 levels$/,
+    );
+    const keys = Array.from({ length: 60_000 }, (_, i) => `"k${i}":0`).join(",");
+    const wide = await fetch(server.url, {
+      method: "POST",
+      body: `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{${keys}}}}`,
+      headers,
+    });
+    assert.equal(wide.status, 400);
+    assert.match((await wide.json()).error.message, /more than 50,000 object keys/);
+  });
+
   await t.step(
     "SIGTERM answers running calls CANCELLED and shuts down with no sandbox left",
     async () => {

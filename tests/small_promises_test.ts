@@ -42,6 +42,44 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
     },
   );
 
+  await t.step(
+    "attack: a call whose arguments are costly to parse raises ToolDenied there; a raw line ends the run",
+    async () => {
+      // 600,000 keys in 6.6 MB of arguments held the host's thread 2 to 3 s a call (attacker 64).
+      const code = [
+        "from mcp_tools import memory, ToolDenied",
+        "wide = {f'k{i}': 0 for i in range(60_000)}",
+        "try:",
+        "    memory.create_entities(entities=[{'name': 'x', 'entityType': 't', 'observations': [], 'x': wide}])",
+        "    said = 'sent'",
+        "except ToolDenied as e:",
+        "    said = str(e)",
+        "[said, type(memory.read_graph()).__name__]",
+      ].join("\n");
+      const r = await server.execute({ code });
+      assert.equal(r.diagnostics, null, r.text);
+      const [said, graph] = r.result as [string, string];
+      assert.match(
+        said,
+        /the host does not read arguments like these: it holds more than 49,992 object keys that are costly to read/,
+      );
+      assert.equal(graph, "dict", "the next call is sent");
+      assert.equal(r.tool_calls.count, 1, "the refused call never reached the host");
+      // Written to the protocol channel past the worker's check: the host does not parse it.
+      const raw = await server.execute({
+        code: "import js, json\nwide = {f'k{i}': 0 for i in range(60_000)}\n" +
+          "line = json.dumps({'jsonrpc': '2.0', 'method': 'output', 'params': wide}) + '\\n'\n" +
+          "js.Deno.stdout.writeSync(js.TextEncoder.new().encode(line))\n" +
+          "import time\ntime.sleep(5)",
+      });
+      assert.equal(raw.diagnostics?.error_type, "POLICY_VIOLATION", raw.text);
+      assert.match(
+        raw.diagnostics!.message,
+        /protocol message too costly for the host to read: it holds more than 50,000 object keys .*write it to a file in outputs\//,
+      );
+    },
+  );
+
   await t.step("an input file named outputs is refused before anything runs", async () => {
     for (const name of ["outputs", "outputs/x.txt"]) {
       const r = await server.execute({ code: "1", files: { [name]: "x" } } as never);

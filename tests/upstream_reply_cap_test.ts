@@ -44,6 +44,41 @@ Deno.test("cappedFetch() bounds a JSON reply, and each event of a stream, not th
       /the message is larger than/,
     );
   });
+  await t.step("attack: a JSON body or an event costly to parse is not passed on", async () => {
+    // Attacker 64: one object of 600,000 keys in 6.6 MB held the host's thread 6.7 s.
+    const keys = Array.from({ length: 60_000 }, (_, i) => `"k${i}":0`).join(",");
+    const wide = `{"jsonrpc":"2.0","id":7,"result":{"content":[],"structuredContent":{${keys}}}}`;
+    const costly = /Cannot read the server's reply: it holds more than 50,000 object keys/;
+    const split = [wide.slice(0, 1000), wide.slice(1000)];
+    await assert.rejects(read(cappedFetch(replying(split, "application/json"))), costly);
+    const rows = JSON.stringify({ rows: Array.from({ length: 20_000 }, (_, i) => ({ i })) });
+    assert.equal(
+      await read(cappedFetch(replying([rows.slice(0, 9), rows.slice(9)], "application/json"))),
+      rows,
+      "JSON of one shape passes whole",
+    );
+    const post = {
+      method: "POST",
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: {} }),
+    };
+    const events = [
+      'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\ndata: ',
+      wide.slice(0, 500),
+      wide.slice(500) + "\n\ndata: after\n\n",
+    ];
+    const stream = await cappedFetch(replying(events, "text/event-stream"))("http://x/", post)
+      .then((r) => r.text());
+    const [before, answer, after] = stream.split("\n\n");
+    assert.equal(before, 'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}');
+    const error = JSON.parse(answer!.replace(/^data: /, ""));
+    assert.equal(error.id, 7);
+    assert.match(error.error.message, costly);
+    assert.equal(after, "data: after");
+    const whole = ["data: " + wide + "\n\n"];
+    const alone = await cappedFetch(replying(whole, "text/event-stream"))("http://x/", post)
+      .then((r) => r.text());
+    assert.match(JSON.parse(alone.replace(/^data: /, "")).error.message, costly, "in one chunk");
+  });
   await t.step("many events, each within the bound, pass whatever they add up to", async () => {
     const events = Array.from({ length: 50 }, (_, i) => `data: ${"x".repeat(40)}${i}\n\n`);
     const crlf = Array.from({ length: 50 }, () => `event: m\r\ndata: ${"y".repeat(40)}\r\n\r\n`);
@@ -161,6 +196,20 @@ for (const mode of ["http", "sse", "stdio"] as const) {
         read.text,
       );
     }
+    // Within the size, but seconds of the host's thread to parse and walk (attacker 64: 6.7 s
+    // for one object of 600,000 keys): not parsed.
+    const wide = await server.execute({
+      code: "from mcp_tools import remote\ntry:\n    remote.wide(keys=600_000)\n" +
+        "    said = 'no error'\nexcept Exception as e:\n    said = f'{type(e).__name__}: {e}'\n" +
+        "[said, len(remote.wide(keys=1000))]",
+      timeout_s: 120,
+    });
+    assert.deepEqual(wide.result, [
+      "ToolError: remote.wide: Cannot read the server's reply: it holds more than " +
+      "50,000 object keys that are costly to read (of distinct names, or in an object of " +
+      "more than 1,000 keys)",
+      1000,
+    ], wide.text);
     const after = await server.execute({
       code: `from mcp_tools import remote\nlen(remote.big_text(bytes=${MIB}))`,
       timeout_s: 120,

@@ -34,7 +34,7 @@ import { checkBind } from "../host/http_guard.ts";
 import { UsageError } from "./usage_error.ts";
 import { writeAllSync } from "../_util/write_all.ts";
 import { readLinesLinearly } from "../rpc/message_lines.ts";
-import { invalidRequestAnswer, oversizedAnswer } from "../rpc/invalid_request.ts";
+import { costlyAnswer, invalidRequestAnswer, oversizedAnswer } from "../rpc/invalid_request.ts";
 import { counted } from "../_util/counted.ts";
 
 export { formatChecks, runDoctor } from "./doctor.ts";
@@ -167,6 +167,10 @@ function stdioWire(log: Logger, stop: (why: string) => Promise<void>): StdioServ
           bytes: MAX_CLIENT_MESSAGE_BYTES,
         });
         answer(oversizedAnswer(start, end, MAX_CLIENT_MESSAGE_BYTES));
+      },
+      onCostly: (start, end, why) => {
+        log.warn("stdin: a message too costly to read was skipped", { why });
+        answer(costlyAnswer(start, end, why));
       },
     },
   );

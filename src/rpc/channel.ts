@@ -6,6 +6,7 @@
  * is waiting on; anything else is reported through `onViolation` and otherwise ignored.
  */
 import { readLines } from "./lines.ts";
+import { type JsonCostLimits, jsonCostProblem } from "./json_cost.ts";
 
 export type JsonRpcId = number | string;
 
@@ -39,6 +40,7 @@ const MESSAGE_FIELDS = new Set(["jsonrpc", "id", "method", "params", "result", "
 /** How an incoming line broke JSON-RPC. */
 export type ViolationKind =
   | "overlong_line"
+  | "costly_line"
   | "not_json"
   | "not_an_object"
   | "not_jsonrpc_2"
@@ -81,6 +83,11 @@ export interface ChannelOptions {
    */
   write: (line: string, kind: LineKind) => void | Promise<void>;
   maxLineBytes: number;
+  /**
+   * What an incoming message may cost to parse (json_cost.ts): a line past it is a violation,
+   * not parsed. Absent: every line within `maxLineBytes` is parsed (the peer is trusted).
+   */
+  maxParseCost?: JsonCostLimits;
   handlers: ChannelHandlers;
 }
 
@@ -91,6 +98,7 @@ export interface ChannelOptions {
 export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
   readonly #write: (line: string, kind: LineKind) => void | Promise<void>;
   readonly #handlers: ChannelHandlers;
+  readonly #maxParseCost: JsonCostLimits | undefined;
   readonly #pending = new Map<JsonRpcId, PromiseWithResolvers<unknown>>();
   #closed = false;
   /** Blank lines received (see MAX_FREE_BLANK_LINES). */
@@ -101,6 +109,7 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
   constructor(options: ChannelOptions) {
     this.#write = options.write;
     this.#handlers = options.handlers;
+    this.#maxParseCost = options.maxParseCost;
     this.done = readLines(options.readable, options.maxLineBytes, {
       line: (text) => this.#receive(text),
       overlong: (bytes) =>
@@ -173,6 +182,12 @@ export class JsonRpcChannel<Sends extends MessageSet = MessageSet> {
           `a blank line of ${text.length} characters, past what is let go`,
         );
       }
+      return;
+    }
+    // Read off the text first: some JSON costs the host's thread seconds to parse and walk.
+    const costly = this.#maxParseCost ? jsonCostProblem(text, this.#maxParseCost) : null;
+    if (costly !== null) {
+      this.#violation("costly_line", `message too costly for the host to read: ${costly}`);
       return;
     }
     let message: unknown;

@@ -48,6 +48,15 @@ export function oversizedAnswer(
   end: string,
   maxBytes: number,
 ): JSONRPCMessage | null {
+  return unreadAnswer(start, end, `the message is over ${maxBytes} bytes and was not read`);
+}
+
+/** The same for a line skipped as too costly to parse (`why`: json_cost.ts's reason). */
+export function costlyAnswer(start: string, end: string, why: string): JSONRPCMessage | null {
+  return unreadAnswer(start, end, `the message was not read: ${why}`);
+}
+
+function unreadAnswer(start: string, end: string, what: string): JSONRPCMessage | null {
   if (/^\s*\{\s*"(?:result|error)"/.test(start)) return null;
   const found = ID_AT_START.exec(start)?.[1] ?? ID_AT_END.exec(end)?.[1];
   let id: string | number | null = null;
@@ -62,7 +71,7 @@ export function oversizedAnswer(
     id,
     error: {
       code: INVALID_REQUEST,
-      message: `Invalid Request: the message is over ${maxBytes} bytes and was not read`,
+      message: `Invalid Request: ${what}`,
     },
   } as unknown as JSONRPCMessage;
 }

@@ -7,6 +7,7 @@
  */
 import { deserializeMessage, type JSONRPCMessage } from "@modelcontextprotocol/client";
 import { concatBytes } from "../_util/bytes.ts";
+import { jsonCostProblem } from "./json_cost.ts";
 
 /** What the SDK's stdio transports call on their read buffer. */
 interface ReadBufferLike {
@@ -17,6 +18,12 @@ interface ReadBufferLike {
 
 /** Told of a line skipped as too long: its first and last bytes; may give a message instead. */
 export type OnOversized = (start: string, end: string) => JSONRPCMessage | null | void;
+
+/**
+ * Told of a line skipped as too costly to parse (json_cost.ts): its first and last characters
+ * and why; may give a message instead.
+ */
+export type OnCostly = (start: string, end: string, why: string) => JSONRPCMessage | null | void;
 
 /** The SDK's own bound on a message being read (it closes the connection past it). */
 export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
@@ -47,6 +54,12 @@ export class MessageLines implements ReadBufferLike {
      * place. Without it, such a line throws, and what was read is dropped.
      */
     readonly onOversized?: OnOversized,
+    /**
+     * Told of each line skipped because it would cost the host's thread too much to parse
+     * (json_cost.ts); a message it returns is read in its place. Without it, every line is
+     * parsed.
+     */
+    readonly onCostly?: OnCostly,
   ) {}
 
   append(chunk: Uint8Array): void {
@@ -95,6 +108,12 @@ export class MessageLines implements ReadBufferLike {
       const next = this.#lines.shift()!;
       if (!(next instanceof Uint8Array)) return next;
       const line = this.#decoder.decode(next).replace(/\r$/, "");
+      const costly = this.onCostly ? jsonCostProblem(line) : null;
+      if (costly !== null) {
+        const instead = this.onCostly!(line.slice(0, EDGE_BYTES), line.slice(-EDGE_BYTES), costly);
+        if (instead) return instead;
+        continue;
+      }
       try {
         return deserializeMessage(line);
       } catch (error) {
@@ -137,7 +156,7 @@ export function readLinesLinearly<T extends object>(
   transport: T,
   onSkipped?: (start: string) => void,
   onInvalid?: (value: unknown) => void,
-  oversized?: { maxBytes: number; onOversized: OnOversized },
+  oversized?: { maxBytes: number; onOversized: OnOversized; onCostly?: OnCostly },
 ): T {
   const holder = transport as unknown as { _readBuffer?: ReadBufferLike };
   if (typeof holder._readBuffer?.readMessage !== "function") {
@@ -148,6 +167,7 @@ export function readLinesLinearly<T extends object>(
     onSkipped,
     onInvalid,
     oversized?.onOversized,
+    oversized?.onCostly,
   );
   return transport;
 }

@@ -22,6 +22,7 @@
  * The worker's command line (`workerArgs`, `parseWorkerArgs`) is defined here too.
  */
 import type { ToolErrorKind } from "../execution/outcomes.ts";
+import { JSON_COST_LIMITS, jsonCostProblem } from "./json_cost.ts";
 
 export const METHOD_BOOT = "boot" satisfies keyof HostMessages["notifications"];
 export const METHOD_READY = "ready" satisfies keyof SandboxMessages["notifications"];
@@ -355,6 +356,31 @@ export function oversizedCallReply(params: CallToolParams): ToolReply | null {
     },
   };
 }
+
+/**
+ * The reply a call gets without being sent when the host would not read its line (its
+ * arguments are too costly to parse: json_cost.ts), or null to send it: a `ToolDenied` where
+ * the call was made, as for an oversized call. Checked with room for the envelope's keys and
+ * levels, so that what passes here passes on the host. Pure.
+ */
+export function costlyCallReply(argumentsJson: string): ToolReply | null {
+  const problem = jsonCostProblem(argumentsJson, {
+    maxDepth: JSON_COST_LIMITS.maxDepth - CALL_ENVELOPE_LEVELS,
+    maxCostlyKeys: JSON_COST_LIMITS.maxCostlyKeys - CALL_ENVELOPE_KEYS,
+  }, 0);
+  if (problem === null) return null;
+  return {
+    error: {
+      kind: "denied",
+      message: `denied: the host does not read arguments like these: ${problem}; pass the ` +
+        "data as a list of rows, or in a file the tool can read",
+    },
+  };
+}
+
+/** Levels and keys a call's line has around its arguments (message, params). */
+const CALL_ENVELOPE_LEVELS = 2;
+const CALL_ENVELOPE_KEYS = 8;
 
 /**
  * The longest server or tool name a call may give (MCP's tool names are at most 128

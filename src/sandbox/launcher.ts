@@ -37,6 +37,7 @@ import {
   type ToolReply,
 } from "../rpc/sandbox_protocol.ts";
 import { type Deadline, deadline } from "../_util/deadline.ts";
+import { JSON_COST_LIMITS } from "../rpc/json_cost.ts";
 import type { Logger } from "../_util/log.ts";
 import type { HostOutcome, OneOf } from "../execution/outcomes.ts";
 import { OutputBuffer } from "./output_buffer.ts";
@@ -213,6 +214,9 @@ export class Sandbox implements AsyncDisposable {
         return writer.write(bytes).finally(() => this.#unread.read(bytes.length));
       },
       maxLineBytes: MAX_SANDBOX_LINE_BYTES,
+      // Some JSON of 8 MiB took the host's thread seconds to parse and walk (an attacker's
+      // corpus: a script's call of 600,000 keys held every other caller 2 to 3 s).
+      maxParseCost: JSON_COST_LIMITS,
       handlers: {
         onRequest: (method, params) => this.#onRequest(method, params),
         onNotification: (method, params) => {
@@ -586,6 +590,12 @@ export class Sandbox implements AsyncDisposable {
     });
     if (violation.kind === "overlong_line") {
       this.#halt("POLICY_VIOLATION", `The sandbox wrote a protocol ${violation.detail}`);
+    } else if (violation.kind === "costly_line") {
+      this.#halt(
+        "POLICY_VIOLATION",
+        `The sandbox wrote a protocol ${violation.detail} (return such data as a list of ` +
+          "rows, or write it to a file in outputs/)",
+      );
     } else if (this.#violations.length > MAX_VIOLATIONS) {
       this.#halt(
         "POLICY_VIOLATION",

@@ -19,6 +19,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { JsonRpcChannel, RemoteError, RPC_METHOD_NOT_FOUND } from "../rpc/channel.ts";
 import {
   type CallToolParams,
+  costlyCallReply,
   type ExecuteParams,
   type ExecuteReply,
   METHOD_BOOT,
@@ -442,6 +443,8 @@ async function serve(): Promise<void> {
   const waitingCalls = new Set<() => void>();
   pyodide.registerJsModule("_codemode_host", {
     call_tool: (server: string, tool: string, argumentsJson: string): Promise<string> => {
+      const costly = costlyCallReply(argumentsJson);
+      if (costly) return Promise.resolve(JSON.stringify(costly));
       const request: CallToolParams = { server, tool, arguments: JSON.parse(argumentsJson) };
       const refused = oversizedCallReply(request);
       if (refused) return Promise.resolve(JSON.stringify(refused));

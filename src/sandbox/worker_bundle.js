@@ -60,6 +60,69 @@ async function readLines(stream, maxLineBytes, events) {
   }
 }
 
+// src/rpc/json_cost.ts
+var WIDE_OBJECT_KEYS = 1e3;
+var JSON_COST_LIMITS = {
+  maxDepth: 1e3,
+  maxCostlyKeys: 5e4
+};
+var SCANNED_FROM_CHARS = 64 * 1024;
+function jsonCostProblem(text, limits = JSON_COST_LIMITS, scanFrom = SCANNED_FROM_CHARS) {
+  if (text.length < scanFrom) return null;
+  const keysSeen = /* @__PURE__ */ new Set();
+  const open = [];
+  let costly = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i + 1);
+      if (end === -1) return null;
+      const top = open.length - 1;
+      if (top >= 0 && open[top] >= 0 && isFollowedByColon(text, end + 1)) {
+        const keys = ++open[top];
+        const name = text.slice(i + 1, end);
+        const isNew = !keysSeen.has(name);
+        if (isNew) keysSeen.add(name);
+        if ((isNew || keys > WIDE_OBJECT_KEYS) && ++costly > limits.maxCostlyKeys) {
+          return `it holds more than ${limits.maxCostlyKeys.toLocaleString("en")} object keys that are costly to read (of distinct names, or in an object of more than ${WIDE_OBJECT_KEYS.toLocaleString("en")} keys)`;
+        }
+      }
+      i = end;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      open.push(c === OPEN_BRACE ? 0 : -1);
+      if (open.length > limits.maxDepth) {
+        return `it is nested deeper than ${limits.maxDepth.toLocaleString("en")} levels`;
+      }
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      open.pop();
+    }
+  }
+  return null;
+}
+var QUOTE = 34;
+var BACKSLASH = 92;
+var COLON = 58;
+var OPEN_BRACE = 123;
+var CLOSE_BRACE = 125;
+var OPEN_BRACKET = 91;
+var CLOSE_BRACKET = 93;
+function stringEnd(text, from) {
+  for (let at = text.indexOf('"', from); at !== -1; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return -1;
+}
+function isFollowedByColon(text, from) {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === COLON) return true;
+    if (c !== 32 && c !== 9 && c !== 10 && c !== 13) return false;
+  }
+  return false;
+}
+
 // src/rpc/channel.ts
 var RemoteError = class extends Error {
   error;
@@ -84,6 +147,7 @@ var MESSAGE_FIELDS = /* @__PURE__ */ new Set([
 var JsonRpcChannel = class {
   #write;
   #handlers;
+  #maxParseCost;
   #pending = /* @__PURE__ */ new Map();
   #closed = false;
   /** Blank lines received (see MAX_FREE_BLANK_LINES). */
@@ -93,6 +157,7 @@ var JsonRpcChannel = class {
   constructor(options) {
     this.#write = options.write;
     this.#handlers = options.handlers;
+    this.#maxParseCost = options.maxParseCost;
     this.done = readLines(options.readable, options.maxLineBytes, {
       line: (text) => this.#receive(text),
       overlong: (bytes) => this.#violation("overlong_line", `line longer than ${options.maxLineBytes} bytes (${bytes}+)`)
@@ -155,6 +220,11 @@ var JsonRpcChannel = class {
       if (blank) {
         this.#violation("blank_lines", `a blank line of ${text.length} characters, past what is let go`);
       }
+      return;
+    }
+    const costly = this.#maxParseCost ? jsonCostProblem(text, this.#maxParseCost) : null;
+    if (costly !== null) {
+      this.#violation("costly_line", `message too costly for the host to read: ${costly}`);
       return;
     }
     let message;
@@ -305,6 +375,21 @@ function oversizedCallReply(params) {
     }
   };
 }
+function costlyCallReply(argumentsJson) {
+  const problem = jsonCostProblem(argumentsJson, {
+    maxDepth: JSON_COST_LIMITS.maxDepth - CALL_ENVELOPE_LEVELS,
+    maxCostlyKeys: JSON_COST_LIMITS.maxCostlyKeys - CALL_ENVELOPE_KEYS
+  }, 0);
+  if (problem === null) return null;
+  return {
+    error: {
+      kind: "denied",
+      message: `denied: the host does not read arguments like these: ${problem}; pass the data as a list of rows, or in a file the tool can read`
+    }
+  };
+}
+var CALL_ENVELOPE_LEVELS = 2;
+var CALL_ENVELOPE_KEYS = 8;
 
 // src/execution/outcomes.ts
 var OUTCOMES = {
@@ -2008,6 +2093,8 @@ async function serve() {
   const waitingCalls = /* @__PURE__ */ new Set();
   pyodide.registerJsModule("_codemode_host", {
     call_tool: (server, tool, argumentsJson) => {
+      const costly = costlyCallReply(argumentsJson);
+      if (costly) return Promise.resolve(JSON.stringify(costly));
       const request = {
         server,
         tool,

@@ -17,6 +17,7 @@ import type { RequestStreams } from "./request_streams.ts";
 import { ReplyBudget } from "./reply_budget.ts";
 import { TokenBucket } from "../_util/token_bucket.ts";
 import { tooLargeReason, unreadReplyAnswer } from "./unread_reply.ts";
+import { jsonCostProblem, SCANNED_FROM_CHARS } from "../rpc/json_cost.ts";
 
 /**
  * The largest error body read: the SDK puts it in the call's error, of which a script sees
@@ -120,7 +121,9 @@ export function cappedFetch(
     // seconds) stayed open after its call timed out, a connection each.
     const cap = readAsEvents(response, method, legacy ? undefined : sent.requestId)
       ? eventCap(maxBytes, sent.requestId, budget)
-      : bodyCap(response.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES), budget);
+      : response.ok
+      ? bodyCap(maxBytes, budget, true)
+      : bodyCap(Math.min(maxBytes, MAX_ERROR_BODY_BYTES), budget, false);
     cap.forget = noteRequest(cap.end);
     return responseWithBody(response, response.body.pipeThrough(cap.stream));
   };
@@ -146,10 +149,13 @@ function tooLarge(maxBytes: number, what: string): Error {
 
 /**
  * Passes at most `maxBytes` of a body, each byte taken from `budget` until the body has ended
- * (its reader holds them until then).
+ * (its reader holds them until then). With `scanned`, the body is passed once it has ended, and
+ * not at all when it is JSON too costly to parse (json_cost.ts): the SDK reads such a body
+ * whole anyway, and one of 600,000 keys held the host's thread seconds.
  */
-function bodyCap(maxBytes: number, budget: ReplyBudget): StreamCap {
+function bodyCap(maxBytes: number, budget: ReplyBudget, scanned: boolean): StreamCap {
   let seen = 0;
+  let parts: Uint8Array[] = [];
   const giveBack = () => {
     budget.give(seen);
     seen = 0;
@@ -169,21 +175,30 @@ function bodyCap(maxBytes: number, budget: ReplyBudget): StreamCap {
           controller.error(overBudget(budget));
         } else {
           seen += chunk.length;
-          controller.enqueue(chunk);
+          if (scanned) parts.push(chunk);
+          else controller.enqueue(chunk);
         }
       },
-      flush() {
+      flush(controller) {
         cap.forget();
         giveBack();
+        if (!scanned) return;
+        const body = concatBytes(parts);
+        parts = [];
+        const costly = jsonCostProblem(decode(body));
+        if (costly === null) controller.enqueue(body);
+        else controller.error(new Error(`Cannot read the server's reply: ${costly}`));
       },
       cancel() {
         cap.forget();
         giveBack();
+        parts = [];
       },
     } as Transformer<Uint8Array, Uint8Array>),
     // Its request is over: the reader gets an error, and the server's body is cancelled.
     end: () => {
       giveBack();
+      parts = [];
       try {
         output?.error(new Error("Cannot read the server's reply: its request is over"));
       } catch { /* already ended */ }
@@ -274,6 +289,26 @@ function eventCap(
       if (eventStart > passFrom) controller.enqueue(chunk.subarray(passFrom, eventStart));
       passFrom = eventStart;
     };
+    /**
+     * Whether the event ending at `end` is JSON too costly to parse (json_cost.ts); if it is,
+     * what came before it is passed and an error answer in its place.
+     */
+    const isCostly = (end: number): boolean => {
+      const own = chunk.subarray(held.length > 0 ? 0 : eventStart, end);
+      const text = decode(held.length > 0 ? concatBytes([held.bytes(), own]) : own);
+      const costly = jsonCostProblem(text);
+      if (costly === null) return false;
+      pass();
+      const why = `Cannot read the server's reply: ${costly}`;
+      const answer = unreadReplyAnswer(
+        text.slice(0, EDGE_BYTES),
+        text.slice(-EDGE_BYTES),
+        sent,
+        why,
+      );
+      if (answer) controller.enqueue(encoder.encode(`data: ${JSON.stringify(answer)}\n\n`));
+      return true;
+    };
     for (let i = 0; i < chunk.length; i++) {
       const byte = chunk[i]!;
       size++;
@@ -292,6 +327,10 @@ function eventCap(
             if (answer) controller.enqueue(encoder.encode(`data: ${JSON.stringify(answer)}\n\n`));
             passFrom = end;
             tooBig = null;
+          } else if (size >= SCANNED_FROM_CHARS && isCostly(end)) {
+            // Dropped for an error answer, as one too large is (its earlier bytes are held).
+            held.clear();
+            passFrom = end;
           } else if (held.length > 0) {
             // Its start came in earlier chunks, before anything of this one was passed.
             controller.enqueue(held.take());
@@ -355,6 +394,11 @@ class GrowingBytes {
     this.#buffer.set(bytes, this.length);
     this.length += bytes.length;
     return true;
+  }
+
+  /** What is held, without taking it. */
+  bytes(): Uint8Array {
+    return this.#buffer.subarray(0, this.length);
   }
 
   take(): Uint8Array {

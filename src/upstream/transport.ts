@@ -76,6 +76,8 @@ export const defaultTransportFactory: TransportFactory = (server) => {
     maxBytes: MAX_MESSAGE_BYTES,
     onOversized: (start: string, end: string) =>
       unreadReplyAnswer(start, end, undefined, tooLargeReason(MAX_MESSAGE_BYTES, "the message")),
+    onCostly: (start: string, end: string, why: string) =>
+      unreadReplyAnswer(start, end, undefined, `Cannot read the server's reply: ${why}`),
   };
   const transport = requestsAtABoundedRate(answersOnlyWhileRead(
     readLinesLinearly(stdio, undefined, undefined, oversized),

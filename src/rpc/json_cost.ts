@@ -1,0 +1,108 @@
+/**
+ * Whether a JSON text would hold the host's one thread too long once parsed, read off the text
+ * before `JSON.parse` sees it. Parsing and walking JSON costs the host little per byte of text
+ * (an 8 MB string: a few milliseconds), but much per byte of two shapes, measured in process
+ * for about 7 MB (2026-12, 2 cores, loaded):
+ *
+ * - object keys V8 has not seen in this text, each a new hidden class: 6,000 objects of 100
+ *   keys of their own took `JSON.parse` 1.4 s;
+ * - keys of an object of more than about a thousand, which V8 keeps as a dictionary: one object
+ *   of 600,000 keys took 0.35 s to parse, and every walk over it as long again (the SDK's
+ *   validation, scrubbing, the result's depth and size, its observed shape: 4 s in all);
+ * - nesting: 1,000,000 levels took 0.24 s to parse and 0.43 s to write back.
+ *
+ * Keys of one shape repeated (rows of a table) cost what text does: 120,000 rows of 5 keys took
+ * 14 ms. So a text is refused when it nests deeper than `maxDepth`, or holds more than
+ * `maxCostlyKeys` keys that are new in it or belong to an object past `WIDE_OBJECT_KEYS` keys.
+ * One pass, linear in the text (strings are skipped with `indexOf`). Pure.
+ */
+
+/** Keys an object may have before each further one counts as costly (V8's dictionary mode). */
+export const WIDE_OBJECT_KEYS = 1000;
+
+export interface JsonCostLimits {
+  maxDepth: number;
+  maxCostlyKeys: number;
+}
+
+/** What messages the host reads may hold (see the module comment). */
+export const JSON_COST_LIMITS: JsonCostLimits = { maxDepth: 1000, maxCostlyKeys: 50_000 };
+
+/**
+ * A text shorter than this is not scanned: it cannot hold enough keys or levels to cost more
+ * than a few milliseconds (a key is at least 4 characters: `"a":1` less its value).
+ */
+export const SCANNED_FROM_CHARS = 64 * 1024;
+
+/**
+ * Why `text` would cost too much to parse, or null. Not a validator: a text that is not JSON
+ * gives whatever the scan saw, and `JSON.parse` says the rest. A text shorter than `scanFrom`
+ * is not scanned.
+ */
+export function jsonCostProblem(
+  text: string,
+  limits: JsonCostLimits = JSON_COST_LIMITS,
+  scanFrom = SCANNED_FROM_CHARS,
+): string | null {
+  if (text.length < scanFrom) return null;
+  const keysSeen = new Set<string>();
+  /** Keys so far of each open object; -1 for an open array. */
+  const open: number[] = [];
+  let costly = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i + 1);
+      if (end === -1) return null;
+      const top = open.length - 1;
+      if (top >= 0 && open[top]! >= 0 && isFollowedByColon(text, end + 1)) {
+        const keys = ++open[top]!;
+        const name = text.slice(i + 1, end);
+        const isNew = !keysSeen.has(name);
+        if (isNew) keysSeen.add(name);
+        if ((isNew || keys > WIDE_OBJECT_KEYS) && ++costly > limits.maxCostlyKeys) {
+          return `it holds more than ${limits.maxCostlyKeys.toLocaleString("en")} object keys ` +
+            `that are costly to read (of distinct names, or in an object of more than ` +
+            `${WIDE_OBJECT_KEYS.toLocaleString("en")} keys)`;
+        }
+      }
+      i = end;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      open.push(c === OPEN_BRACE ? 0 : -1);
+      if (open.length > limits.maxDepth) {
+        return `it is nested deeper than ${limits.maxDepth.toLocaleString("en")} levels`;
+      }
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      open.pop();
+    }
+  }
+  return null;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** Where the string whose contents start at `from` ends (its closing quote), or -1. */
+function stringEnd(text: string, from: number): number {
+  for (let at = text.indexOf('"', from); at !== -1; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return -1;
+}
+
+/** Whether the next character after blank space at `from` is a colon (the string was a key). */
+function isFollowedByColon(text: string, from: number): boolean {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === COLON) return true;
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return false;
+  }
+  return false;
+}

@@ -1,0 +1,75 @@
+/**
+ * JSON that costs the host's thread far more per byte than text is refused before it is parsed
+ * (src/rpc/json_cost.ts), and JSON of a common shape is not: attacker 64's corpus, in process.
+ */
+import assert from "node:assert/strict";
+import {
+  JSON_COST_LIMITS,
+  jsonCostProblem,
+  SCANNED_FROM_CHARS,
+  WIDE_OBJECT_KEYS,
+} from "../src/rpc/json_cost.ts";
+
+const KEYS = /more than 50,000 object keys that are costly to read/;
+const DEEP = /nested deeper than 1,000 levels/;
+
+function objectOf(keys: number, name = (i: number) => `k${i}`): Record<string, number> {
+  const o: Record<string, number> = {};
+  for (let i = 0; i < keys; i++) o[name(i)] = i;
+  return o;
+}
+
+Deno.test("attack: one object of 600,000 keys is refused unparsed", () => {
+  assert.match(jsonCostProblem(JSON.stringify(objectOf(600_000))) ?? "", KEYS);
+});
+
+Deno.test("attack: many small objects of keys each their own are refused (a hidden class per key)", () => {
+  const rows = Array.from({ length: 6000 }, (_, j) => objectOf(100, (i) => `k${j}_${i}`));
+  assert.match(jsonCostProblem(JSON.stringify(rows)) ?? "", KEYS);
+});
+
+Deno.test("attack: wide objects whose keys repeat are refused (V8 keeps each as a dictionary)", () => {
+  const rows = Array.from({ length: 60 }, () => objectOf(WIDE_OBJECT_KEYS + 1000));
+  assert.match(jsonCostProblem(JSON.stringify(rows)) ?? "", KEYS);
+  // The same keys in objects of up to WIDE_OBJECT_KEYS are one shape: read.
+  const narrow = Array.from({ length: 120 }, () => objectOf(WIDE_OBJECT_KEYS));
+  assert.equal(jsonCostProblem(JSON.stringify(narrow)), null);
+});
+
+Deno.test("attack: nesting past the limit is refused, in arrays and objects", () => {
+  const n = SCANNED_FROM_CHARS;
+  assert.match(jsonCostProblem("[".repeat(n) + "]".repeat(n)) ?? "", DEEP);
+  assert.match(jsonCostProblem('{"a":'.repeat(n) + "1" + "}".repeat(n)) ?? "", DEEP);
+  const within = JSON_COST_LIMITS.maxDepth;
+  const padded = (depth: number) => "[".repeat(depth) + `"${"x".repeat(n)}"` + "]".repeat(depth);
+  assert.equal(jsonCostProblem(padded(within)), null);
+  assert.match(jsonCostProblem(padded(within + 1)) ?? "", DEEP);
+});
+
+Deno.test("the limit on costly keys is exact: 50,000 distinct keys pass, one more does not", () => {
+  const at = (keys: number) => JSON.stringify({ rows: [objectOf(keys - 1)] });
+  assert.equal(jsonCostProblem(at(JSON_COST_LIMITS.maxCostlyKeys)), null);
+  assert.match(jsonCostProblem(at(JSON_COST_LIMITS.maxCostlyKeys + 1)) ?? "", KEYS);
+});
+
+Deno.test("JSON of common shapes is read: rows of one shape, long text, a dict of 30,000 words", () => {
+  const rows = { rows: Array.from({ length: 120_000 }, (_, i) => ({ id: i, name: "x", a: 0 })) };
+  assert.equal(jsonCostProblem(JSON.stringify(rows)), null);
+  assert.equal(jsonCostProblem(JSON.stringify({ text: "word ".repeat(2_000_000) })), null);
+  assert.equal(jsonCostProblem(JSON.stringify(objectOf(30_000, (i) => `word${i}`))), null);
+});
+
+Deno.test("brackets, colons and escaped quotes inside strings are text, not structure", () => {
+  const tricky = '\\"[{\\\\":'.repeat(SCANNED_FROM_CHARS);
+  assert.equal(jsonCostProblem(JSON.stringify({ a: tricky, b: [tricky] })), null);
+  // Keys that are strings of those characters are still keys.
+  const keys = objectOf(60_000, (i) => `\\"[${i}]{\\\\`);
+  assert.match(jsonCostProblem(JSON.stringify(keys)) ?? "", KEYS);
+});
+
+Deno.test("a text shorter than the scan's threshold is not scanned, unless asked", () => {
+  const deep = "[".repeat(2000) + "]".repeat(2000);
+  assert.ok(deep.length < SCANNED_FROM_CHARS);
+  assert.equal(jsonCostProblem(deep), null);
+  assert.match(jsonCostProblem(deep, JSON_COST_LIMITS, 0) ?? "", DEEP);
+});
