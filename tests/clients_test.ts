@@ -1554,6 +1554,7 @@ Deno.test("import follows Claude Code's approvals for this folder", async (t) =>
       says: [
         /! rejected {2}not imported: rejected in Claude Code for this folder/,
         /! unasked {2}not imported: not approved in Claude Code/,
+        /^Servers Claude Code has not approved in this folder are not imported\. To use the servers of \/.*\/\.mcp\.json anyway, read what each runs above, then serve that file as it is: deno task serve --config \/.*\/\.mcp\.json$/m,
       ],
       folder: { disabledMcpjsonServers: ["rejected"], enabledMcpjsonServers: ["approved"] },
       imported: ["approved", "mine"],

@@ -342,6 +342,8 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
   }
 
   let held = 0;
+  /** Project files with servers Claude Code has not approved here. */
+  const unapproved = new Set<string>();
   for (const { source, message, translations, warnings } of reports) {
     if (translations === undefined) {
       out(`${describeSource(source)}: ${message}`);
@@ -352,6 +354,7 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
     if (translations.length === 0) out("  (no servers)");
     for (const t of translations) {
       if (t.outcome === "import" && !taken(source)) held++;
+      if (t.outcome === "skip" && t.reason.startsWith("not approved")) unapproved.add(source.path);
       const line = t.outcome === "import"
         ? taken(source)
           ? statusLine(t.name, summary(t.entry), plan.statuses[index.get(t)!]!, source)
@@ -375,6 +378,15 @@ export async function runImport(options: ImportOptions, deps: ClientsDeps): Prom
       `Not imported: ${held} server${held === 1 ? "" : "s"} marked ?. Project servers are not ` +
         `imported without --project: they come from files in this folder ` +
         `(${deps.platform.cwd}), chosen by whoever made it; read what each runs above first.`,
+    );
+  }
+  for (const path of unapproved) {
+    // Newcomer 65: a plain project .mcp.json, never opened in Claude Code, imported nothing,
+    // with no word of what else to do.
+    out(
+      `Servers Claude Code has not approved in this folder are not imported. To use the ` +
+        `servers of ${path} anyway, read what each runs above, then serve that file as it is: ` +
+        `deno task serve --config ${path}`,
     );
   }
 
