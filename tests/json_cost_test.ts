@@ -28,6 +28,21 @@ Deno.test("attack: many small objects of keys each their own are refused (a hidd
   assert.match(jsonCostProblem(JSON.stringify(rows)) ?? "", KEYS);
 });
 
+Deno.test("attack: objects of the same few keys, each in another order, are refused (a hidden class per order)", () => {
+  // Attacker 66: 15,000 objects of the same 92 keys, shuffled, took JSON.parse 0.9 s.
+  const names = Array.from({ length: 92 }, (_, i) => `k${i}`);
+  let seed = 1;
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  const rows = Array.from({ length: 15_000 }, () => {
+    const order = [...names].sort(() => random() - 0.5);
+    return Object.fromEntries(order.map((k) => [k, 0]));
+  });
+  assert.match(jsonCostProblem(JSON.stringify(rows)) ?? "", KEYS);
+  // The same rows in one order are one shape: read.
+  const fixed = Array.from({ length: 15_000 }, () => Object.fromEntries(names.map((k) => [k, 0])));
+  assert.equal(jsonCostProblem(JSON.stringify(fixed)), null);
+});
+
 Deno.test("attack: wide objects whose keys repeat are refused (V8 keeps each as a dictionary)", () => {
   const rows = Array.from({ length: 60 }, () => objectOf(WIDE_OBJECT_KEYS + 1000));
   assert.match(jsonCostProblem(JSON.stringify(rows)) ?? "", KEYS);
@@ -44,6 +59,31 @@ Deno.test("attack: nesting past the limit is refused, in arrays and objects", ()
   const padded = (depth: number) => "[".repeat(depth) + `"${"x".repeat(n)}"` + "]".repeat(depth);
   assert.equal(jsonCostProblem(padded(within)), null);
   assert.match(jsonCostProblem(padded(within + 1)) ?? "", DEEP);
+});
+
+Deno.test("attack: a million empty objects or arrays are refused; rows of a table pass", () => {
+  const many = /more than 250,000 objects and arrays/;
+  assert.match(
+    jsonCostProblem(JSON.stringify(Array.from({ length: 1_000_000 }, () => ({})))) ?? "",
+    many,
+  );
+  assert.match(
+    jsonCostProblem(JSON.stringify(Array.from({ length: 1_000_000 }, () => []))) ?? "",
+    many,
+  );
+  const rows = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ i })));
+  assert.equal(jsonCostProblem(rows(JSON_COST_LIMITS.maxContainers - 1)), null);
+  assert.match(jsonCostProblem(rows(JSON_COST_LIMITS.maxContainers)) ?? "", many);
+});
+
+Deno.test("attack: an array of millions of numbers is refused; one of 2,000,000 values is read", () => {
+  // Attacker 66: 3,900,000 zeros (7.8 MB, no key, no container but one) held the host 0.5 s.
+  const zeros = (n: number) => `[${"0,".repeat(n - 1)}0]`;
+  assert.match(jsonCostProblem(zeros(3_900_000)) ?? "", /more than 2,000,000 values/);
+  assert.equal(jsonCostProblem(zeros(JSON_COST_LIMITS.maxValues)), null);
+  assert.match(jsonCostProblem(zeros(JSON_COST_LIMITS.maxValues + 1)) ?? "", /values/);
+  // Commas in strings are text.
+  assert.equal(jsonCostProblem(JSON.stringify(["a,".repeat(3_000_000)])), null);
 });
 
 Deno.test("the limit on costly keys is exact: 50,000 distinct keys pass, one more does not", () => {

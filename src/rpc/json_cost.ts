@@ -4,16 +4,24 @@
  * (an 8 MB string: a few milliseconds), but much per byte of two shapes, measured in process
  * for about 7 MB (2026-12, 2 cores, loaded):
  *
- * - object keys V8 has not seen in this text, each a new hidden class: 6,000 objects of 100
- *   keys of their own took `JSON.parse` 1.4 s;
+ * - object keys that take V8 to a hidden class it has not made yet in this text, which is a key
+ *   after keys in an order not seen before: 6,000 objects of 100 keys of their own took
+ *   `JSON.parse` 1.4 s, and 15,000 objects of the same 92 keys, each in another order, 0.9 s
+ *   (attacker 66: counting only new names let those through);
  * - keys of an object of more than about a thousand, which V8 keeps as a dictionary: one object
  *   of 600,000 keys took 0.35 s to parse, and every walk over it as long again (the SDK's
  *   validation, scrubbing, the result's depth and size, its observed shape: 4 s in all);
- * - nesting: 1,000,000 levels took 0.24 s to parse and 0.43 s to write back.
+ * - nesting: 1,000,000 levels took 0.24 s to parse and 0.43 s to write back;
+ * - objects and arrays, each a walk's step: 1,300,000 empty objects (3.9 MB) took 0.4 s to
+ *   parse and 2.9 s to walk (0.9 s once the walks were made leaner);
+ * - values, each a step too: an array of 3,900,000 zeros (7.8 MB) held the host 0.5 s.
  *
  * Keys of one shape repeated (rows of a table) cost what text does: 120,000 rows of 5 keys took
- * 14 ms. So a text is refused when it nests deeper than `maxDepth`, or holds more than
- * `maxCostlyKeys` keys that are new in it or belong to an object past `WIDE_OBJECT_KEYS` keys.
+ * 14 ms. So a text is refused when it nests deeper than `maxDepth`, holds more than
+ * `maxValues` values (counted by the commas between them), `maxContainers` objects and arrays,
+ * or more than `maxCostlyKeys` costly keys: a key that
+ * makes a transition not seen before in the text (from the keys of its object before it, in
+ * their order, as V8's hidden classes go), or a key of an object past `WIDE_OBJECT_KEYS` keys.
  * One pass, linear in the text (strings are skipped with `indexOf`). Pure.
  */
 
@@ -23,10 +31,20 @@ export const WIDE_OBJECT_KEYS = 1000;
 export interface JsonCostLimits {
   maxDepth: number;
   maxCostlyKeys: number;
+  maxContainers: number;
+  maxValues: number;
 }
 
-/** What messages the host reads may hold (see the module comment). */
-export const JSON_COST_LIMITS: JsonCostLimits = { maxDepth: 1000, maxCostlyKeys: 50_000 };
+/**
+ * What messages the host reads may hold (see the module comment): rows of a table pass up to
+ * 250,000 of them (about 8 MiB of rows of two short fields).
+ */
+export const JSON_COST_LIMITS: JsonCostLimits = {
+  maxDepth: 1000,
+  maxCostlyKeys: 50_000,
+  maxContainers: 250_000,
+  maxValues: 2_000_000,
+};
 
 /**
  * A text shorter than this is not scanned: it cannot hold enough keys or levels to cost more
@@ -45,43 +63,69 @@ export function jsonCostProblem(
   scanFrom = SCANNED_FROM_CHARS,
 ): string | null {
   if (text.length < scanFrom) return null;
-  const keysSeen = new Set<string>();
-  /** Keys so far of each open object; -1 for an open array. */
-  const open: number[] = [];
+  /** Each open container: an object's shape (its keys so far, in order), or ARRAY. */
+  const shapes: number[] = [];
+  /** Keys so far of each open object. */
+  const counts: number[] = [];
+  /** The transitions seen: from each shape (0: no keys yet), by key, to the next shape. */
+  const transitions: (Map<string, number> | undefined)[] = [undefined];
   let costly = 0;
+  let containers = 0;
+  let commas = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const end = stringEnd(text, i + 1);
       if (end === -1) return null;
-      const top = open.length - 1;
-      if (top >= 0 && open[top]! >= 0 && isFollowedByColon(text, end + 1)) {
-        const keys = ++open[top]!;
-        const name = text.slice(i + 1, end);
-        const isNew = !keysSeen.has(name);
-        if (isNew) keysSeen.add(name);
-        if ((isNew || keys > WIDE_OBJECT_KEYS) && ++costly > limits.maxCostlyKeys) {
+      const top = shapes.length - 1;
+      if (top >= 0 && shapes[top] !== ARRAY && isFollowedByColon(text, end + 1)) {
+        let isCostly = ++counts[top]! > WIDE_OBJECT_KEYS;
+        if (!isCostly) {
+          const from = shapes[top]!;
+          const name = text.slice(i + 1, end);
+          const next = (transitions[from] ??= new Map()).get(name);
+          if (next === undefined) {
+            isCostly = true;
+            transitions[from]!.set(name, transitions.length);
+            shapes[top] = transitions.length;
+            transitions.push(undefined);
+          } else {
+            shapes[top] = next;
+          }
+        }
+        if (isCostly && ++costly > limits.maxCostlyKeys) {
           return `it holds more than ${limits.maxCostlyKeys.toLocaleString("en")} object keys ` +
-            `that are costly to read (of distinct names, or in an object of more than ` +
-            `${WIDE_OBJECT_KEYS.toLocaleString("en")} keys)`;
+            `that are costly to read (of names, or in an order, not seen before in it, or in an ` +
+            `object of more than ${WIDE_OBJECT_KEYS.toLocaleString("en")} keys)`;
         }
       }
       i = end;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      open.push(c === OPEN_BRACE ? 0 : -1);
-      if (open.length > limits.maxDepth) {
+      shapes.push(c === OPEN_BRACE ? 0 : ARRAY);
+      counts.push(0);
+      if (shapes.length > limits.maxDepth) {
         return `it is nested deeper than ${limits.maxDepth.toLocaleString("en")} levels`;
       }
+      if (++containers > limits.maxContainers) {
+        return `it holds more than ${limits.maxContainers.toLocaleString("en")} objects and arrays`;
+      }
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      open.pop();
+      shapes.pop();
+      counts.pop();
+    } else if (c === COMMA && ++commas >= limits.maxValues) {
+      return `it holds more than ${limits.maxValues.toLocaleString("en")} values`;
     }
   }
   return null;
 }
 
+/** The shape of an open array, which has no keys. */
+const ARRAY = -1;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COLON = 0x3a;
+const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;

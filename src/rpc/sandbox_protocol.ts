@@ -367,6 +367,8 @@ export function costlyCallReply(argumentsJson: string): ToolReply | null {
   const problem = jsonCostProblem(argumentsJson, {
     maxDepth: JSON_COST_LIMITS.maxDepth - CALL_ENVELOPE_LEVELS,
     maxCostlyKeys: JSON_COST_LIMITS.maxCostlyKeys - CALL_ENVELOPE_KEYS,
+    maxContainers: JSON_COST_LIMITS.maxContainers - CALL_ENVELOPE_LEVELS,
+    maxValues: JSON_COST_LIMITS.maxValues - CALL_ENVELOPE_KEYS,
   }, 0);
   if (problem === null) return null;
   return {
@@ -378,7 +380,7 @@ export function costlyCallReply(argumentsJson: string): ToolReply | null {
   };
 }
 
-/** Levels and keys a call's line has around its arguments (message, params). */
+/** Levels (objects) and keys a call's line has around its arguments (message, params). */
 const CALL_ENVELOPE_LEVELS = 2;
 const CALL_ENVELOPE_KEYS = 8;
 

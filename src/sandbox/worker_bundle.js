@@ -64,44 +64,70 @@ async function readLines(stream, maxLineBytes, events) {
 var WIDE_OBJECT_KEYS = 1e3;
 var JSON_COST_LIMITS = {
   maxDepth: 1e3,
-  maxCostlyKeys: 5e4
+  maxCostlyKeys: 5e4,
+  maxContainers: 25e4,
+  maxValues: 2e6
 };
 var SCANNED_FROM_CHARS = 64 * 1024;
 function jsonCostProblem(text, limits = JSON_COST_LIMITS, scanFrom = SCANNED_FROM_CHARS) {
   if (text.length < scanFrom) return null;
-  const keysSeen = /* @__PURE__ */ new Set();
-  const open = [];
+  const shapes = [];
+  const counts = [];
+  const transitions = [
+    void 0
+  ];
   let costly = 0;
+  let containers = 0;
+  let commas = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const end = stringEnd(text, i + 1);
       if (end === -1) return null;
-      const top = open.length - 1;
-      if (top >= 0 && open[top] >= 0 && isFollowedByColon(text, end + 1)) {
-        const keys = ++open[top];
-        const name = text.slice(i + 1, end);
-        const isNew = !keysSeen.has(name);
-        if (isNew) keysSeen.add(name);
-        if ((isNew || keys > WIDE_OBJECT_KEYS) && ++costly > limits.maxCostlyKeys) {
-          return `it holds more than ${limits.maxCostlyKeys.toLocaleString("en")} object keys that are costly to read (of distinct names, or in an object of more than ${WIDE_OBJECT_KEYS.toLocaleString("en")} keys)`;
+      const top = shapes.length - 1;
+      if (top >= 0 && shapes[top] !== ARRAY && isFollowedByColon(text, end + 1)) {
+        let isCostly = ++counts[top] > WIDE_OBJECT_KEYS;
+        if (!isCostly) {
+          const from = shapes[top];
+          const name = text.slice(i + 1, end);
+          const next = (transitions[from] ??= /* @__PURE__ */ new Map()).get(name);
+          if (next === void 0) {
+            isCostly = true;
+            transitions[from].set(name, transitions.length);
+            shapes[top] = transitions.length;
+            transitions.push(void 0);
+          } else {
+            shapes[top] = next;
+          }
+        }
+        if (isCostly && ++costly > limits.maxCostlyKeys) {
+          return `it holds more than ${limits.maxCostlyKeys.toLocaleString("en")} object keys that are costly to read (of names, or in an order, not seen before in it, or in an object of more than ${WIDE_OBJECT_KEYS.toLocaleString("en")} keys)`;
         }
       }
       i = end;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      open.push(c === OPEN_BRACE ? 0 : -1);
-      if (open.length > limits.maxDepth) {
+      shapes.push(c === OPEN_BRACE ? 0 : ARRAY);
+      counts.push(0);
+      if (shapes.length > limits.maxDepth) {
         return `it is nested deeper than ${limits.maxDepth.toLocaleString("en")} levels`;
       }
+      if (++containers > limits.maxContainers) {
+        return `it holds more than ${limits.maxContainers.toLocaleString("en")} objects and arrays`;
+      }
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      open.pop();
+      shapes.pop();
+      counts.pop();
+    } else if (c === COMMA && ++commas >= limits.maxValues) {
+      return `it holds more than ${limits.maxValues.toLocaleString("en")} values`;
     }
   }
   return null;
 }
+var ARRAY = -1;
 var QUOTE = 34;
 var BACKSLASH = 92;
 var COLON = 58;
+var COMMA = 44;
 var OPEN_BRACE = 123;
 var CLOSE_BRACE = 125;
 var OPEN_BRACKET = 91;
@@ -378,7 +404,9 @@ function oversizedCallReply(params) {
 function costlyCallReply(argumentsJson) {
   const problem = jsonCostProblem(argumentsJson, {
     maxDepth: JSON_COST_LIMITS.maxDepth - CALL_ENVELOPE_LEVELS,
-    maxCostlyKeys: JSON_COST_LIMITS.maxCostlyKeys - CALL_ENVELOPE_KEYS
+    maxCostlyKeys: JSON_COST_LIMITS.maxCostlyKeys - CALL_ENVELOPE_KEYS,
+    maxContainers: JSON_COST_LIMITS.maxContainers - CALL_ENVELOPE_LEVELS,
+    maxValues: JSON_COST_LIMITS.maxValues - CALL_ENVELOPE_KEYS
   }, 0);
   if (problem === null) return null;
   return {
