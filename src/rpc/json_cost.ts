@@ -1,8 +1,8 @@
 /**
  * Whether a JSON text would hold the host's one thread too long once parsed, read off the text
  * before `JSON.parse` sees it. Parsing and walking JSON costs the host little per byte of text
- * (an 8 MB string: a few milliseconds), but much per byte of two shapes, measured in process
- * for about 7 MB (2026-12, 2 cores, loaded):
+ * (an 8 MB string: a few milliseconds), but much per byte of these, measured in process for
+ * about 7 MB (2026-12, 2 cores, loaded):
  *
  * - object keys that take V8 to a hidden class it has not made yet in this text, which is a key
  *   after keys in an order not seen before: 6,000 objects of 100 keys of their own took
@@ -17,12 +17,12 @@
  * - values, each a step too: an array of 3,900,000 zeros (7.8 MB) held the host 0.5 s.
  *
  * Keys of one shape repeated (rows of a table) cost what text does: 120,000 rows of 5 keys took
- * 14 ms. So a text is refused when it nests deeper than `maxDepth`, holds more than
+ * 14 ms. So a text is refused when it nests deeper than `maxDepth`, or holds more than
  * `maxValues` values (counted by the commas between them), `maxContainers` objects and arrays,
- * or more than `maxCostlyKeys` costly keys: a key that
- * makes a transition not seen before in the text (from the keys of its object before it, in
- * their order, as V8's hidden classes go), or a key of an object past `WIDE_OBJECT_KEYS` keys.
- * One pass, linear in the text (strings are skipped with `indexOf`). Pure.
+ * or `maxCostlyKeys` costly keys: a key that makes a transition not seen before in the text
+ * (from the keys of its object before it, in their order, as V8's hidden classes go), or a key
+ * of an object past `WIDE_OBJECT_KEYS` keys. One pass, linear in the text (strings are skipped
+ * with `indexOf`); V8's own rules are only approximated. Pure.
  */
 
 /** Keys an object may have before each further one counts as costly (V8's dictionary mode). */
@@ -47,8 +47,8 @@ export const JSON_COST_LIMITS: JsonCostLimits = {
 };
 
 /**
- * A text shorter than this is not scanned: it cannot hold enough keys or levels to cost more
- * than a few milliseconds (a key is at least 4 characters: `"a":1` less its value).
+ * A text shorter than this is not scanned: it cannot hold enough keys, levels or values to cost
+ * more than a few milliseconds (a key is at least 4 characters: `"a":1` less its value).
  */
 export const SCANNED_FROM_CHARS = 64 * 1024;
 
