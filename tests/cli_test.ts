@@ -159,7 +159,7 @@ async function runReadmeClient(
 Deno.test("the README's own stdio client runs against this checkout", async () => {
   const out = await runReadmeClient(
     "StdioClientTransport",
-    3,
+    0,
     (code) => code.replaceAll("/path/to/repo", ROOT),
   );
   assert.equal(out.code, 0, out.stderr.slice(-2000));
