@@ -2920,6 +2920,14 @@ export const MUTATIONS: Mutation[] = [
     filter: "progress number",
   },
   {
+    name: "an object is taken as wide from 1,000 keys, as before attacker 67",
+    file: "src/rpc/json_cost.ts",
+    from: "export const WIDE_OBJECT_KEYS = 127;",
+    to: "export const WIDE_OBJECT_KEYS = 1000;",
+    tests: ["tests/json_cost_test.ts"],
+    filter: "rows of 140 keys",
+  },
+  {
     name: "MYSQL_PWD is no secret name",
     file: "src/config/literal_secrets.ts",
     from: "|_PWD$|",

@@ -207,7 +207,7 @@ for (const mode of ["http", "sse", "stdio"] as const) {
     assert.deepEqual(wide.result, [
       "ToolError: remote.wide: Cannot read the server's reply: it holds more than " +
       "50,000 object keys that are costly to read (of names, or in an order, not seen " +
-      "before in it, or in an object of more than 1,000 keys)",
+      "before in it, or in an object of more than 127 keys)",
       1000,
     ], wide.text);
     const after = await server.execute({

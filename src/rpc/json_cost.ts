@@ -8,9 +8,11 @@
  *   after keys in an order not seen before: 6,000 objects of 100 keys of their own took
  *   `JSON.parse` 1.4 s, and 15,000 objects of the same 92 keys, each in another order, 0.9 s
  *   (attacker 66: counting only new names let those through);
- * - keys of an object of more than about a thousand, which V8 keeps as a dictionary: one object
+ * - keys of an object of more than 127 named keys, which V8 keeps as a dictionary: one object
  *   of 600,000 keys took 0.35 s to parse, and every walk over it as long again (the SDK's
- *   validation, scrubbing, the result's depth and size, its observed shape: 4 s in all);
+ *   validation, scrubbing, the result's depth and size, its observed shape: 4 s in all); rows
+ *   of 140 keys, 7.8 MB, parsed 3 to 5 times slower than rows of 127 (attacker 67: counted from
+ *   1,000 keys, they held the host 0.5 to 1.5 s a message);
  * - nesting: 1,000,000 levels took 0.24 s to parse and 0.43 s to write back;
  * - objects and arrays, each a walk's step: 1,300,000 empty objects (3.9 MB) took 0.4 s to
  *   parse and 2.9 s to walk (0.9 s once the walks were made leaner);
@@ -25,8 +27,12 @@
  * with `indexOf`); V8's own rules are only approximated. Pure.
  */
 
-/** Keys an object may have before each further one counts as costly (V8's dictionary mode). */
-export const WIDE_OBJECT_KEYS = 1000;
+/**
+ * Keys an object may have before each further one counts as costly: V8 keeps an object of more
+ * named keys as a dictionary (array-index keys, "0" to "9", are kept apart; counted all the
+ * same, which errs on the costly side).
+ */
+export const WIDE_OBJECT_KEYS = 127;
 
 export interface JsonCostLimits {
   maxDepth: number;

@@ -61,7 +61,7 @@ async function readLines(stream, maxLineBytes, events) {
 }
 
 // src/rpc/json_cost.ts
-var WIDE_OBJECT_KEYS = 1e3;
+var WIDE_OBJECT_KEYS = 127;
 var JSON_COST_LIMITS = {
   maxDepth: 1e3,
   maxCostlyKeys: 5e4,
