@@ -3,7 +3,8 @@
  * buffered with each chunk that arrives and searches it again from its start for a line break,
  * in JavaScript under Deno: an 8 MB message in 64 KB chunks cost the host's one thread about 2 s.
  * `MessageLines` does the same work in linear time (each byte is copied once and searched once),
- * and `readLinesLinearly` puts it in place of a transport's own.
+ * and `readLinesLinearly` puts it in place of a transport's own. It also skips, unparsed, a line
+ * too long or too costly to parse (json_cost.ts), when told what to do in its place.
  */
 import { deserializeMessage, type JSONRPCMessage } from "@modelcontextprotocol/client";
 import { concatBytes } from "../_util/bytes.ts";

@@ -1,7 +1,8 @@
 /**
- * The fetch of the HTTP transports, with the bound a stdio server's messages have
- * (`MAX_MESSAGE_BYTES`, message_lines.ts): a body the SDK reads whole past it, or one event of an
- * event stream the SDK reads event by event past it, fails the body, and with it the request (a
+ * The fetch of the HTTP transports, with the bounds a stdio server's messages have
+ * (`MAX_MESSAGE_BYTES`, message_lines.ts; JSON too costly to parse, json_cost.ts): a body the SDK
+ * reads whole past them, or one event of an event stream the SDK reads event by event past them,
+ * fails the body (an event is replaced by an error answer), and with it the request (a
  * call raises ToolError in the script; a `tools/list` fails its connect, and the server is shown
  * unavailable with the reason). Without it an HTTP upstream's 300 MB reply ended the host: V8
  * aborted the process (out of memory in its Zone) measuring the parsed result. What all the
