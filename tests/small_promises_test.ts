@@ -6,6 +6,24 @@ import assert from "node:assert/strict";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { delay, startServer } from "./_helpers.ts";
 
+/**
+ * A script that sends the entity `big` (made by `setup`) to memory.create_entities, catching
+ * ToolDenied, then makes a call that is sent: its result is [what the first call said, the
+ * second's result type].
+ */
+function deniedThenSent(setup: string): string {
+  return [
+    "from mcp_tools import memory, ToolDenied",
+    setup,
+    "try:",
+    "    memory.create_entities(entities=[big])",
+    "    said = 'sent'",
+    "except ToolDenied as e:",
+    "    said = str(e)",
+    "[said, type(memory.read_graph()).__name__]",
+  ].join("\n");
+}
+
 Deno.test("requests, results and errors keep their stated shapes", async (t) => {
   await using server = await startServer();
 
@@ -23,16 +41,9 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
     async () => {
       // The host reads at most MAX_SANDBOX_LINE_BYTES of a sandbox's line, and ends the run as a
       // protocol violation past it: an honest script's oversized call must not end its run.
-      const code = [
-        "from mcp_tools import memory, ToolDenied",
+      const code = deniedThenSent(
         "big = {'name': 'x', 'entityType': 't', 'observations': ['é' * (5 * 1024 * 1024)]}",
-        "try:",
-        "    memory.create_entities(entities=[big])",
-        "    said = 'sent'",
-        "except ToolDenied as e:",
-        "    said = str(e)",
-        "[said, type(memory.read_graph()).__name__]",
-      ].join("\n");
+      );
       const r = await server.execute({ code });
       assert.equal(r.diagnostics, null, r.text);
       const [said, graph] = r.result as [string, string];
@@ -46,16 +57,10 @@ Deno.test("requests, results and errors keep their stated shapes", async (t) => 
     "attack: a call whose arguments are costly to parse raises ToolDenied there; a raw line ends the run",
     async () => {
       // 600,000 keys in 6.6 MB of arguments held the host's thread 2 to 3 s a call (attacker 64).
-      const code = [
-        "from mcp_tools import memory, ToolDenied",
-        "wide = {f'k{i}': 0 for i in range(60_000)}",
-        "try:",
-        "    memory.create_entities(entities=[{'name': 'x', 'entityType': 't', 'observations': [], 'x': wide}])",
-        "    said = 'sent'",
-        "except ToolDenied as e:",
-        "    said = str(e)",
-        "[said, type(memory.read_graph()).__name__]",
-      ].join("\n");
+      const code = deniedThenSent(
+        "wide = {f'k{i}': 0 for i in range(60_000)}\n" +
+          "big = {'name': 'x', 'entityType': 't', 'observations': [], 'x': wide}",
+      );
       const r = await server.execute({ code });
       assert.equal(r.diagnostics, null, r.text);
       const [said, graph] = r.result as [string, string];
